@@ -1,0 +1,85 @@
+"""orkeon_actors: an actor-model runtime for crews of LLM agents.
+
+Everything a user imports lives here::
+
+    import orkeon_actors as ok
+
+    with ok.Runtime.start() as rt:
+        client = rt.hub.bind("billing", "scorer")
+        client.publish("orders.created", {"id": 42})
+
+Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
+``EventHubError``.
+"""
+
+from orkeon_actors import errors
+from orkeon_actors.hub import (
+    CallerContext,
+    EventHub,
+    HubClient,
+    MailboxReader,
+    MailboxRegistration,
+    Subscription,
+)
+from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.model import (
+    FOREVER,
+    NO_DECLARED_SCHEMA_ID,
+    WAIT_TIMED_OUT_TOPIC,
+    AgentId,
+    Budget,
+    CancelToken,
+    Clock,
+    CorrelationId,
+    CrewId,
+    FiniteWaitTimeout,
+    ForeverWaitTimeout,
+    MailboxAddress,
+    Message,
+    MessageId,
+    PublishOptions,
+    SystemClock,
+    VirtualClock,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+)
+from orkeon_actors.runtime import Runtime
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FOREVER",
+    "NO_DECLARED_SCHEMA_ID",
+    "WAIT_TIMED_OUT_TOPIC",
+    "AgentId",
+    "Budget",
+    "CallerContext",
+    "CancelToken",
+    "Clock",
+    "CorrelationId",
+    "CrewId",
+    "EventHub",
+    "EventHubMiddleware",
+    "FiniteWaitTimeout",
+    "ForeverWaitTimeout",
+    "HubClient",
+    "MailboxAddress",
+    "MailboxReader",
+    "MailboxRegistration",
+    "Message",
+    "MessageId",
+    "PublishOptions",
+    "Runtime",
+    "Subscription",
+    "SystemClock",
+    "VirtualClock",
+    "WaitDescriptor",
+    "WaitOnMailbox",
+    "WaitOnReply",
+    "WaitOnTopic",
+    "WaitTimeout",
+    "errors",
+]

@@ -1,0 +1,127 @@
+"""Every error the hub raises, in one place.
+
+All of them derive from :class:`EventHubError`, so ``except EventHubError`` catches
+whatever the hub refuses. Each message says what was wrong and what to do next.
+Invalid arguments (a zero timeout, ``FOREVER`` on ``send``) raise subclasses that are
+*also* :class:`ValueError`, so generic argument handling keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EventHubError",
+    "InvalidArgumentError",
+    "InvalidMailboxAddressError",
+    "InvalidIdError",
+    "MailboxNotFoundError",
+    "MailboxAlreadyRegisteredError",
+    "SendTimeoutError",
+    "UnknownCorrelationError",
+    "ReservedTopicError",
+    "EventAclError",
+    "EventValidationError",
+    "DuplicateMessageError",
+    "BudgetExhaustedError",
+    "CancelledError",
+    "ToolValidationError",
+    "HubStoppedError",
+    "RateLimitedError",
+]
+
+
+class EventHubError(Exception):
+    """Base class of every error raised by orkeon_actors."""
+
+
+class InvalidArgumentError(EventHubError, ValueError):
+    """An argument is out of its domain (a non-positive timeout, FOREVER on send, ...)."""
+
+
+class InvalidIdError(InvalidArgumentError):
+    """A crew, agent, message or correlation id is malformed."""
+
+
+class InvalidMailboxAddressError(InvalidArgumentError):
+    """A mailbox address does not follow one of the four schemes of spec §6.2."""
+
+
+class MailboxNotFoundError(EventHubError, LookupError):
+    """A post or send targeted a mailbox nobody registered."""
+
+    def __init__(self, address: object) -> None:
+        super().__init__(
+            f"no mailbox is registered at {address}: register it with "
+            f"hub.register_mailbox({str(address)!r}) before posting to it, "
+            "or check the address for a typo"
+        )
+        self.address = address
+
+
+class MailboxAlreadyRegisteredError(InvalidArgumentError):
+    """A mailbox address was registered twice."""
+
+
+class SendTimeoutError(EventHubError, TimeoutError):
+    """A ``send`` got no reply before its timeout (spec §16.1)."""
+
+
+class UnknownCorrelationError(EventHubError, LookupError):
+    """A reply names a correlation id that no pending ``send`` holds (unknown,
+    already answered, or expired)."""
+
+
+class ReservedTopicError(EventHubError):
+    """An agent tried to publish on a ``_system.`` topic (spec §9.2)."""
+
+
+class EventAclError(EventHubError):
+    """The ACL refused a message: no CrewLink authorizes it (spec §10)."""
+
+    def __init__(self, message: str, *, source: str = "", target: str = "", rule: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+        self.target = target
+        self.rule = rule
+
+
+class EventValidationError(EventHubError):
+    """A message declares a schema id nobody registered (spec §12.3), or a schema
+    registration conflicts with an existing one."""
+
+
+class DuplicateMessageError(EventHubError):
+    """Raised by a receive stage to drop a duplicate; the hub catches it at the
+    delivery site and no consumer ever sees it (spec §12.2)."""
+
+
+class BudgetExhaustedError(EventHubError):
+    """The agent's budget ran out while it waited (spec §9.4). Never a TimeoutError:
+    a supervisor must be able to tell "no message in time" from "no budget left"."""
+
+
+class CancelledError(EventHubError):
+    """The call's CancelToken fired before the call completed."""
+
+
+class ToolValidationError(EventHubError, ValueError):
+    """An agent tool was called with arguments that break its contract (spec §5.1).
+
+    ``field`` names the offending argument (or ``None`` when the call as a whole is wrong).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class HubStoppedError(EventHubError):
+    """The runtime was stopped; the call cannot proceed. Start a new Runtime."""
+
+
+class RateLimitedError(EventHubError):
+    """A rate-limit stage refused a message; ``retry_after`` says in how many seconds a
+    retry can succeed."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,172 @@
+"""The caller-bound hub client: what users and agents hold.
+
+Every method accepts plain strings where an id or an address is expected, numbers of
+seconds or ``timedelta`` for timeouts, and an optional ``cancel=`` token. Blocking
+calls return results and raise typed errors from :mod:`orkeon_actors.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
+from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
+from orkeon_actors.model.message import Message
+from orkeon_actors.model.options import (
+    DEFAULT_PUBLISH_OPTIONS,
+    FiniteWaitTimeout,
+    ForeverWaitTimeout,
+    PublishOptions,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+    coerce_wait_timeout,
+    to_seconds,
+)
+
+__all__ = ["HubClient"]
+
+Seconds = float | int | timedelta
+
+
+def _send_timeout(timeout: Seconds | WaitTimeout) -> float:
+    if isinstance(timeout, ForeverWaitTimeout):
+        raise InvalidArgumentError(
+            "send does not accept FOREVER (spec §9.3): a requester must not be suspended "
+            "indefinitely; give a finite timeout in seconds"
+        )
+    if timeout is None:
+        raise InvalidArgumentError("send requires a timeout (spec §9.3): give a positive number of seconds")
+    if isinstance(timeout, FiniteWaitTimeout):
+        return timeout.seconds
+    return to_seconds(timeout)
+
+
+class HubClient:
+    """A hub handle bound to one caller (crew, optionally agent)."""
+
+    __slots__ = ("hub", "caller")
+
+    def __init__(self, hub: EventHub, caller: CallerContext) -> None:
+        self.hub = hub
+        self.caller = caller
+
+    @property
+    def crew_id(self) -> CrewId:
+        return self.caller.crew_id
+
+    @property
+    def agent_id(self) -> AgentId | None:
+        return self.caller.agent_id
+
+    def publish(
+        self,
+        topic: str,
+        payload: object = b"",
+        options: PublishOptions | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Broadcast ``payload`` on ``topic`` (global, or scoped by
+        ``options.target_crew_id``). Returns the published message."""
+        validate_topic(topic)
+        return self.hub.publish(self.caller, topic, payload, options or DEFAULT_PUBLISH_OPTIONS, cancel)
+
+    def post(
+        self,
+        to: MailboxAddress | str,
+        payload: object = b"",
+        metadata: Mapping[str, str] | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Fire-and-forget to a mailbox. Raises ``MailboxNotFoundError`` if nobody
+        registered it. Posting to ``topic://name`` publishes on ``name``."""
+        return self.hub.post(self.caller, MailboxAddress.parse(to), payload, metadata, cancel)
+
+    def send(
+        self,
+        to: MailboxAddress | str,
+        request: object,
+        timeout: Seconds | WaitTimeout,
+        metadata: Mapping[str, str] | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Post ``request`` and block for its reply. ``timeout`` is mandatory and finite
+        (``FOREVER`` raises ``InvalidArgumentError``); no reply in time raises
+        ``SendTimeoutError`` (a ``TimeoutError``)."""
+        seconds = _send_timeout(timeout)
+        return self.hub.send(self.caller, MailboxAddress.parse(to), request, seconds, metadata, cancel)
+
+    def request(
+        self,
+        to: MailboxAddress | str,
+        request: object,
+        timeout: Seconds | WaitTimeout,
+        metadata: Mapping[str, str] | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Like :meth:`send` but returns at once with the request message; wait for the
+        reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
+        stays answerable until ``timeout`` passes."""
+        seconds = _send_timeout(timeout)
+        return self.hub.request(self.caller, MailboxAddress.parse(to), request, seconds, metadata, cancel)
+
+    def reply(
+        self,
+        correlation_id: CorrelationId | str,
+        payload: object = b"",
+        metadata: Mapping[str, str] | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Answer a pending request. Raises ``UnknownCorrelationError`` when the id is
+        unknown, already answered or expired."""
+        return self.hub.reply(self.caller, CorrelationId(correlation_id), payload, metadata, cancel)
+
+    def subscribe(self, topic: str, *, cancel: CancelToken | None = None) -> Subscription:
+        """Subscribe to a topic pattern (``*`` one word, ``#`` zero or more)."""
+        validate_topic_pattern(topic)
+        return self.hub.subscribe(self.caller, topic, cancel)
+
+    def wait_for(
+        self,
+        descriptor: WaitDescriptor,
+        timeout: WaitTimeout | Seconds,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> Message:
+        """Block for the next message matching ``descriptor``.
+
+        A finite timeout that expires returns the WaitTimedOutMessage of spec §9.2
+        (``message.is_timeout``); ``FOREVER`` blocks until a match or cancellation. A
+        budget token that fires raises ``BudgetExhaustedError``.
+        """
+        if not isinstance(descriptor, (WaitOnTopic, WaitOnMailbox, WaitOnReply)):
+            raise InvalidArgumentError(
+                f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
+            )
+        return self.hub.wait_for(self.caller, descriptor, coerce_wait_timeout(timeout), cancel)
+
+    def get_last_value(
+        self, key: str, crew_scope: CrewId | str | None = None, *, cancel: CancelToken | None = None
+    ) -> Message | None:
+        """The message retained under ``key`` (in ``crew_scope``'s slot, or the global
+        slot when ``None``), or ``None`` if nothing was retained. A retained JSON
+        ``null`` is a message whose ``json()`` is ``None``, not a ``None`` result."""
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError("get_last_value needs a non-empty string key")
+        scope = None if crew_scope is None else CrewId(crew_scope)
+        return self.hub.get_last_value(self.caller, key, scope, cancel)
+
+    def __repr__(self) -> str:
+        agent = f", agent_id={self.caller.agent_id!s}" if self.caller.agent_id else ""
+        return f"HubClient(crew_id={self.caller.crew_id!s}{agent})"

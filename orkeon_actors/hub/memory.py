@@ -1,0 +1,567 @@
+"""The in-memory adapter of the EventHub port: every mailbox is a pykka actor.
+
+Where the work happens (ARCHITECTURE §3):
+
+* ``publish`` runs the publish stages and routes in the caller's thread, pushing into
+  each matching subscriber's local buffer (copy-on-write router, no lock on the hot path);
+* ``post`` / ``send`` run the publish stages in the caller's thread and ``tell`` the
+  target mailbox actor;
+* ``reply`` completes the requester's waiter directly;
+* waits are registered waiters settled by a message, by the scheduler actor (finite
+  timeouts, budget deadlines) or by a cancel token; only the caller's own thread blocks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+
+from loguru import logger
+
+from orkeon_actors.errors import (
+    DuplicateMessageError,
+    HubStoppedError,
+    InvalidArgumentError,
+    MailboxAlreadyRegisteredError,
+    MailboxNotFoundError,
+    UnknownCorrelationError,
+)
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.replies import PendingReplies, PendingRequest
+from orkeon_actors.hub.routing import TopicRouter
+from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
+from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
+from orkeon_actors.middleware.pipeline import Next, Pipeline
+from orkeon_actors.model.address import MailboxAddress, Scheme
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
+from orkeon_actors.model.message import (
+    NO_DECLARED_SCHEMA_ID,
+    WAIT_TIMED_OUT_TOPIC,
+    FrozenMap,
+    Message,
+    encode_payload,
+    freeze_metadata,
+)
+from orkeon_actors.model.options import (
+    ForeverWaitTimeout,
+    PublishOptions,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+)
+
+__all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC"]
+
+POST_TOPIC = "_system.post"
+"""Synthetic topic of mailbox posts: no agent can publish on ``_system.*`` (spec §10.2)."""
+SEND_TOPIC = "_system.send"
+REPLY_TOPIC = "_system.reply"
+
+WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
+
+
+class _TopicWait:
+    """A one-shot router entry: the first matching message settles the wait."""
+
+    __slots__ = ("pattern", "crew_id", "metadata_match", "waiter")
+
+    def __init__(self, pattern: str, crew_id: CrewId, metadata_match: FrozenMap | None, waiter: Waiter[Message]):
+        self.pattern = pattern
+        self.crew_id = crew_id
+        self.metadata_match = metadata_match
+        self.waiter = waiter
+
+    def offer(self, message: Message) -> None:
+        self.waiter.try_complete(message)
+
+
+class _MemorySubscription(Subscription):
+    __slots__ = ("pattern", "crew_id", "metadata_match", "_buffer", "_hub", "_receive")
+
+    def __init__(self, hub: InMemoryEventHub, pattern: str, crew_id: CrewId, receive: Next | None) -> None:
+        self.pattern = pattern
+        self.crew_id = crew_id
+        self.metadata_match: FrozenMap | None = None
+        self._buffer: LocalBuffer[Message] = LocalBuffer()
+        self._hub = hub
+        self._receive = receive
+
+    def offer(self, message: Message) -> None:
+        self._buffer.push(message)
+
+    def __next__(self) -> Message:
+        while True:
+            try:
+                message = self._buffer.take()
+            except BufferClosed:
+                raise StopIteration from None
+            consumed = self._hub._consume(self._receive, message)
+            if consumed is not None:
+                return consumed
+
+    def drain(self) -> list[Message]:
+        out = []
+        while (message := self._buffer.take_nowait()) is not None:
+            consumed = self._hub._consume(self._receive, message)
+            if consumed is not None:
+                out.append(consumed)
+        return out
+
+    def close(self) -> None:
+        self._hub._router.remove(self)
+        self._buffer.close()
+        self._hub._subscriptions.discard(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._buffer.closed
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.pattern!r}, crew={self.crew_id!s}, buffered={len(self._buffer)})"
+
+
+class _MemoryReader(MailboxReader):
+    def __init__(self, handle: MailboxHandle, hub: InMemoryEventHub) -> None:
+        self._handle = handle
+        self._hub = hub
+        self._buffer: LocalBuffer[Message] = LocalBuffer()
+        handle.attach(self._buffer)
+
+    def receive(self, cancel: CancelToken | None = None) -> Message:
+        unregister = cancel.on_cancel(self._buffer.interrupt) if cancel is not None else None
+        try:
+            while True:
+                try:
+                    message = self._buffer.take()
+                except BufferClosed:
+                    if self._handle.closed:
+                        raise MailboxNotFoundError(self._handle.address) from None
+                    raise InvalidArgumentError("this mailbox reader was closed; open a new one with reg.reader()")
+                consumed = self._hub._consume(self._hub._receive_reader, message)
+                if consumed is not None:
+                    return consumed
+        finally:
+            if unregister is not None:
+                unregister()
+                self._buffer.clear_interrupt()
+
+    def __next__(self) -> Message:
+        try:
+            return self.receive()
+        except (MailboxNotFoundError, InvalidArgumentError):
+            raise StopIteration from None
+
+    def close(self) -> None:
+        self._handle.detach(self._buffer)
+
+
+class _MemoryRegistration(MailboxRegistration):
+    def __init__(self, hub: InMemoryEventHub, handle: MailboxHandle) -> None:
+        self._hub = hub
+        self._handle = handle
+        self.address = handle.address
+
+    def reader(self) -> MailboxReader:
+        return _MemoryReader(self._handle, self._hub)
+
+    def depth(self) -> int:
+        return self._handle.depth()
+
+    def close(self) -> list[Message]:
+        return self._hub._unregister(self._handle)
+
+    def __repr__(self) -> str:
+        return f"MailboxRegistration({str(self.address)!r})"
+
+
+class InMemoryEventHub(EventHub):
+    """The in-memory adapter. Thread-safe; create it through ``Runtime.start()``."""
+
+    def __init__(self, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None) -> None:
+        self.clock = clock
+        self.scheduler = scheduler
+        self.pipeline = pipeline or Pipeline()
+        self._router = TopicRouter()
+        self._replies = PendingReplies()
+        self._mailboxes: dict[MailboxAddress, MailboxHandle] = {}
+        self._mailboxes_lock = threading.Lock()
+        self._last_values: dict[tuple[CrewId | None, str], Message] = {}
+        self._subscriptions: set[_MemorySubscription] = set()
+        self._active_waiters: set[Waiter[Message]] = set()
+        self._waits_lock = threading.Lock()
+        self._wait_counts = dict.fromkeys(WAIT_KINDS, 0)
+        self._stopped = False
+        self.on_wait_timed_out: Callable[[Message], None] | None = None
+
+        pipe = self.pipeline
+        self._publish_chain = pipe.publish_chain("publish", self._route)
+        self._topic_post_chain = pipe.publish_chain("post", self._route)
+        self._post_chain = pipe.publish_chain("post", self._deliver_to_mailbox)
+        self._send_chain = pipe.publish_chain("send", self._deliver_to_mailbox)
+        self._reply_chain = pipe.publish_chain("reply", self._deliver_reply)
+        self._receive_subscription = pipe.receive_chain("subscribe")
+        self._receive_wait = pipe.receive_chain("wait")
+        self._receive_reader = pipe.receive_chain("receive")
+
+    # -- message construction ---------------------------------------------------------
+
+    def _stamp(
+        self,
+        caller: CallerContext,
+        topic: str,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        target_crew_id: CrewId | None = None,
+        target_mailbox: MailboxAddress | None = None,
+        correlation_id: CorrelationId | None = None,
+        schema_id: str | None = None,
+    ) -> Message:
+        if self._stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime to send messages")
+        return Message(
+            MessageId.new(),
+            topic,
+            caller.crew_id,
+            self.clock.now(),
+            encode_payload(payload),
+            freeze_metadata(metadata),
+            caller.agent_id,
+            target_crew_id,
+            target_mailbox,
+            correlation_id,
+            schema_id or NO_DECLARED_SCHEMA_ID,
+        )
+
+    # -- delivery terminals (the end of each publish chain) ---------------------------
+
+    def _route(self, message: Message) -> Message:
+        self._router.route(message)
+        return message
+
+    def _deliver_to_mailbox(self, message: Message) -> Message:
+        address = message.target_mailbox
+        handle = self._mailboxes.get(address) if address is not None else None
+        if handle is None:
+            raise MailboxNotFoundError(address)
+        handle.deliver(message)
+        return message
+
+    def _deliver_reply(self, message: Message) -> Message:
+        assert message.correlation_id is not None
+        self._replies.answer(message.correlation_id, message)
+        return message
+
+    def _consume(self, receive: Next | None, message: Message) -> Message | None:
+        """Run the receive stages; ``None`` when a stage dropped the message."""
+        if receive is None:
+            return message
+        try:
+            return receive(message)
+        except DuplicateMessageError:
+            logger.debug("dropped duplicate message {} at delivery", message.id)
+            return None
+
+    # -- the port ---------------------------------------------------------------------
+
+    def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
+        address = MailboxAddress.parse(address)
+        if address.scheme is Scheme.TOPIC:
+            raise InvalidArgumentError(
+                f"{address} is an alias of a topic, not a mailbox: subscribe to {address.name!r} instead"
+            )
+        if self._stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        with self._mailboxes_lock:
+            if address in self._mailboxes:
+                raise MailboxAlreadyRegisteredError(
+                    f"a mailbox is already registered at {address}; close the existing registration first"
+                )
+            handle = MailboxHandle(address, owner)
+            self._mailboxes[address] = handle
+        return _MemoryRegistration(self, handle)
+
+    def _unregister(self, handle: MailboxHandle) -> list[Message]:
+        with self._mailboxes_lock:
+            if self._mailboxes.get(handle.address) is handle:
+                del self._mailboxes[handle.address]
+        return handle.close()
+
+    def publish(
+        self, caller: CallerContext, topic: str, payload: object, options: PublishOptions, cancel: CancelToken | None
+    ) -> Message:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        message = self._stamp(
+            caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
+        )
+        if not options.retain_as_last_value:
+            return self._publish_chain(message)
+        key = (options.target_crew_id, options.last_value_key or "")
+
+        def retain_and_route(m: Message) -> Message:
+            self._last_values[key] = m
+            return self._route(m)
+
+        return self.pipeline.publish_chain("publish", retain_and_route)(message)
+
+    def post(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if to.scheme is Scheme.TOPIC:
+            message = self._stamp(caller, to.name or "", payload, metadata, None, to)
+            return self._topic_post_chain(message)
+        if to not in self._mailboxes:
+            raise MailboxNotFoundError(to)
+        return self._post_chain(self._stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+
+    def _open_request(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+    ) -> tuple[Message, PendingRequest]:
+        if to.scheme is Scheme.TOPIC:
+            raise InvalidArgumentError(
+                f"cannot send a request to {to}: a topic has no single recipient to reply; "
+                "send to an agent://, crew:// or client:// mailbox"
+            )
+        if to not in self._mailboxes:
+            raise MailboxNotFoundError(to)
+        correlation_id = CorrelationId.new()
+        request = PendingRequest(correlation_id, caller.crew_id, str(to))
+        message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
+        self._replies.open(request)
+        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
+        try:
+            self._send_chain(message)
+        except BaseException:
+            self._replies.forget(correlation_id)
+            raise
+        return message, request
+
+    def request(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        message, _ = self._open_request(caller, to, payload, timeout, metadata)
+        return message
+
+    def send(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        message, request = self._open_request(caller, to, payload, timeout, metadata)
+        waiter: Waiter[Message] = Waiter()
+        request.listen(waiter)
+        try:
+            return self._block(waiter, "on_reply", cancel)
+        finally:
+            self._replies.forget(request.correlation_id)
+
+    def reply(
+        self,
+        caller: CallerContext,
+        correlation_id: CorrelationId,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        request = self._replies.require_active(correlation_id)
+        message = self._stamp(
+            caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id
+        )
+        return self._reply_chain(message)
+
+    def subscribe(self, caller: CallerContext, pattern: str, cancel: CancelToken | None) -> Subscription:
+        if self._stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        subscription = _MemorySubscription(self, pattern, caller.crew_id, self._receive_subscription)
+        self._subscriptions.add(subscription)
+        self._router.add(subscription)
+        if cancel is not None:
+            cancel.on_cancel(lambda _error: subscription.close())
+        return subscription
+
+    def wait_for(
+        self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> Message:
+        if self._stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        deadline = None if isinstance(timeout, ForeverWaitTimeout) else self.clock.monotonic() + timeout.seconds
+        wait_id = new_ulid_str()
+        started_at = self.clock.now()
+        receive = self._receive_wait
+        while True:
+            message = self._wait_once(caller, descriptor, deadline, wait_id, started_at, cancel)
+            if message.is_timeout or isinstance(descriptor, WaitOnReply):
+                return message
+            consumed = self._consume(receive, message)
+            if consumed is not None:
+                return consumed
+
+    def _wait_once(
+        self,
+        caller: CallerContext,
+        descriptor: WaitDescriptor,
+        deadline: float | None,
+        wait_id: str,
+        started_at: object,
+        cancel: CancelToken | None,
+    ) -> Message:
+        waiter: Waiter[Message] = Waiter()
+        cleanup: Callable[[], None]
+        if isinstance(descriptor, WaitOnTopic):
+            kind, original = "on_topic", descriptor.topic
+            entry = _TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
+            self._router.add(entry)
+            cleanup = lambda: self._router.remove(entry)  # noqa: E731
+        elif isinstance(descriptor, WaitOnMailbox):
+            kind, original = "on_mailbox", str(descriptor.address)
+            handle = self._mailboxes.get(descriptor.address)
+            if handle is None:
+                raise MailboxNotFoundError(descriptor.address)
+            handle.add_waiter(waiter)
+            cleanup = lambda: handle.remove_waiter(waiter)  # noqa: E731
+        else:
+            kind, original = "on_reply", str(descriptor.correlation)
+            request = self._replies.get(descriptor.correlation)
+            if request is None:
+                raise UnknownCorrelationError(
+                    f"no request with correlation id {descriptor.correlation} is pending; "
+                    "wait on the correlation_id of a request you started with request()"
+                )
+            request.listen(waiter)
+
+            def cleanup() -> None:
+                request.unlisten(waiter)
+                settled, value, _ = waiter.peek()
+                if settled and value is not None and not value.is_timeout:
+                    self._replies.forget(descriptor.correlation)  # the reply was consumed
+
+        timer: TimerHandle | None = None
+        if deadline is not None:
+            timer = self.scheduler.schedule_at(
+                deadline,
+                lambda: self._expire_wait(waiter, caller, original, wait_id, started_at),
+            )
+        try:
+            return self._block(waiter, kind, cancel)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            cleanup()
+
+    def _expire_wait(
+        self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object
+    ) -> None:
+        timed_out = Message(
+            MessageId.new(),
+            WAIT_TIMED_OUT_TOPIC,
+            CrewId.SYSTEM,
+            self.clock.now(),
+            b"",
+            FrozenMap(
+                {
+                    "original_topic": original,
+                    "original_wait_id": wait_id,
+                    "original_started_at": started_at.isoformat(),  # type: ignore[attr-defined]
+                }
+            ),
+            None,
+            None if caller.is_system else caller.crew_id,
+        )
+        if waiter.try_complete(timed_out) and self.on_wait_timed_out is not None:
+            self.on_wait_timed_out(timed_out)
+
+    def _block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
+        """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop."""
+        unregister: Callable[[], None] | None = None
+        budget_timer: TimerHandle | None = None
+        if cancel is not None:
+            unregister = cancel.on_cancel(waiter.try_fail)
+            if cancel.deadline is not None and not cancel.cancelled:
+                budget_timer = self.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
+        with self._waits_lock:
+            self._active_waiters.add(waiter)
+            self._wait_counts[kind] += 1
+        if self._stopped:
+            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+        try:
+            return waiter.wait()
+        finally:
+            with self._waits_lock:
+                self._active_waiters.discard(waiter)
+                self._wait_counts[kind] -= 1
+            if unregister is not None:
+                unregister()
+            if budget_timer is not None:
+                budget_timer.cancel()
+
+    def get_last_value(
+        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
+    ) -> Message | None:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        return self._last_values.get((crew_scope, key))
+
+    def is_active_correlation(self, correlation_id: CorrelationId) -> bool:
+        return self._replies.is_active(correlation_id)
+
+    def pending_waits(self) -> dict[str, int]:
+        with self._waits_lock:
+            return dict(self._wait_counts)
+
+    def mailbox_registered(self, address: MailboxAddress | str) -> bool:
+        return MailboxAddress.parse(address) in self._mailboxes
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        error = HubStoppedError("the runtime was stopped while waiting")
+        with self._waits_lock:
+            waiters = list(self._active_waiters)
+        for waiter in waiters:
+            waiter.try_fail(error)
+        self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
+        for subscription in list(self._subscriptions):
+            subscription.close()
+        with self._mailboxes_lock:
+            handles = list(self._mailboxes.values())
+            self._mailboxes.clear()
+        for handle in handles:
+            handle.close()

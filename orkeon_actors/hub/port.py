@@ -1,0 +1,235 @@
+"""The EventHub port (spec §3.1), as every adapter implements it.
+
+Callers never use these methods directly: they ``bind`` a caller context and talk
+through the returned :class:`~orkeon_actors.hub.client.HubClient`, which stamps the
+source crew and agent on every message (an agent cannot forge them, spec §6.1). An
+adapter (in-memory, SQLite, AMQP) implements the caller-explicit methods below and passes
+the shared contract test suite in ``tests/contract``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
+from orkeon_actors.model.message import Message
+from orkeon_actors.model.options import PublishOptions, WaitDescriptor, WaitTimeout
+
+if TYPE_CHECKING:
+    from orkeon_actors.hub.client import HubClient
+
+__all__ = ["CallerContext", "EventHub", "Subscription", "MailboxRegistration", "MailboxReader"]
+
+
+@attrs.frozen
+class CallerContext:
+    """Who is calling: the hub stamps these on every message the caller sends."""
+
+    crew_id: CrewId
+    agent_id: AgentId | None = None
+
+    @property
+    def is_system(self) -> bool:
+        return self.crew_id.is_system
+
+
+class Subscription(abc.ABC):
+    """A long-lived subscription: an iterator of messages, FIFO per subscriber.
+
+    Iteration blocks for the next message and ends cleanly (``StopIteration``) after
+    :meth:`close` or once the cancel token given to ``subscribe`` fires. Messages
+    published after ``subscribe`` returned are all seen, once each.
+    """
+
+    pattern: str
+
+    @abc.abstractmethod
+    def __next__(self) -> Message: ...
+
+    def __iter__(self) -> Iterator[Message]:
+        return self
+
+    @abc.abstractmethod
+    def drain(self) -> list[Message]:
+        """Every message already buffered, without blocking (for polling loops)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop receiving; idempotent. Buffered messages are discarded."""
+
+    @property
+    @abc.abstractmethod
+    def closed(self) -> bool: ...
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class MailboxReader(abc.ABC):
+    """Holds a mailbox and drains it (consume-and-hold): the mailbox pushes every
+    message into the reader's local buffer. ``close()`` (or leaving the ``with``
+    block) returns what was not consumed to the mailbox, in order."""
+
+    @abc.abstractmethod
+    def receive(self, cancel: CancelToken | None = None) -> Message:
+        """Block for the next message. Raises ``CancelledError`` if ``cancel`` fires,
+        ``MailboxNotFoundError`` if the mailbox is closed meanwhile."""
+
+    def __iter__(self) -> Iterator[Message]:
+        return self
+
+    @abc.abstractmethod
+    def __next__(self) -> Message: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> MailboxReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class MailboxRegistration(abc.ABC):
+    """A registered mailbox. ``close()`` unregisters it and returns the messages nobody
+    consumed, so closing never loses a message silently."""
+
+    address: MailboxAddress
+
+    @abc.abstractmethod
+    def reader(self) -> MailboxReader:
+        """Hold the mailbox and drain it; see :class:`MailboxReader`."""
+
+    @abc.abstractmethod
+    def depth(self) -> int:
+        """Messages waiting to be consumed."""
+
+    @abc.abstractmethod
+    def close(self) -> list[Message]: ...
+
+    def __enter__(self) -> MailboxRegistration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventHub(abc.ABC):
+    """The port. Guarantees (stated precisely in ``docs/hub.md``):
+
+    * mailbox FIFO, topic FIFO per subscriber, no order across topics (§10.4);
+    * a message is handed to each subscriber and each mailbox at most once, and nothing
+      accepted is silently dropped;
+    * scoped publishes reach only the target crew's subscribers and system ones (§10.1);
+    * send requires a finite timeout; waits may be finite or FOREVER (§9).
+    """
+
+    clock: Clock
+
+    def bind(self, crew_id: CrewId | str, agent_id: AgentId | str | None = None) -> HubClient:
+        """A client whose messages carry ``crew_id`` / ``agent_id`` as their source.
+
+        ``CrewId.SYSTEM`` cannot be bound this way: use :attr:`system`.
+        """
+        from orkeon_actors.errors import InvalidIdError
+        from orkeon_actors.hub.client import HubClient
+
+        crew = CrewId(crew_id)
+        if crew.is_system:
+            raise InvalidIdError("CrewId.SYSTEM is reserved for the hub; use hub.system for system traffic")
+        agent = None if agent_id is None else AgentId(agent_id)
+        return HubClient(self, CallerContext(crew, agent))
+
+    @property
+    def system(self) -> HubClient:
+        """A client bound to ``CrewId.SYSTEM``: an unscoped observer that sees every
+        scoped publish, and whose traffic the ACL exempts."""
+        from orkeon_actors.hub.client import HubClient
+
+        return HubClient(self, CallerContext(CrewId.SYSTEM))
+
+    @abc.abstractmethod
+    def register_mailbox(self, address: MailboxAddress | str) -> MailboxRegistration: ...
+
+    @abc.abstractmethod
+    def publish(
+        self, caller: CallerContext, topic: str, payload: object, options: PublishOptions, cancel: CancelToken | None
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def post(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def request(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def send(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def reply(
+        self,
+        caller: CallerContext,
+        correlation_id: CorrelationId,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def subscribe(self, caller: CallerContext, pattern: str, cancel: CancelToken | None) -> Subscription: ...
+
+    @abc.abstractmethod
+    def wait_for(
+        self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> Message: ...
+
+    @abc.abstractmethod
+    def get_last_value(
+        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
+    ) -> Message | None: ...
+
+    @abc.abstractmethod
+    def is_active_correlation(self, correlation_id: CorrelationId) -> bool:
+        """True while a request with this id awaits its reply (tools validate reply_to)."""
+
+    @abc.abstractmethod
+    def pending_waits(self) -> dict[str, int]:
+        """Waits in progress per kind (``on_topic``, ``on_mailbox``, ``on_reply``)."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop every actor of the hub; blocked callers get ``HubStoppedError``."""

@@ -1,0 +1,134 @@
+"""Pending requests: the correlation ids a ``send`` (or ``request``) is waiting on.
+
+A correlation id is *active* from the moment its request is accepted until it is
+answered or its deadline passes. ``reply`` is accepted exactly once per active id;
+an unknown, already answered or expired id raises ``UnknownCorrelationError``. A reply
+completes the requester's waiter directly (no actor hop, no receive stages: spec §12.1).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from orkeon_actors.errors import SendTimeoutError, UnknownCorrelationError
+from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.model.ids import CorrelationId, CrewId
+from orkeon_actors.model.message import Message
+
+__all__ = ["PendingRequest", "PendingReplies"]
+
+
+class PendingRequest:
+    """One request in flight. ``outcome`` is the reply message or the timeout error,
+    handed to every listener (the ``send`` itself, ``wait_for(WaitOnReply)`` calls)."""
+
+    __slots__ = ("correlation_id", "requester_crew", "target", "listeners", "outcome", "timer", "lock")
+
+    def __init__(self, correlation_id: CorrelationId, requester_crew: CrewId, target: str) -> None:
+        self.correlation_id = correlation_id
+        self.requester_crew = requester_crew
+        self.target = target
+        self.listeners: list[Waiter[Message]] = []
+        self.outcome: Message | BaseException | None = None
+        self.timer: TimerHandle | None = None
+        self.lock = threading.Lock()
+
+    def listen(self, waiter: Waiter[Message]) -> None:
+        with self.lock:
+            outcome = self.outcome
+            if outcome is None:
+                self.listeners.append(waiter)
+                return
+        _settle(waiter, outcome)
+
+    def unlisten(self, waiter: Waiter[Message]) -> None:
+        with self.lock:
+            if waiter in self.listeners:
+                self.listeners.remove(waiter)
+
+    def settle(self, outcome: Message | BaseException) -> bool:
+        with self.lock:
+            if self.outcome is not None:
+                return False
+            self.outcome = outcome
+            listeners, self.listeners = self.listeners, []
+        for waiter in listeners:
+            _settle(waiter, outcome)
+        return True
+
+
+def _settle(waiter: Waiter[Message], outcome: Message | BaseException) -> None:
+    if isinstance(outcome, BaseException):
+        waiter.try_fail(outcome)
+    else:
+        waiter.try_complete(outcome)
+
+
+def _unknown(correlation_id: str) -> UnknownCorrelationError:
+    return UnknownCorrelationError(
+        f"no pending request has correlation id {correlation_id}: it is unknown, already "
+        "answered, or its deadline passed; reply only once, to the correlation_id of a "
+        "request you received"
+    )
+
+
+class PendingReplies:
+    """The correlation registry of one hub. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, PendingRequest] = {}
+
+    def open(self, request: PendingRequest) -> None:
+        with self._lock:
+            self._pending[request.correlation_id] = request
+
+    def get(self, correlation_id: str) -> PendingRequest | None:
+        return self._pending.get(correlation_id)
+
+    def require_active(self, correlation_id: str) -> PendingRequest:
+        """The pending request, or ``UnknownCorrelationError`` if it is not awaiting a reply."""
+        request = self._pending.get(correlation_id)
+        if request is None or request.outcome is not None:
+            raise _unknown(correlation_id)
+        return request
+
+    def is_active(self, correlation_id: str) -> bool:
+        request = self._pending.get(correlation_id)
+        return request is not None and request.outcome is None
+
+    def answer(self, correlation_id: str, reply: Message) -> None:
+        """Settle the request with ``reply``. Raises ``UnknownCorrelationError`` if it is
+        not active (a second reply loses)."""
+        request = self.require_active(correlation_id)
+        if not request.settle(reply):  # lost a race with another reply or the deadline
+            raise _unknown(correlation_id)
+
+    def expire(self, correlation_id: str, timeout: float) -> None:
+        """The request's deadline passed: fail its listeners, forget it."""
+        with self._lock:
+            request = self._pending.pop(correlation_id, None)
+        if request is not None:
+            request.settle(
+                SendTimeoutError(
+                    f"no reply to request {correlation_id} (to {request.target}) within {timeout:g}s; "
+                    "raise the timeout or check that the recipient reads its mailbox and replies"
+                )
+            )
+
+    def forget(self, correlation_id: str) -> None:
+        with self._lock:
+            request = self._pending.pop(correlation_id, None)
+        if request is not None and request.timer is not None:
+            request.timer.cancel()
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def fail_all(self, error: BaseException) -> None:
+        with self._lock:
+            requests = list(self._pending.values())
+            self._pending.clear()
+        for request in requests:
+            request.settle(error)

@@ -1,0 +1,160 @@
+"""The two thread-safe primitives every blocking hub call is built on.
+
+* :class:`Waiter`: a one-shot slot completed by whoever gets there first (a matching
+  message, the scheduler's timeout, a cancellation). Completion is a test-and-set, so
+  a message offered to a waiter that already timed out is *refused* and stays where it
+  was: it is never swallowed.
+* :class:`LocalBuffer`: the reader-side FIFO a mailbox actor or the topic router pushes
+  into (consume-and-hold). Closing it hands back what was not consumed.
+
+Only the caller's own thread ever blocks, and only on these; actor threads never do.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from orkeon_actors.errors import EventHubError
+
+__all__ = ["Waiter", "LocalBuffer"]
+
+T = TypeVar("T")
+
+
+class Waiter(Generic[T]):
+    """A one-shot result: ``try_complete`` / ``try_fail`` return ``False`` if it was
+    already settled. ``wait()`` blocks the calling thread until it is settled."""
+
+    __slots__ = ("_claim", "_done", "_value", "_error", "on_settled")
+
+    def __init__(self) -> None:
+        self._claim = threading.Lock()
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self.on_settled: Callable[[], None] | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self._claim.locked()
+
+    def try_complete(self, value: T) -> bool:
+        if not self._claim.acquire(False):
+            return False
+        self._value = value
+        self._done.release()
+        self._after_settle()
+        return True
+
+    def try_fail(self, error: BaseException) -> bool:
+        if not self._claim.acquire(False):
+            return False
+        self._error = error
+        self._done.release()
+        self._after_settle()
+        return True
+
+    def _after_settle(self) -> None:
+        callback = self.on_settled
+        if callback is not None:
+            callback()
+
+    def wait(self) -> T:
+        """Block until settled; return the value or raise the error."""
+        self._done.acquire()
+        self._done.release()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def peek(self) -> tuple[bool, T | None, BaseException | None]:
+        """(settled, value, error) without blocking."""
+        if not self._done.locked():
+            return True, self._value, self._error
+        return False, None, None
+
+
+class BufferClosed(EventHubError):
+    """Internal: the buffer was closed while a reader waited."""
+
+
+class LocalBuffer(Generic[T]):
+    """A FIFO with one reader and any number of pushers.
+
+    ``push`` returns ``False`` once the buffer is closed, so the pusher keeps the item.
+    ``take`` blocks until an item, a close, or an ``interrupt`` (a cancellation).
+    """
+
+    __slots__ = ("_items", "_cond", "_closed", "_interrupt", "filter")
+
+    def __init__(self) -> None:
+        self._items: deque[T] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._closed = False
+        self._interrupt: BaseException | None = None
+
+    def push(self, item: T) -> bool:
+        with self._cond:
+            if self._closed:
+                return False
+            self._items.append(item)
+            self._cond.notify()
+            return True
+
+    def push_many(self, items: list[T]) -> bool:
+        with self._cond:
+            if self._closed:
+                return False
+            self._items.extend(items)
+            self._cond.notify()
+            return True
+
+    def take(self) -> T:
+        """Block for the next item. Raises the interrupt error if one was set, or
+        ``BufferClosed`` once closed and empty."""
+        with self._cond:
+            while True:
+                if self._interrupt is not None:
+                    raise self._interrupt
+                if self._items:
+                    return self._items.popleft()
+                if self._closed:
+                    raise BufferClosed("buffer closed")
+                self._cond.wait()
+
+    def take_nowait(self) -> T | None:
+        with self._cond:
+            if self._items:
+                return self._items.popleft()
+            return None
+
+    def interrupt(self, error: BaseException) -> None:
+        """Make the blocked (or next) ``take`` raise ``error``; items stay buffered."""
+        with self._cond:
+            if self._interrupt is None:
+                self._interrupt = error
+            self._cond.notify_all()
+
+    def clear_interrupt(self) -> None:
+        with self._cond:
+            self._interrupt = None
+
+    def close(self) -> list[T]:
+        """Close; return the items nobody took (in order). Idempotent."""
+        with self._cond:
+            self._closed = True
+            leftovers = list(self._items)
+            self._items.clear()
+            self._cond.notify_all()
+            return leftovers
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,175 @@
+"""Mailbox addresses (spec §6.2) and topic names.
+
+Four schemes, and nothing else::
+
+    agent://{crew_id}/{agent_id}   an agent's mailbox
+    crew://{crew_id}               a crew's mailbox (its internal router)
+    topic://{topic}                alias of a broadcast topic: posting there publishes
+    client://{name}                a process outside the hub (a UI, a gateway)
+
+``MailboxAddress.parse`` is the single entry point and raises
+:class:`~orkeon_actors.errors.InvalidMailboxAddressError` with the exact reason.
+``str(address)`` gives back the canonical string, so parse/str round-trips.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+
+import attrs
+
+from orkeon_actors.errors import InvalidArgumentError, InvalidIdError, InvalidMailboxAddressError
+from orkeon_actors.model.ids import AgentId, CrewId
+
+__all__ = ["MailboxAddress", "Scheme", "validate_topic", "validate_topic_pattern"]
+
+_TOPIC_RE = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\Z")
+_PATTERN_WORD_RE = re.compile(r"[A-Za-z0-9_-]+\Z|\*\Z|#\Z")
+
+
+def validate_topic(topic: str) -> str:
+    """Return ``topic`` if it is a concrete topic name, else raise ``InvalidArgumentError``.
+
+    A topic is dot-separated words of letters, digits, ``_`` and ``-``.
+    """
+    if not isinstance(topic, str) or not _TOPIC_RE.match(topic):
+        raise InvalidArgumentError(
+            f"invalid topic {topic!r}: use dot-separated words of letters, digits, '_' or '-' "
+            "(for example 'orders.created'); wildcards are only allowed when subscribing"
+        )
+    return topic
+
+
+def validate_topic_pattern(pattern: str) -> str:
+    """Return ``pattern`` if it is a valid subscription pattern: a topic whose words may
+    also be ``*`` (exactly one word) or ``#`` (zero or more words), AMQP-style."""
+    if not isinstance(pattern, str) or not pattern or not all(
+        _PATTERN_WORD_RE.match(word) for word in pattern.split(".")
+    ):
+        raise InvalidArgumentError(
+            f"invalid topic pattern {pattern!r}: use dot-separated words of letters, digits, "
+            "'_' or '-', where a whole word may be '*' (one word) or '#' (zero or more words)"
+        )
+    return pattern
+
+
+class Scheme(enum.Enum):
+    AGENT = "agent"
+    CREW = "crew"
+    TOPIC = "topic"
+    CLIENT = "client"
+
+
+_SCHEMES = {s.value: s for s in Scheme}
+
+
+@attrs.frozen(repr=False, cache_hash=True)
+class MailboxAddress:
+    """A parsed, validated mailbox address. Build one with :meth:`parse` or the
+    ``agent()/crew()/topic()/client()`` constructors."""
+
+    scheme: Scheme
+    crew_id: CrewId | None = None
+    agent_id: AgentId | None = None
+    name: str | None = None  # topic name or client name
+
+    @staticmethod
+    def parse(value: str | MailboxAddress) -> MailboxAddress:
+        """Parse ``value`` (or return it unchanged if it already is an address).
+
+        Raises ``InvalidMailboxAddressError`` for an empty string, an unknown scheme,
+        missing or extra path segments, or invalid crew/agent/topic/client names.
+        """
+        if isinstance(value, MailboxAddress):
+            return value
+        return _parse_cached(value)
+
+    @classmethod
+    def agent(cls, crew_id: str, agent_id: str) -> MailboxAddress:
+        return cls.parse(f"agent://{crew_id}/{agent_id}")
+
+    @classmethod
+    def crew(cls, crew_id: str) -> MailboxAddress:
+        return cls.parse(f"crew://{crew_id}")
+
+    @classmethod
+    def topic(cls, topic: str) -> MailboxAddress:
+        return cls.parse(f"topic://{topic}")
+
+    @classmethod
+    def client(cls, name: str) -> MailboxAddress:
+        return cls.parse(f"client://{name}")
+
+    @property
+    def target_crew_id(self) -> CrewId | None:
+        """The crew this address belongs to (spec §6.1: derived from the mailbox), or
+        ``None`` for ``topic://`` and ``client://``."""
+        return self.crew_id
+
+    def __str__(self) -> str:
+        if self.scheme is Scheme.AGENT:
+            return f"agent://{self.crew_id}/{self.agent_id}"
+        if self.scheme is Scheme.CREW:
+            return f"crew://{self.crew_id}"
+        return f"{self.scheme.value}://{self.name}"
+
+    def __repr__(self) -> str:
+        return f"MailboxAddress({str(self)!r})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(value: str) -> MailboxAddress:
+    if not isinstance(value, str):
+        raise InvalidMailboxAddressError(
+            f"a mailbox address must be a string like 'agent://crew/agent', got {type(value).__name__}"
+        )
+    if not value:
+        raise InvalidMailboxAddressError(
+            "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, "
+            "topic://{topic} or client://{name}"
+        )
+    scheme_text, sep, rest = value.partition("://")
+    if not sep:
+        raise InvalidMailboxAddressError(
+            f"mailbox address {value!r} has no scheme: write it as agent://{{crew}}/{{agent}}, "
+            "crew://{crew}, topic://{topic} or client://{name}"
+        )
+    scheme = _SCHEMES.get(scheme_text)
+    if scheme is None:
+        raise InvalidMailboxAddressError(
+            f"unknown scheme {scheme_text!r} in {value!r}: the schemes are agent, crew, topic and client"
+        )
+    segments = rest.split("/")
+    expected = 2 if scheme is Scheme.AGENT else 1
+    if any(not s for s in segments) or len(segments) != expected:
+        shape = {
+            Scheme.AGENT: "agent://{crew}/{agent}",
+            Scheme.CREW: "crew://{crew}",
+            Scheme.TOPIC: "topic://{topic}",
+            Scheme.CLIENT: "client://{name}",
+        }[scheme]
+        problem = "missing" if len([s for s in segments if s]) < expected else "extra"
+        raise InvalidMailboxAddressError(
+            f"{problem} path segment in {value!r}: a {scheme.value} address is {shape}"
+        )
+    try:
+        if scheme is Scheme.AGENT:
+            return MailboxAddress(Scheme.AGENT, CrewId(segments[0]), AgentId(segments[1]))
+        if scheme is Scheme.CREW:
+            return MailboxAddress(Scheme.CREW, CrewId(segments[0]))
+        if scheme is Scheme.TOPIC:
+            return MailboxAddress(Scheme.TOPIC, name=validate_topic(segments[0]))
+        if not _CLIENT_RE.match(segments[0]):
+            raise InvalidMailboxAddressError(
+                f"invalid client name {segments[0]!r} in {value!r}: use letters, digits, '.', '_' or '-'"
+            )
+        return MailboxAddress(Scheme.CLIENT, name=segments[0])
+    except InvalidMailboxAddressError:
+        raise
+    except (InvalidIdError, InvalidArgumentError) as exc:
+        raise InvalidMailboxAddressError(f"invalid mailbox address {value!r}: {exc}") from None
+
+
+_CLIENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")

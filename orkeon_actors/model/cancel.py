@@ -1,0 +1,172 @@
+"""Explicit cancellation (Trio-style) and agent budgets (spec §9.4).
+
+A :class:`CancelToken` is passed as ``cancel=`` to any blocking call. When it fires,
+the call raises the token's error: :class:`~orkeon_actors.errors.CancelledError` for a
+plain ``cancel()``, :class:`~orkeon_actors.errors.BudgetExhaustedError` when a
+:class:`Budget` ran out. A budget error is never a ``TimeoutError``, so a supervisor
+can tell "no message in time" from "no budget left".
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+from orkeon_actors.errors import BudgetExhaustedError, CancelledError, EventHubError
+from orkeon_actors.model.clock import Clock, SystemClock
+from orkeon_actors.model.options import to_seconds
+
+__all__ = ["CancelToken", "Budget"]
+
+CancelCallback = Callable[[EventHubError], None]
+_callback_keys = itertools.count()
+
+
+class CancelToken:
+    """A one-shot, thread-safe cancellation signal.
+
+    ``deadline`` (monotonic seconds on the runtime clock) is optional: the hub fires
+    the token itself when a blocking call is still running at that instant. Budgets use
+    it for their wall-time limit.
+    """
+
+    __slots__ = ("_lock", "_error", "_callbacks", "deadline", "_deadline_error")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._error: EventHubError | None = None
+        self._callbacks: dict[int, CancelCallback] = {}
+        self.deadline: float | None = None
+        self._deadline_error: Callable[[], EventHubError] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._error is not None
+
+    @property
+    def error(self) -> EventHubError | None:
+        """The error a call cancelled by this token raises, or ``None`` if not fired."""
+        return self._error
+
+    def cancel(self, error: EventHubError | None = None) -> None:
+        """Fire the token (idempotent: the first error wins)."""
+        with self._lock:
+            if self._error is not None:
+                return
+            self._error = error or CancelledError("the operation was cancelled by its CancelToken")
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            callback(self._error)
+
+    def fire_deadline(self) -> None:
+        """Fire the token because its ``deadline`` passed."""
+        if self._deadline_error is not None:
+            self.cancel(self._deadline_error())
+        else:
+            self.cancel(CancelledError("the CancelToken's deadline passed"))
+
+    def raise_if_cancelled(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def on_cancel(self, callback: CancelCallback) -> Callable[[], None]:
+        """Run ``callback(error)`` when the token fires (at once if it already has).
+
+        Returns a function that unregisters the callback.
+        """
+        with self._lock:
+            if self._error is None:
+                key = next(_callback_keys)
+                self._callbacks[key] = callback
+                return lambda: self._remove(key)
+            error = self._error
+        callback(error)
+        return _noop
+
+    def _remove(self, key: int) -> None:
+        with self._lock:
+            self._callbacks.pop(key, None)
+
+
+def _noop() -> None:
+    return None
+
+
+class Budget:
+    """An agent's execution budget: tokens, tool calls, wall time, cost.
+
+    ``budget.token`` is a :class:`CancelToken` that fires with
+    ``BudgetExhaustedError`` as soon as any limit is exceeded: pass it as ``cancel=`` to
+    the agent's waits. Wall time runs on ``clock`` (the runtime's, so a virtual clock
+    drives it in simulations) from construction or the last :meth:`restart_wall_time`.
+    """
+
+    def __init__(
+        self,
+        max_wall_time: float | timedelta | None = None,
+        max_tokens: int | None = None,
+        max_tool_calls: int | None = None,
+        max_cost: float | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.max_wall_time = None if max_wall_time is None else to_seconds(max_wall_time, what="max_wall_time")
+        self.max_tokens = max_tokens
+        self.max_tool_calls = max_tool_calls
+        self.max_cost = max_cost
+        self.tokens_used = 0
+        self.tool_calls_used = 0
+        self.cost_used = 0.0
+        self._lock = threading.Lock()
+        self.token = CancelToken()
+        self.token._deadline_error = self._wall_time_error
+        self.started_at = self.clock.monotonic()
+        if self.max_wall_time is not None:
+            self.token.deadline = self.started_at + self.max_wall_time
+
+    @property
+    def exhausted(self) -> bool:
+        self.check_wall_time()
+        return self.token.cancelled
+
+    @property
+    def reason(self) -> str | None:
+        """Why the budget is exhausted, or ``None``."""
+        err = self.token.error
+        return None if err is None else str(err)
+
+    def consume(self, *, tokens: int = 0, tool_calls: int = 0, cost: float = 0.0) -> None:
+        """Record usage; fires the token if a limit is now exceeded."""
+        with self._lock:
+            self.tokens_used += tokens
+            self.tool_calls_used += tool_calls
+            self.cost_used += cost
+            problem = self._over_limit()
+        if problem:
+            self.token.cancel(BudgetExhaustedError(problem))
+
+    def check_wall_time(self) -> None:
+        if self.token.deadline is not None and self.clock.monotonic() >= self.token.deadline:
+            self.token.fire_deadline()
+
+    def raise_if_exhausted(self) -> None:
+        self.check_wall_time()
+        self.token.raise_if_cancelled()
+
+    def _wall_time_error(self) -> EventHubError:
+        return BudgetExhaustedError(
+            f"wall-time budget of {self.max_wall_time:g}s exhausted; raise max_wall_time or split the work"
+        )
+
+    def _over_limit(self) -> str | None:
+        if self.max_tokens is not None and self.tokens_used > self.max_tokens:
+            return f"token budget exhausted ({self.tokens_used} > {self.max_tokens} tokens)"
+        if self.max_tool_calls is not None and self.tool_calls_used > self.max_tool_calls:
+            return f"tool-call budget exhausted ({self.tool_calls_used} > {self.max_tool_calls} calls)"
+        if self.max_cost is not None and self.cost_used > self.max_cost:
+            return f"cost budget exhausted ({self.cost_used:g} > {self.max_cost:g})"
+        return None

@@ -1,0 +1,105 @@
+"""Time, behind one seam.
+
+Nothing in orkeon_actors calls ``time.time()`` directly: it asks a :class:`Clock`.
+:class:`SystemClock` is real time; :class:`VirtualClock` only moves when told to, so a
+simulation can jump an hour in a microsecond and stay deterministic.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Protocol, runtime_checkable
+
+from orkeon_actors.model.options import to_seconds
+
+__all__ = ["Clock", "SystemClock", "VirtualClock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """A source of time.
+
+    ``now()`` is an aware UTC datetime (message timestamps); ``monotonic()`` is seconds
+    on a never-decreasing scale (deadlines). ``add_listener`` registers a callback run
+    after the clock jumps (virtual clocks only; a system clock never calls it).
+    """
+
+    def now(self) -> datetime: ...
+
+    def monotonic(self) -> float: ...
+
+    @property
+    def is_virtual(self) -> bool: ...
+
+    def add_listener(self, listener: Callable[[], None]) -> None: ...
+
+    def remove_listener(self, listener: Callable[[], None]) -> None: ...
+
+
+class SystemClock:
+    """Wall-clock time for timestamps, ``time.monotonic`` for deadlines."""
+
+    is_virtual = False
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Real time does not jump: listeners are never called."""
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Nothing to remove."""
+
+
+class VirtualClock:
+    """A clock that moves only through :meth:`advance` (or :meth:`advance_to`).
+
+    ``advance`` returns after every listener ran, so timers due at the new time have
+    fired by the time it returns (the runtime's scheduler is such a listener).
+    """
+
+    is_virtual = True
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._start = start or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        if self._start.tzinfo is None:
+            raise ValueError("VirtualClock start must be an aware datetime (use tzinfo=timezone.utc)")
+        self._elapsed = 0.0
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def now(self) -> datetime:
+        return self._start + timedelta(seconds=self._elapsed)
+
+    def monotonic(self) -> float:
+        return self._elapsed
+
+    def advance(self, duration: float | int | timedelta) -> None:
+        """Move time forward by ``duration`` (positive) and fire what became due."""
+        seconds = to_seconds(duration, what="advance duration")
+        with self._lock:
+            self._elapsed += seconds
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+    def advance_to(self, monotonic: float) -> None:
+        """Move time forward to the monotonic instant ``monotonic`` (no-op if past)."""
+        delta = monotonic - self._elapsed
+        if delta > 0:
+            self.advance(delta)
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)

@@ -1,0 +1,163 @@
+"""The canonical message envelope (spec §6.1) and the immutable metadata map."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+
+__all__ = [
+    "FrozenMap",
+    "Message",
+    "NO_DECLARED_SCHEMA_ID",
+    "WAIT_TIMED_OUT_TOPIC",
+    "encode_payload",
+    "freeze_metadata",
+]
+
+NO_DECLARED_SCHEMA_ID: Final = "_none"
+"""``schema_id`` of a message that declares no contract (every post, send and reply)."""
+
+WAIT_TIMED_OUT_TOPIC: Final = "_system.wait_timed_out"
+
+
+class FrozenMap(Mapping[str, str]):
+    """An immutable, hashable ``str -> str`` mapping (message metadata)."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, str] | None = None) -> None:
+        self._data: dict[str, str] = dict(data) if data else {}
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def merged(self, extra: Mapping[str, str]) -> FrozenMap:
+        """A copy with ``extra`` added (``extra`` wins on conflicts)."""
+        if not extra:
+            return self
+        data = dict(self._data)
+        data.update(extra)
+        return FrozenMap._trusted(data)
+
+    @classmethod
+    def _trusted(cls, data: dict[str, str]) -> FrozenMap:
+        fm = cls.__new__(cls)
+        fm._data = data
+        fm._hash = None
+        return fm
+
+
+EMPTY_METADATA: Final = FrozenMap()
+
+
+def freeze_metadata(metadata: Mapping[str, str] | None) -> FrozenMap:
+    """Validate and freeze a metadata mapping: keys and values must be strings."""
+    if not metadata:
+        return EMPTY_METADATA
+    if isinstance(metadata, FrozenMap):
+        return metadata
+    if not isinstance(metadata, Mapping):
+        raise InvalidArgumentError(
+            f"metadata must be a mapping of strings to strings, got {type(metadata).__name__}"
+        )
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"metadata must map strings to strings; entry {key!r}: {value!r} is not "
+                "(convert values with str() or json.dumps())"
+            )
+    return FrozenMap._trusted(dict(metadata))
+
+
+def encode_payload(payload: object) -> bytes:
+    """Bytes pass through; anything else is JSON-encoded (compact, UTF-8).
+
+    Raises ``InvalidArgumentError`` for a value JSON cannot represent.
+    """
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, (bytearray, memoryview)):
+        return bytes(payload)
+    try:
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"payload of type {type(payload).__name__} is neither bytes nor JSON-serialisable: {exc}"
+        ) from None
+
+
+def _coerce_metadata(value: Mapping[str, str] | None) -> FrozenMap:
+    return freeze_metadata(value)
+
+
+@attrs.frozen(slots=True, weakref_slot=False)
+class Message:
+    """One message, immutable. Every field is stamped by the hub except what the caller
+    chose (topic, payload, metadata, targets, schema id).
+
+    * ``source_crew_id`` is always set and comes from the caller's binding: an agent
+      cannot forge it (anti-spoofing, spec §6.1). ``source_agent_id`` is ``None`` for the
+      system.
+    * ``target_crew_id`` is ``None`` for a global broadcast; for mailbox traffic it is
+      derived from ``target_mailbox``.
+    * ``payload`` is bytes; :meth:`json` decodes a JSON payload.
+    * ``published_at`` is an aware UTC datetime taken from the runtime's clock.
+    """
+
+    id: MessageId
+    topic: str
+    source_crew_id: CrewId
+    published_at: datetime
+    payload: bytes = b""
+    metadata: FrozenMap = attrs.field(default=EMPTY_METADATA, converter=_coerce_metadata)
+    source_agent_id: AgentId | None = None
+    target_crew_id: CrewId | None = None
+    target_mailbox: MailboxAddress | None = None
+    correlation_id: CorrelationId | None = None
+    schema_id: str = NO_DECLARED_SCHEMA_ID
+
+    def json(self) -> Any:
+        """Decode the payload as JSON. Raises ``ValueError`` if it is not JSON; an empty
+        payload decodes to ``None``."""
+        if not self.payload:
+            return None
+        return json.loads(self.payload)
+
+    def with_metadata(self, extra: Mapping[str, str]) -> Message:
+        """A copy of this message with ``extra`` merged into its metadata."""
+        return attrs.evolve(self, metadata=self.metadata.merged(freeze_metadata(extra)))
+
+    @property
+    def is_timeout(self) -> bool:
+        """True for the hub's ``WaitTimedOutMessage`` (spec §9.2)."""
+        return self.topic == WAIT_TIMED_OUT_TOPIC and self.source_crew_id.is_system
