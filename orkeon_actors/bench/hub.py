@@ -1,0 +1,103 @@
+"""``orkeon bench hub``: post→receive and send→reply through the in-memory hub, beside
+raw pykka ``tell`` and ``ask`` measured in the same run.
+
+* post→receive: one thread posts N messages to a mailbox; another drains it through a
+  held reader (consume-and-hold); timed until the last message is received.
+* send→reply: one thread sends M requests (each a blocking ``send``); a responder drains
+  the mailbox and replies to each.
+
+Targets (issue #2): post→receive ≥ 40% of raw tell, send/reply ≥ 50% of raw ask.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
+from orkeon_actors.bench.registry import BenchResult, best_of, register
+from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.runtime import Runtime
+
+__all__ = ["post_receive_per_second", "send_reply_per_second"]
+
+
+def post_receive_per_second(messages: int, middleware: Sequence[EventHubMiddleware] = ()) -> float:
+    with Runtime.start(middleware=middleware) as rt:
+        sender = rt.hub.bind("bench-sender", "producer")
+        registration = rt.hub.register_mailbox("agent://bench-receiver/consumer")
+        done = threading.Event()
+
+        def consume() -> None:
+            with registration.reader() as reader:
+                for _ in range(messages):
+                    reader.receive()
+            done.set()
+
+        consumer = threading.Thread(target=consume, name="bench-consumer")
+        consumer.start()
+        payload = b'{"n":1}'
+        started = time.perf_counter()
+        for _ in range(messages):
+            sender.post("agent://bench-receiver/consumer", payload)
+        done.wait()
+        elapsed = time.perf_counter() - started
+        consumer.join()
+        return messages / elapsed
+
+
+def send_reply_per_second(requests: int, middleware: Sequence[EventHubMiddleware] = ()) -> float:
+    with Runtime.start(middleware=middleware) as rt:
+        requester = rt.hub.bind("bench-sender", "requester")
+        responder_client = rt.hub.bind("bench-receiver", "responder")
+        registration = rt.hub.register_mailbox("agent://bench-receiver/responder")
+
+        def respond() -> None:
+            with registration.reader() as reader:
+                for _ in range(requests):
+                    request = reader.receive()
+                    assert request.correlation_id is not None
+                    responder_client.reply(request.correlation_id, b'{"ok":true}')
+
+        responder = threading.Thread(target=respond, name="bench-responder")
+        responder.start()
+        started = time.perf_counter()
+        for _ in range(requests):
+            requester.send("agent://bench-receiver/responder", b'{"n":1}', timeout=30)
+        elapsed = time.perf_counter() - started
+        responder.join()
+        return requests / elapsed
+
+
+@register("hub")
+def bench_hub(quick: bool) -> BenchResult:
+    messages = 20_000 if quick else 100_000
+    requests = 4_000 if quick else 20_000
+    repeats = 2 if quick else 3
+    tell = best_of(repeats, lambda: raw_tell_per_second(messages))
+    ask = best_of(repeats, lambda: raw_ask_per_second(requests))
+    post = best_of(repeats, lambda: post_receive_per_second(messages))
+    send = best_of(repeats, lambda: send_reply_per_second(requests))
+    figures = {
+        "raw_tell_per_s": tell,
+        "raw_ask_per_s": ask,
+        "post_receive_per_s": post,
+        "send_reply_per_s": send,
+        "post_receive_vs_tell": post / tell,
+        "send_reply_vs_ask": send / ask,
+    }
+    units = {
+        "raw_tell_per_s": "msg/s",
+        "raw_ask_per_s": "round trips/s",
+        "post_receive_per_s": "msg/s",
+        "send_reply_per_s": "round trips/s",
+        "post_receive_vs_tell": "ratio (target >= 0.40)",
+        "send_reply_vs_ask": "ratio (target >= 0.50)",
+    }
+    return BenchResult(
+        "hub",
+        figures,
+        units,
+        notes=f"best of {repeats}; {messages} posts, {requests} requests; no middleware",
+    )

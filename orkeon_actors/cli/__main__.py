@@ -1,0 +1,3 @@
+from orkeon_actors.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,95 @@
+"""Shared fixtures.
+
+``runtime`` / ``hub`` are parametrised over every adapter of the EventHub port listed in
+``ADAPTERS``: the contract suite in ``tests/contract`` runs unchanged on each of them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import orkeon_actors as ok
+
+ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
+    "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
+}
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll ``predicate`` until it is truthy; fail the test after ``timeout`` seconds.
+
+    The only way tests wait for another thread: on a condition, with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.001)  # a poll interval, not a guess at how long a race takes
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def adapter(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def runtime(adapter: str, tmp_path: Path) -> Iterator[ok.Runtime]:
+    rt = ADAPTERS[adapter](tmp_path, None)
+    try:
+        yield rt
+    finally:
+        rt.stop()
+
+
+@pytest.fixture
+def virtual_runtime(adapter: str, tmp_path: Path) -> Iterator[tuple[ok.Runtime, ok.VirtualClock]]:
+    clock = ok.VirtualClock()
+    rt = ADAPTERS[adapter](tmp_path, clock)
+    try:
+        yield rt, clock
+    finally:
+        rt.stop()
+
+
+@pytest.fixture
+def hub(runtime: ok.Runtime) -> ok.EventHub:
+    return runtime.hub
+
+
+class Background:
+    """Run a blocking call in a thread and collect its result or exception."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self.result: object = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], object]) -> None:
+        try:
+            self.result = fn()
+        except BaseException as exc:  # handed to the test through .get()
+            self.error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def get(self, timeout: float = 10.0) -> object:
+        if not self._done.wait(timeout):
+            pytest.fail(f"background call still running after {timeout}s")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@pytest.fixture
+def background() -> Callable[[Callable[[], object]], Background]:
+    return Background
