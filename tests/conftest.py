@@ -7,28 +7,19 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import orkeon_actors as ok
+from orkeon_actors.testing import wait_until
+
+__all__ = ["ADAPTERS", "Background", "wait_until"]
 
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
 }
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until it is truthy; fail the test after ``timeout`` seconds.
-
-    The only way tests wait for another thread: on a condition, with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.001)  # a poll interval, not a guess at how long a race takes
 
 
 @pytest.fixture(params=sorted(ADAPTERS))

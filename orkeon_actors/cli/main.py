@@ -1,7 +1,7 @@
 """``orkeon``: demo, bench.
 
-    orkeon demo                   a short scripted exchange between agents, narrated
-    orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
+orkeon demo                   a short scripted exchange between agents, narrated
+orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def _send_timeout(timeout: Seconds | WaitTimeout) -> float:
 class HubClient:
     """A hub handle bound to one caller (crew, optionally agent)."""
 
-    __slots__ = ("hub", "caller")
+    __slots__ = ("caller", "hub")
 
     def __init__(self, hub: EventHub, caller: CallerContext) -> None:
         self.hub = hub

@@ -150,7 +150,7 @@ class MailboxHandle:
     ``MailboxNotFoundError`` or lands in the actor before the close does.
     """
 
-    __slots__ = ("address", "ref", "lock", "closed", "owner")
+    __slots__ = ("address", "closed", "lock", "owner", "ref")
 
     def __init__(self, address: MailboxAddress, owner: object) -> None:
         self.address = address

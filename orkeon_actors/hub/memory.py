@@ -68,7 +68,7 @@ WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
 class _TopicWait:
     """A one-shot router entry: the first matching message settles the wait."""
 
-    __slots__ = ("pattern", "crew_id", "metadata_match", "waiter")
+    __slots__ = ("crew_id", "metadata_match", "pattern", "waiter")
 
     def __init__(self, pattern: str, crew_id: CrewId, metadata_match: FrozenMap | None, waiter: Waiter[Message]):
         self.pattern = pattern
@@ -81,7 +81,7 @@ class _TopicWait:
 
 
 class _MemorySubscription(Subscription):
-    __slots__ = ("pattern", "crew_id", "metadata_match", "_buffer", "_hub", "_receive")
+    __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "pattern")
 
     def __init__(self, hub: InMemoryEventHub, pattern: str, crew_id: CrewId, receive: Next | None) -> None:
         self.pattern = pattern
@@ -141,7 +141,9 @@ class _MemoryReader(MailboxReader):
                 except BufferClosed:
                     if self._handle.closed:
                         raise MailboxNotFoundError(self._handle.address) from None
-                    raise InvalidArgumentError("this mailbox reader was closed; open a new one with reg.reader()")
+                    raise InvalidArgumentError(
+                        "this mailbox reader was closed; open a new one with reg.reader()"
+                    ) from None
                 consumed = self._hub._consume(self._hub._receive_reader, message)
                 if consumed is not None:
                     return consumed
@@ -378,7 +380,7 @@ class InMemoryEventHub(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        message, request = self._open_request(caller, to, payload, timeout, metadata)
+        _, request = self._open_request(caller, to, payload, timeout, metadata)
         waiter: Waiter[Message] = Waiter()
         request.listen(waiter)
         try:
@@ -397,9 +399,7 @@ class InMemoryEventHub(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id)
-        message = self._stamp(
-            caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id
-        )
+        message = self._stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         return self._reply_chain(message)
 
     def subscribe(self, caller: CallerContext, pattern: str, cancel: CancelToken | None) -> Subscription:
@@ -512,7 +512,7 @@ class InMemoryEventHub(EventHub):
         unregister: Callable[[], None] | None = None
         budget_timer: TimerHandle | None = None
         if cancel is not None:
-            unregister = cancel.on_cancel(waiter.try_fail)
+            unregister = cancel.on_cancel(waiter.fail)
             if cancel.deadline is not None and not cancel.cancelled:
                 budget_timer = self.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
         with self._waits_lock:

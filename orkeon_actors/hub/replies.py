@@ -23,7 +23,7 @@ class PendingRequest:
     """One request in flight. ``outcome`` is the reply message or the timeout error,
     handed to every listener (the ``send`` itself, ``wait_for(WaitOnReply)`` calls)."""
 
-    __slots__ = ("correlation_id", "requester_crew", "target", "listeners", "outcome", "timer", "lock")
+    __slots__ = ("correlation_id", "listeners", "lock", "outcome", "requester_crew", "target", "timer")
 
     def __init__(self, correlation_id: CorrelationId, requester_crew: CrewId, target: str) -> None:
         self.correlation_id = correlation_id

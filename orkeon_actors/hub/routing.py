@@ -35,7 +35,7 @@ def topic_matches(pattern: str, topic: str) -> bool:
 
 def _match_words(pattern: tuple[str, ...], words: tuple[str, ...]) -> bool:
     # Classic DP over (pattern index, word index); patterns are short.
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def match(i: int, j: int) -> bool:
         if i == len(pattern):
             return j == len(words)
@@ -83,7 +83,7 @@ class TopicRouter:
 
     def add(self, entry: RouteEntry) -> None:
         with self._lock:
-            self._entries = self._entries + (entry,)
+            self._entries = (*self._entries, entry)
             self._cache = {}
 
     def remove(self, entry: RouteEntry) -> None:

@@ -33,7 +33,7 @@ __all__ = ["Scheduler", "TimerHandle"]
 
 
 class TimerHandle:
-    __slots__ = ("deadline", "callback", "cancelled")
+    __slots__ = ("callback", "cancelled", "deadline")
 
     def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
         self.deadline = deadline

@@ -28,7 +28,7 @@ class Waiter(Generic[T]):
     """A one-shot result: ``try_complete`` / ``try_fail`` return ``False`` if it was
     already settled. ``wait()`` blocks the calling thread until it is settled."""
 
-    __slots__ = ("_claim", "_done", "_value", "_error", "on_settled")
+    __slots__ = ("_claim", "_done", "_error", "_value", "on_settled")
 
     def __init__(self) -> None:
         self._claim = threading.Lock()
@@ -57,6 +57,10 @@ class Waiter(Generic[T]):
         self._done.release()
         self._after_settle()
         return True
+
+    def fail(self, error: BaseException) -> None:
+        """``try_fail`` for callbacks that must return ``None`` (cancel tokens)."""
+        self.try_fail(error)
 
     def _after_settle(self) -> None:
         callback = self.on_settled
@@ -89,7 +93,7 @@ class LocalBuffer(Generic[T]):
     ``take`` blocks until an item, a close, or an ``interrupt`` (a cancellation).
     """
 
-    __slots__ = ("_items", "_cond", "_closed", "_interrupt", "filter")
+    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "filter")
 
     def __init__(self) -> None:
         self._items: deque[T] = deque()

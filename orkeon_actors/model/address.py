@@ -45,8 +45,10 @@ def validate_topic(topic: str) -> str:
 def validate_topic_pattern(pattern: str) -> str:
     """Return ``pattern`` if it is a valid subscription pattern: a topic whose words may
     also be ``*`` (exactly one word) or ``#`` (zero or more words), AMQP-style."""
-    if not isinstance(pattern, str) or not pattern or not all(
-        _PATTERN_WORD_RE.match(word) for word in pattern.split(".")
+    if (
+        not isinstance(pattern, str)
+        or not pattern
+        or not all(_PATTERN_WORD_RE.match(word) for word in pattern.split("."))
     ):
         raise InvalidArgumentError(
             f"invalid topic pattern {pattern!r}: use dot-separated words of letters, digits, "
@@ -127,8 +129,7 @@ def _parse_cached(value: str) -> MailboxAddress:
         )
     if not value:
         raise InvalidMailboxAddressError(
-            "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, "
-            "topic://{topic} or client://{name}"
+            "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, topic://{topic} or client://{name}"
         )
     scheme_text, sep, rest = value.partition("://")
     if not sep:
@@ -151,9 +152,7 @@ def _parse_cached(value: str) -> MailboxAddress:
             Scheme.CLIENT: "client://{name}",
         }[scheme]
         problem = "missing" if len([s for s in segments if s]) < expected else "extra"
-        raise InvalidMailboxAddressError(
-            f"{problem} path segment in {value!r}: a {scheme.value} address is {shape}"
-        )
+        raise InvalidMailboxAddressError(f"{problem} path segment in {value!r}: a {scheme.value} address is {shape}")
     try:
         if scheme is Scheme.AGENT:
             return MailboxAddress(Scheme.AGENT, CrewId(segments[0]), AgentId(segments[1]))

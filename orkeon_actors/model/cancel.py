@@ -32,7 +32,7 @@ class CancelToken:
     it for their wall-time limit.
     """
 
-    __slots__ = ("_lock", "_error", "_callbacks", "deadline", "_deadline_error")
+    __slots__ = ("_callbacks", "_deadline_error", "_error", "_lock", "deadline")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from orkeon_actors.model.options import to_seconds
@@ -45,7 +45,7 @@ class SystemClock:
     is_virtual = False
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -67,7 +67,7 @@ class VirtualClock:
     is_virtual = True
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._start = start or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self._start = start or datetime(2026, 1, 1, tzinfo=UTC)
         if self._start.tzinfo is None:
             raise ValueError("VirtualClock start must be an aware datetime (use tzinfo=timezone.utc)")
         self._elapsed = 0.0

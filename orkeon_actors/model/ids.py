@@ -39,31 +39,33 @@ def _make_ulid_generator() -> Callable[[], str]:
     cached per millisecond), which matters because every message gets one.
     """
     lock = threading.Lock()
-    state = [-1, 0, ""]  # last ms, last random, encoded time prefix
+    last_ms = -1
+    last_rand = 0
+    prefix = ""  # the encoded time part of last_ms
     pairs = _PAIRS
     time_ns = time.time_ns
     urandom = os.urandom
     from_bytes = int.from_bytes
 
     def new_ulid() -> str:
+        nonlocal last_ms, last_rand, prefix
         ms = time_ns() // 1_000_000
         with lock:
-            last_ms = state[0]
             if ms <= last_ms:
-                ms = last_ms  # type: ignore[assignment]
-                rand = state[1] + 1  # type: ignore[operator]
+                ms = last_ms
+                rand = last_rand + 1
                 if rand >= 1 << 80:  # 2^80 ids in one millisecond: borrow the next one
                     ms += 1
                     rand = from_bytes(urandom(10), "big") >> 1
-                    state[2] = _encode_time(ms)
+                    prefix = _encode_time(ms)
             else:
                 # Keep the top bit clear so increments within a millisecond never overflow.
                 rand = from_bytes(urandom(10), "big") >> 1
-                state[2] = _encode_time(ms)
-            state[0] = ms
-            state[1] = rand
-            prefix = state[2]
-        return prefix + "".join([pairs[(rand >> shift) & 1023] for shift in (70, 60, 50, 40, 30, 20, 10, 0)])  # type: ignore[operator]
+                prefix = _encode_time(ms)
+            last_ms = ms
+            last_rand = rand
+            head = prefix
+        return head + "".join([pairs[(rand >> shift) & 1023] for shift in (70, 60, 50, 40, 30, 20, 10, 0)])
 
     return new_ulid
 

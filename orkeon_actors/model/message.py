@@ -87,9 +87,7 @@ def freeze_metadata(metadata: Mapping[str, str] | None) -> FrozenMap:
     if isinstance(metadata, FrozenMap):
         return metadata
     if not isinstance(metadata, Mapping):
-        raise InvalidArgumentError(
-            f"metadata must be a mapping of strings to strings, got {type(metadata).__name__}"
-        )
+        raise InvalidArgumentError(f"metadata must be a mapping of strings to strings, got {type(metadata).__name__}")
     for key, value in metadata.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidArgumentError(

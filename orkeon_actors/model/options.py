@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Final, Union
+from typing import Final
 
 import attrs
 
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
+from orkeon_actors.model.address import MailboxAddress, validate_topic_pattern
 from orkeon_actors.model.ids import CorrelationId, CrewId
 from orkeon_actors.model.message import FrozenMap, freeze_metadata
 
@@ -86,24 +86,24 @@ class PublishOptions:
 DEFAULT_PUBLISH_OPTIONS: Final = PublishOptions()
 
 
-def _pattern(value: str) -> str:
-    return validate_topic_pattern(value)
-
-
 @attrs.frozen
 class WaitOnTopic:
     """Wait for the next message published on ``topic`` (a pattern: ``*`` one word,
     ``#`` zero or more) whose metadata contains every pair of ``metadata_match``."""
 
-    topic: str = attrs.field(converter=_pattern)
+    topic: str = attrs.field(converter=validate_topic_pattern)
     metadata_match: FrozenMap | None = attrs.field(default=None, converter=_optional_metadata)
+
+
+def _address(value: str | MailboxAddress) -> MailboxAddress:
+    return MailboxAddress.parse(value)
 
 
 @attrs.frozen
 class WaitOnMailbox:
     """Wait for (and consume) the oldest message of a mailbox."""
 
-    address: MailboxAddress = attrs.field(converter=MailboxAddress.parse)
+    address: MailboxAddress = attrs.field(converter=_address)
 
 
 @attrs.frozen
@@ -113,7 +113,7 @@ class WaitOnReply:
     correlation: CorrelationId = attrs.field(converter=CorrelationId)
 
 
-WaitDescriptor = Union[WaitOnTopic, WaitOnMailbox, WaitOnReply]
+WaitDescriptor = WaitOnTopic | WaitOnMailbox | WaitOnReply
 
 
 @attrs.frozen
@@ -145,7 +145,7 @@ class ForeverWaitTimeout:
 
 FOREVER: Final = ForeverWaitTimeout()
 
-WaitTimeout = Union[FiniteWaitTimeout, ForeverWaitTimeout]
+WaitTimeout = FiniteWaitTimeout | ForeverWaitTimeout
 
 
 def coerce_wait_timeout(value: WaitTimeout | float | int | timedelta) -> WaitTimeout:

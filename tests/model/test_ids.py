@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ulid import ULID
+
+import orkeon_actors as ok
+from orkeon_actors.errors import EventHubError, InvalidIdError
+from orkeon_actors.model.ids import new_ulid_str
+
+
+def test_crew_and_agent_ids_accept_plain_names() -> None:
+    assert ok.CrewId("billing-1") == "billing-1"
+    assert ok.AgentId("scorer.v2") == "scorer.v2"
+    assert repr(ok.CrewId("billing-1")) == "CrewId('billing-1')"
+
+
+@pytest.mark.parametrize("bad", ["", "_system", "-x", "a b", "a/b", "x" * 129, "é"])
+def test_invalid_crew_ids_are_refused_with_a_hint(bad: str) -> None:
+    with pytest.raises(InvalidIdError, match="letters, digits"):
+        ok.CrewId(bad)
+
+
+def test_invalid_id_error_is_a_value_error_and_a_hub_error() -> None:
+    with pytest.raises(ValueError):
+        ok.AgentId("")
+    with pytest.raises(EventHubError):
+        ok.AgentId("")
+
+
+def test_system_crew_is_reserved() -> None:
+    assert ok.CrewId.SYSTEM == "_system"
+    assert ok.CrewId.SYSTEM.is_system
+    assert not ok.CrewId("system").is_system
+    with pytest.raises(InvalidIdError):
+        ok.CrewId("_system")
+
+
+def test_new_crew_ids_are_unique_ulids() -> None:
+    ids = {ok.CrewId.new() for _ in range(1000)}
+    assert len(ids) == 1000
+    for crew_id in list(ids)[:10]:
+        ULID.from_str(crew_id)
+
+
+def test_message_ids_are_ulids_increasing_in_mint_order() -> None:
+    minted = [new_ulid_str() for _ in range(5000)]
+    assert minted == sorted(minted)
+    assert len(set(minted)) == len(minted)
+    assert all(ULID.from_str(m).milliseconds > 0 for m in minted[:50])
+
+
+def test_message_id_validates_its_format() -> None:
+    good = ok.MessageId.new()
+    assert ok.MessageId(str(good).lower()) == good
+    with pytest.raises(InvalidIdError, match="ULID"):
+        ok.MessageId("not-a-ulid")
+    with pytest.raises(InvalidIdError):
+        ok.CorrelationId("8" * 26)  # first character above 7 overflows 128 bits
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=40))
+def test_names_starting_with_alnum_round_trip(name: str) -> None:
+    if name[0].isalnum():
+        assert str(ok.CrewId(name)) == name
+    else:
+        with pytest.raises(InvalidIdError):
+            ok.CrewId(name)
