@@ -67,3 +67,15 @@ def test_names_starting_with_alnum_round_trip(name: str) -> None:
     else:
         with pytest.raises(InvalidIdError):
             ok.CrewId(name)
+
+
+def test_minted_ulids_decode_to_their_minting_time_with_python_ulid() -> None:
+    import time
+
+    before = time.time_ns() // 1_000_000
+    minted = [new_ulid_str() for _ in range(3000)]
+    after = time.time_ns() // 1_000_000
+    for text in minted:
+        decoded = ULID.from_str(text)
+        assert str(decoded) == text
+        assert before <= decoded.milliseconds <= after + 1
