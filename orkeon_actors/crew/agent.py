@@ -1,0 +1,94 @@
+"""``Agent``: what an agent is (role, instructions, model, tools, budget limits).
+
+An ``Agent`` is a definition; its progress is an :class:`~orkeon_actors.crew.state.AgentState`
+owned by its crew actor, which runs the agent loop (ask the model, run the tool calls,
+feed the results back) on the crew's thread. An agent never owns a thread: a wait tool
+call parks it as data and the crew injects the result when the wait resolves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from orkeon_actors.crew.model import Model
+from orkeon_actors.crew.state import BudgetSnapshot
+from orkeon_actors.model.ids import AgentId
+
+__all__ = ["Agent", "BudgetLimits", "Tool", "HUB_WAIT_TOOLS"]
+
+HUB_WAIT_TOOLS = frozenset({"wait_for_event", "receive_message", "send_request"})
+"""The hub tools that wait: the agent parks on them instead of blocking a thread."""
+
+
+@attrs.frozen
+class BudgetLimits:
+    """An agent's execution budget (spec §9.4): ``None`` means unlimited. Wall time runs
+    on the runtime's clock (virtual in simulations) from the agent's first step."""
+
+    max_tokens: int | None = None
+    max_tool_calls: int | None = None
+    max_wall_time: float | None = None
+    max_cost: float | None = None
+
+    def snapshot(self) -> BudgetSnapshot:
+        return BudgetSnapshot(self.max_tokens, self.max_tool_calls, self.max_wall_time, self.max_cost)
+
+
+@attrs.frozen
+class Tool:
+    """A user tool: ``fn(arguments)`` returns a JSON-serialisable result (a dict is
+    passed to the model as is; anything else as ``{"result": value}``). An exception
+    becomes an error result the model reads: ``{"error": {"type", "message", "field"}}``.
+    """
+
+    name: str
+    description: str
+    fn: Callable[[Mapping[str, Any]], Any] = attrs.field(eq=False)
+    input_schema: Mapping[str, Any] = attrs.field(factory=lambda: {"type": "object"}, eq=False)
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
+
+
+def _agent_id(value: str) -> AgentId:
+    return AgentId(value)
+
+
+@attrs.frozen
+class Agent:
+    """An agent of a crew.
+
+    * ``agent_id``: its id in the crew; its mailbox is ``agent://{crew}/{agent_id}``.
+    * ``model``: the :class:`~orkeon_actors.crew.model.Model` that chooses its steps.
+    * ``tools``: user tools, offered next to the seven hub tools (``hub_tools=False``
+      withholds those).
+    * ``budget``: limits; exhaustion cancels the agent's waits with
+      ``BudgetExhaustedError`` and its crew records why.
+    * ``max_turns``: model calls per task before the agent fails (a runaway script).
+    """
+
+    agent_id: AgentId = attrs.field(converter=_agent_id)
+    model: Model = attrs.field(eq=False)
+    role: str = ""
+    instructions: str = ""
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=tuple)
+    budget: BudgetLimits = BudgetLimits()
+    hub_tools: bool = True
+    max_turns: int = 50
+
+    def __attrs_post_init__(self) -> None:
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"agent {self.agent_id} has two tools with the same name: {names}")
+
+
+def agents_by_id(agents: Sequence[Agent]) -> dict[AgentId, Agent]:
+    out: dict[AgentId, Agent] = {}
+    for agent in agents:
+        if agent.agent_id in out:
+            raise ValueError(f"two agents share the id {agent.agent_id!r}; agent ids are unique within a crew")
+        out[agent.agent_id] = agent
+    return out

@@ -1,0 +1,993 @@
+"""``CrewActor``: a pykka actor that owns a crew's mailboxes, agents and orchestration.
+
+One actor (one thread) per crew, whatever its number of agents. Agents are data driven
+by the crew: the agent loop runs on the crew's thread, a wait tool call registers a
+non-blocking hub wait (:func:`~orkeon_actors.hub.async_wait.wait_async`) whose outcome
+comes back to the crew as an actor message, so no thread ever blocks on a wait.
+
+Guarantees:
+
+* the crew registers ``crew://{id}`` and ``agent://{id}/{agent}`` for each agent at
+  start; mail to ``crew://`` is routed to one agent by :meth:`CrewActor.route`;
+* an idle agent's mailbox is watched: mail wakes it through :meth:`CrewActor.on_message`
+  (default: the message becomes the agent's next task);
+* ``on_event(topic, deliver_to=agent address)`` bindings deliver every matching message
+  to that agent's mailbox, in publish order;
+* any failure (a model error, an exhausted budget, a broken hook, a mode that cannot go
+  on) marks the crew ``FAILED`` with the cause in :attr:`CrewActor.failure`, cancels its
+  waits and reports to the observer; the actor stays alive to answer queries and other
+  crews are unaffected;
+* :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any, ClassVar, Protocol
+
+import attrs
+import pykka
+from loguru import logger
+
+from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
+from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
+from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.state import (
+    AgentState,
+    AgentStatus,
+    BudgetSnapshot,
+    CrewFailure,
+    CrewStatus,
+    MailboxContent,
+    OnMailbox,
+    OnReply,
+    OnTopic,
+    PendingToolCall,
+    PendingWait,
+    TaskAssignment,
+)
+from orkeon_actors.errors import (
+    BudgetExhaustedError,
+    CancelledError,
+    EventHubError,
+    HubStoppedError,
+    MailboxNotFoundError,
+    SendTimeoutError,
+    ToolValidationError,
+    UnknownCorrelationError,
+)
+from orkeon_actors.hub.async_wait import AsyncWait, PushSubscription, deliver_to_mailbox, push_subscription, wait_async
+from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.port import EventHub, MailboxRegistration
+from orkeon_actors.model.address import MailboxAddress, Scheme
+from orkeon_actors.model.cancel import Budget
+from orkeon_actors.model.ids import AgentId, CrewId, new_ulid_str
+from orkeon_actors.model.message import Message
+from orkeon_actors.model.options import (
+    FOREVER,
+    FiniteWaitTimeout,
+    ForeverWaitTimeout,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+)
+from orkeon_actors.orchestration.base import PARKED, Orchestration, OrchestrationError
+from orkeon_actors.orchestration.state import OrchestrationState
+from orkeon_actors.tools import (
+    EventHubTools,
+    ReceiveMessageRequest,
+    ReceiveMessageResponse,
+    SendRequestRequest,
+    SendRequestResponse,
+    ToolError,
+    ToolErrorResult,
+    WaitForEventRequest,
+    WaitForEventResponse,
+    structure_request,
+    unstructure,
+)
+from orkeon_actors.tools.event_hub_tools import _field_of
+from orkeon_actors.tools.payload import decode_payload
+
+__all__ = ["CrewActor", "CrewObserver", "EventBinding", "Activity"]
+
+_FATAL = (BudgetExhaustedError, CancelledError, HubStoppedError)
+
+
+class CrewObserver(Protocol):
+    """Receives a crew's trace (the simulation's recorder implements it)."""
+
+    def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None: ...
+
+
+class Activity:
+    """Counts actor messages told to crews and not yet handled (quiescence detection)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.sequence = 0
+
+    def begin(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.sequence += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+@attrs.frozen
+class EventBinding:
+    """``on_event``: messages on ``topic`` (a pattern) land in ``deliver_to``."""
+
+    topic: str
+    deliver_to: MailboxAddress
+
+
+# -- actor messages -------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class _Start:
+    pass
+
+
+@attrs.frozen(eq=False)
+class _WaitDone:
+    agent_id: AgentId
+    wait_id: str
+    outcome: Message | BaseException
+
+
+@attrs.frozen(eq=False)
+class _Mail:
+    """Mail taken from an idle agent's mailbox (``agent_id``) or from ``crew://``."""
+
+    agent_id: AgentId | None
+    wait_id: str
+    outcome: Message | BaseException
+
+
+@attrs.frozen(eq=False)
+class _Bound:
+    binding: EventBinding
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class _Query:
+    what: str
+
+
+class _AgentRuntime:
+    """The live side of one agent: its definition, state, budget and hub handles.
+    Touched only on the crew actor's thread."""
+
+    def __init__(self, agent: Agent, crew: CrewActor) -> None:
+        self.agent = agent
+        self.state = AgentState(agent.agent_id, agent.role, budget=agent.budget.snapshot())
+        self.budget = _make_budget(agent.budget, crew)
+        self.client: HubClient = crew.hub.bind(crew.crew_id, agent.agent_id)
+        self.address = MailboxAddress.agent(crew.crew_id, agent.agent_id)
+        self.tools = EventHubTools(self.client, cancel=self.budget.token, register_own_mailbox=False)
+        self.registration: MailboxRegistration | None = None
+        self.wait: AsyncWait | None = None
+        self.wait_token: str | None = None
+        self.pump: AsyncWait | None = None
+        self.pump_token: str | None = None
+
+
+def _make_budget(limits: BudgetLimits, crew: CrewActor) -> Budget:
+    return Budget(
+        max_wall_time=limits.max_wall_time,
+        max_tokens=limits.max_tokens,
+        max_tool_calls=limits.max_tool_calls,
+        max_cost=limits.max_cost,
+        clock=crew.hub.clock,
+    )
+
+
+class CrewActor(pykka.ThreadingActor):
+    """A crew. Subclass it and override the hooks, or configure it by arguments.
+
+    Start with ``CrewActor.start(hub, name=..., agents=[...], orchestration=...)``; the
+    returned ``ActorRef`` is told :meth:`begin` through ``ref.proxy().begin()`` or
+    :func:`start_crew`. Class attributes ``name``, ``idle_timeout`` and ``links`` give
+    defaults to subclasses.
+
+    Hooks (all run on the crew's thread; an exception fails the crew with its cause):
+
+    * :meth:`route` picks the agent for mail to ``crew://``;
+    * :meth:`on_message` handles mail reaching an idle agent;
+    * :meth:`on_task_result` sees every answered task;
+    * :meth:`on_failure` sees the crew fail.
+    """
+
+    name: ClassVar[str] = "crew"
+    idle_timeout: ClassVar[float | None] = None
+    links: ClassVar[tuple[Any, ...]] = ()
+
+    def __init__(
+        self,
+        hub: EventHub,
+        *,
+        agents: Sequence[Agent],
+        orchestration: Orchestration,
+        name: str | None = None,
+        crew_id: CrewId | str | None = None,
+        idle_timeout: float | timedelta | None = None,
+        links: Sequence[Any] | None = None,
+        bindings: Sequence[EventBinding] = (),
+        acl: Any = None,
+        observer: CrewObserver | None = None,
+        activity: Activity | None = None,
+    ) -> None:
+        super().__init__()
+        self.hub = hub
+        self.crew_name: str = name or type(self).name
+        self.links_declared: tuple[Any, ...] = tuple(links if links is not None else type(self).links)
+        if acl is not None:
+            self.crew_id: CrewId = acl.register_crew(self.crew_name, crew_id, self.links_declared or None)
+        else:
+            self.crew_id = CrewId(crew_id) if crew_id is not None else CrewId.new()
+        timeout = idle_timeout if idle_timeout is not None else type(self).idle_timeout
+        self.idle_timeout_seconds: float | None = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        self.orchestrator = orchestration
+        self.definitions = agents_by_id(agents)
+        missing = [a for a in orchestration.agent_ids() if a not in self.definitions]
+        if missing:
+            raise ValueError(f"the {orchestration.mode} orchestration names agents the crew lacks: {missing}")
+        self.orchestration: OrchestrationState = orchestration.initial_state()
+        self.status = CrewStatus.CREATED
+        self.result: str | None = None
+        self.failure: CrewFailure | None = None
+        self.bindings: list[EventBinding] = list(bindings)
+        self.observer = observer
+        self.activity = activity
+        self.client: HubClient = hub.bind(self.crew_id)
+        self.address = MailboxAddress.crew(self.crew_id)
+        self._agents: dict[AgentId, _AgentRuntime] = {}
+        self._crew_registration: MailboxRegistration | None = None
+        self._crew_pump: AsyncWait | None = None
+        self._crew_pump_token: str | None = None
+        self._subscriptions: list[PushSubscription] = []
+        self._spawned_tools: dict[AgentId, EventHubTools] = {}
+
+    # -- public API (call through the actor ref) ---------------------------------------
+
+    def on_event(self, topic: str, deliver_to: MailboxAddress | str) -> EventBinding:
+        """Bind ``topic`` (a pattern) to a mailbox of this crew: every matching message
+        is delivered there (spec §13.2, dispatched). Call before or after start."""
+        binding = EventBinding(topic, MailboxAddress.parse(deliver_to))
+        if binding.deliver_to.crew_id != self.crew_id:
+            raise ValueError(
+                f"on_event delivers only to mailboxes of this crew ({self.crew_id}), not {binding.deliver_to}"
+            )
+        self.bindings.append(binding)
+        if self.status is not CrewStatus.CREATED:
+            self._subscribe(binding)
+        return binding
+
+    # -- hooks -------------------------------------------------------------------------
+
+    def route(self, message: Message) -> AgentId:
+        """The agent that receives mail sent to ``crew://{id}``: the ``agent`` metadata
+        entry when it names one of the crew's agents, else the first agent."""
+        wanted = message.metadata.get("agent")
+        if wanted is not None and wanted in self._agents:
+            return AgentId(wanted)
+        return next(iter(self._agents))
+
+    def on_message(self, agent_id: AgentId, message: Message) -> None:
+        """Mail reached idle ``agent_id`` and the orchestration did not consume it. By
+        default the message becomes the agent's next task."""
+        payload, _ = decode_payload(message.payload)
+        prompt = json.dumps(
+            {
+                "message": {
+                    "topic": message.topic,
+                    "source_crew_id": str(message.source_crew_id),
+                    "source_agent_id": None if message.source_agent_id is None else str(message.source_agent_id),
+                    "correlation_id": None if message.correlation_id is None else str(message.correlation_id),
+                    "payload": payload,
+                }
+            },
+            sort_keys=True,
+        )
+        self.assign(agent_id, f"message:{message.id}", prompt, origin="message")
+
+    def on_task_result(self, agent_id: AgentId, task: TaskAssignment, output: str) -> None:
+        """Every answered task (after the orchestration saw it). Default: nothing."""
+        return None
+
+    def on_failure(self, failure: CrewFailure) -> None:
+        """The crew just failed. Default: log it."""
+        logger.warning("crew {} ({}) failed: {}", self.crew_id, self.crew_name, failure)
+
+    # -- pykka -------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        for agent in self.definitions.values():
+            self._agents[agent.agent_id] = _AgentRuntime(agent, self)
+
+    def on_stop(self) -> None:
+        self._release()
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            return self._dispatch(message)
+        finally:
+            if self.activity is not None and not isinstance(message, _Query):
+                self.activity.end()
+
+    def _dispatch(self, message: Any) -> Any:
+        if isinstance(message, _Query):
+            return self._query(message.what)
+        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            self._after_finish(message)
+            return None
+        try:
+            if isinstance(message, _Start):
+                self._begin()
+            elif isinstance(message, _WaitDone):
+                self._wait_done(message)
+            elif isinstance(message, _Mail):
+                self._mail(message)
+            elif isinstance(message, _Bound):
+                self._bound(message)
+        except Exception as exc:  # supervision: a crew failure is recorded, never lost
+            logger.opt(exception=True).debug("crew {} failed", self.crew_id)
+            self.fail(type(exc).__name__, str(exc) or repr(exc))
+        if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+            self._set_status(CrewStatus.RUNNING if busy else CrewStatus.WAITING)
+        return None
+
+    def _query(self, what: str) -> Any:
+        if what == "snapshot":
+            return self.snapshot()
+        if what == "status":
+            return self.status
+        if what == "summary":
+            return (self.status, self.result, self.failure)
+        raise ValueError(f"unknown crew query {what!r}")
+
+    def tell(self, message: Any) -> None:
+        """Tell this crew (from any thread) and count it as in flight."""
+        if self.activity is not None:
+            self.activity.begin()
+        try:
+            self.actor_ref.tell(message)
+        except pykka.ActorDeadError:
+            if self.activity is not None:
+                self.activity.end()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self.status is not CrewStatus.CREATED:
+            return
+        self._set_status(CrewStatus.RUNNING)
+        self._crew_registration = self.hub.register_mailbox(self.address)
+        for runtime in self._agents.values():
+            runtime.registration = self.hub.register_mailbox(runtime.address)
+        for binding in self.bindings:
+            self._subscribe(binding)
+        self._arm_crew_pump()
+        self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+        self.orchestrator.start(self)
+        for agent_id, runtime in self._agents.items():
+            if runtime.state.status is AgentStatus.IDLE:
+                self._arm_pump(agent_id)
+
+    def complete(self, result: str) -> None:
+        """The orchestration finished: record ``result``, release waits and mailboxes."""
+        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            return
+        self.result = result
+        self._set_status(CrewStatus.COMPLETED)
+        self.trace(None, "crew", f"completed result={_short(result)}")
+        self._release_waits()
+
+    def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
+        """Mark the crew failed with its cause (idempotent: the first cause wins)."""
+        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            return
+        self.failure = CrewFailure(error_type, message, agent_id)
+        self._set_status(CrewStatus.FAILED)
+        self.trace(agent_id, "crew", f"failed {self.failure}")
+        self._release_waits()
+        try:
+            self.on_failure(self.failure)
+        except Exception:
+            logger.opt(exception=True).error("on_failure hook of crew {} raised", self.crew_id)
+
+    def _set_status(self, status: CrewStatus) -> None:
+        if status is not self.status:
+            self.status = status
+
+    def _release_waits(self) -> None:
+        for runtime in self._agents.values():
+            for wait in (runtime.wait, runtime.pump):
+                if wait is not None:
+                    wait.cancel()
+            runtime.wait = runtime.pump = None
+        if self._crew_pump is not None:
+            self._crew_pump.cancel()
+            self._crew_pump = None
+        for sub in self._subscriptions:
+            sub.close()
+        self._subscriptions.clear()
+
+    def _release(self) -> None:
+        self._release_waits()
+        for runtime in self._agents.values():
+            if runtime.registration is not None:
+                runtime.registration.close()
+                runtime.registration = None
+        if self._crew_registration is not None:
+            self._crew_registration.close()
+            self._crew_registration = None
+
+    def _after_finish(self, message: Any) -> None:
+        """A late outcome for a finished crew: nothing to do (waits were withdrawn; a
+        message taken meanwhile stays recorded in the agent's inbox)."""
+        outcome = getattr(message, "outcome", None)
+        agent_id = getattr(message, "agent_id", None)
+        if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self._agents:
+            runtime = self._agents[agent_id]
+            if isinstance(message, _Mail):
+                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
+
+    # -- orchestration API ---------------------------------------------------------------
+
+    def set_orchestration(self, state: OrchestrationState, reason: str) -> None:
+        """Replace the orchestration state (a transition, recorded in the trace)."""
+        self.orchestration = state
+        self.trace(None, "transition", reason)
+
+    def agent_state(self, agent_id: AgentId) -> AgentState:
+        return self._agents[agent_id].state
+
+    def assign(self, agent_id: AgentId | str, task_id: str, prompt: str, *, origin: str = "orchestration") -> None:
+        """Give ``agent_id`` a task: the prompt is appended to its conversation and its
+        loop runs until it answers or parks. The agent must be idle."""
+        runtime = self._agents[AgentId(agent_id)]
+        if runtime.state.status not in (AgentStatus.IDLE, AgentStatus.DONE):
+            raise OrchestrationError(
+                f"agent {agent_id} is busy ({runtime.state.status.value}); cannot assign {task_id}"
+            )
+        if runtime.pump is not None:
+            runtime.pump.cancel()
+            runtime.pump = None
+        conversation = runtime.state.conversation
+        if not conversation and runtime.agent.instructions:
+            conversation = (ChatMessage("system", runtime.agent.instructions),)
+        runtime.state = attrs.evolve(
+            runtime.state,
+            status=AgentStatus.RUNNING,
+            task=TaskAssignment(task_id, prompt, origin),
+            conversation=(*conversation, ChatMessage("user", prompt)),
+            turns=0,
+        )
+        self.trace(runtime.agent.agent_id, "task", f"{task_id}: {_short(prompt)}")
+        self._run(runtime)
+
+    def cancel_agent(self, agent_id: AgentId) -> None:
+        """Stop ``agent_id``'s current task (its wait is withdrawn); it becomes idle."""
+        runtime = self._agents[agent_id]
+        if runtime.wait is not None:
+            runtime.wait.cancel()
+            runtime.wait = None
+        if runtime.state.status in (AgentStatus.RUNNING, AgentStatus.WAITING):
+            runtime.state = attrs.evolve(
+                runtime.state, status=AgentStatus.IDLE, task=None, pending=None, queued_calls=()
+            )
+            self.trace(agent_id, "agent", "cancelled")
+
+    def add_agent(self, agent: Agent) -> None:
+        """Add an agent while running (autonomous spawning): its mailbox is registered."""
+        if agent.agent_id in self._agents:
+            raise OrchestrationError(f"an agent {agent.agent_id!r} already exists in crew {self.crew_id}")
+        self.definitions[agent.agent_id] = agent
+        runtime = _AgentRuntime(agent, self)
+        runtime.registration = self.hub.register_mailbox(runtime.address)
+        self._agents[agent.agent_id] = runtime
+        self.trace(agent.agent_id, "agent", f"spawned role={agent.role}")
+
+    def resume_with(self, agent_id: AgentId, call_id: str, result: Mapping[str, Any]) -> None:
+        """Inject ``result`` as the answer of ``agent_id``'s parked call ``call_id``
+        (delegations) and let the agent go on."""
+        runtime = self._agents[agent_id]
+        pending = runtime.state.pending
+        if pending is None or pending.call.id != call_id:
+            raise OrchestrationError(f"agent {agent_id} is not parked on call {call_id}")
+        self._inject(runtime, pending.call, dict(result))
+
+    def agent_ids(self) -> list[AgentId]:
+        return list(self._agents)
+
+    def trace(self, agent_id: str | None, kind: str, detail: str) -> None:
+        if self.observer is not None:
+            self.observer.record(str(self.crew_id), None if agent_id is None else str(agent_id), kind, detail)
+
+    # -- the agent loop ----------------------------------------------------------------
+
+    def _run(self, runtime: _AgentRuntime) -> None:
+        """Drive ``runtime`` until it answers its task, parks, or fails."""
+        agent = runtime.agent
+        while runtime.state.status is AgentStatus.RUNNING:
+            try:
+                runtime.budget.raise_if_exhausted()
+                if runtime.state.queued_calls:
+                    call, *rest = runtime.state.queued_calls
+                    runtime.state = attrs.evolve(runtime.state, queued_calls=tuple(rest))
+                    runtime.budget.consume(tool_calls=1)
+                    runtime.budget.raise_if_exhausted()
+                    result = self._run_tool(runtime, call)
+                    if result is PARKED:
+                        return
+                    self._append_tool_result(runtime, call, result)
+                    continue
+                if runtime.state.turns >= agent.max_turns:
+                    raise OrchestrationError(
+                        f"agent {agent.agent_id} made {agent.max_turns} model calls without answering its task "
+                        "(max_turns); end its script with a text answer or raise max_turns"
+                    )
+                request = ModelRequest(
+                    str(self.crew_id),
+                    str(agent.agent_id),
+                    agent.role,
+                    agent.instructions,
+                    runtime.state.conversation,
+                    tuple(self._tool_definitions(runtime)),
+                    runtime.state.turns,
+                )
+                response = agent.model.complete(request)
+                runtime.budget.consume(tokens=response.usage.total_tokens, cost=response.usage.cost)
+                runtime.state = attrs.evolve(
+                    runtime.state,
+                    conversation=(
+                        *runtime.state.conversation,
+                        ChatMessage("assistant", response.text, response.tool_calls),
+                    ),
+                    turns=runtime.state.turns + 1,
+                    budget=self._budget_snapshot(runtime),
+                )
+                runtime.budget.raise_if_exhausted()
+                if response.tool_calls:
+                    runtime.state = attrs.evolve(runtime.state, queued_calls=response.tool_calls)
+                    continue
+                self._finish_task(runtime, response.text)
+            except Exception as exc:
+                self._agent_failed(runtime, exc)
+                return
+
+    def _finish_task(self, runtime: _AgentRuntime, output: str) -> None:
+        task = runtime.state.task
+        runtime.state = attrs.evolve(
+            runtime.state, status=AgentStatus.IDLE, task=None, budget=self._budget_snapshot(runtime)
+        )
+        agent_id = runtime.agent.agent_id
+        self.trace(agent_id, "answer", _short(output))
+        if task is not None and task.origin == "orchestration":
+            self.orchestrator.on_task_done(self, agent_id, task.task_id, output)
+        if task is not None:
+            self.on_task_result(agent_id, task, output)
+        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            return
+        if runtime.state.status is AgentStatus.IDLE:
+            self._serve_inbox_or_pump(agent_id)
+
+    def _agent_failed(self, runtime: _AgentRuntime, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}"
+        snapshot = self._budget_snapshot(runtime)
+        if isinstance(exc, BudgetExhaustedError):
+            snapshot = attrs.evolve(snapshot, exhausted_reason=str(exc))
+        runtime.state = attrs.evolve(runtime.state, status=AgentStatus.FAILED, failure=reason, budget=snapshot)
+        if runtime.wait is not None:
+            runtime.wait.cancel()
+            runtime.wait = None
+        self.trace(runtime.agent.agent_id, "agent", f"failed {reason}")
+        self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
+
+    def _budget_snapshot(self, runtime: _AgentRuntime) -> BudgetSnapshot:
+        budget = runtime.budget
+        return attrs.evolve(
+            runtime.state.budget,
+            tokens_used=budget.tokens_used,
+            tool_calls_used=budget.tool_calls_used,
+            cost_used=budget.cost_used,
+            wall_time_used=max(0.0, self.hub.clock.monotonic() - budget.started_at),
+            exhausted_reason=budget.reason,
+        )
+
+    def _tool_definitions(self, runtime: _AgentRuntime) -> list[Mapping[str, Any]]:
+        defs: list[Mapping[str, Any]] = []
+        if runtime.agent.hub_tools:
+            defs.extend(EventHubTools.definitions())
+        defs.extend(t.definition() for t in runtime.agent.tools)
+        defs.extend(self.orchestrator.tool_definitions(runtime.agent.agent_id))
+        return defs
+
+    def _append_tool_result(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        content = json.dumps(result, sort_keys=True, default=str)
+        runtime.state = attrs.evolve(
+            runtime.state,
+            conversation=(
+                *runtime.state.conversation,
+                ChatMessage("tool", content, tool_call_id=call.id, name=call.name),
+            ),
+        )
+        self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {_redact(result)}")
+
+    # -- tools -------------------------------------------------------------------------
+
+    def _run_tool(self, runtime: _AgentRuntime, call: ToolCall) -> Any:
+        agent = runtime.agent
+        self.trace(agent.agent_id, "tool_call", f"{call.name} {_redact_text(call.arguments)}")
+        orchestrated = self.orchestrator.on_tool_call(self, agent.agent_id, call)
+        if orchestrated is PARKED:
+            runtime.state = attrs.evolve(
+                runtime.state, status=AgentStatus.WAITING, pending=PendingToolCall(call, delegation_id=call.id)
+            )
+            self.orchestrator.on_agent_status(self, agent.agent_id, AgentStatus.WAITING)
+            return PARKED
+        if orchestrated is not None:
+            return orchestrated
+        for tool in agent.tools:
+            if tool.name == call.name:
+                return self._run_user_tool(tool.fn, call)
+        if agent.hub_tools and call.name in HUB_WAIT_TOOLS:
+            return self._start_wait_tool(runtime, call)
+        if agent.hub_tools:
+            return runtime.tools.invoke(call.name, call.arguments, errors="result")
+        return _error_result(ToolValidationError(f"unknown tool {call.name!r}"), None)
+
+    @staticmethod
+    def _run_user_tool(fn: Any, call: ToolCall) -> dict[str, Any]:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as exc:
+            return _error_result(ToolValidationError(f"the arguments are not valid JSON: {exc}"), None)
+        try:
+            value = fn(arguments)
+        except _FATAL:
+            raise
+        except Exception as exc:  # a broken user tool is a result the model reads, not a crash
+            return _error_result(exc, getattr(exc, "field", None))
+        return dict(value) if isinstance(value, Mapping) else {"result": value}
+
+    def _start_wait_tool(self, runtime: _AgentRuntime, call: ToolCall) -> Any:
+        """Validate a waiting tool call exactly as the tool does, then park on a
+        non-blocking hub wait; the result is formatted by the tool's DTOs when the wait
+        resolves, so the model reads the same thing as from ``EventHubTools.invoke``."""
+        name = call.name
+        try:
+            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+            descriptor: WaitDescriptor
+            timeout: WaitTimeout
+            if name == "wait_for_event":
+                wreq = structure_request(arguments, WaitForEventRequest)
+                descriptor = WaitOnTopic(wreq.topic, wreq.metadata_match)
+                timeout = _wait_timeout(wreq.wait_forever, wreq.timeout_ms)
+            elif name == "receive_message":
+                rreq = structure_request(arguments, ReceiveMessageRequest)
+                mailbox = rreq.mailbox if rreq.mailbox is not None else runtime.address
+                if mailbox.scheme not in (Scheme.AGENT, Scheme.CREW) or mailbox.crew_id != self.crew_id:
+                    raise ToolValidationError(
+                        f"receive_message reads only mailboxes of your own crew ({self.crew_id}): "
+                        f"agent://{self.crew_id}/{{agent}} or crew://{self.crew_id}; omit mailbox to read your "
+                        f"own ({runtime.address}), {mailbox} is not one of them",
+                        field="mailbox",
+                    )
+                if mailbox == runtime.address and runtime.state.inbox:
+                    first, *rest = runtime.state.inbox
+                    runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
+                    return _result(ReceiveMessageResponse(False, message=first))
+                descriptor = WaitOnMailbox(mailbox)
+                timeout = _wait_timeout(rreq.wait_forever, rreq.timeout_ms)
+            else:
+                sreq = structure_request(arguments, SendRequestRequest)
+                if sreq.target_mailbox.scheme is Scheme.TOPIC:
+                    raise ToolValidationError(
+                        "send_request needs a mailbox that can answer (agent://, crew:// or client://); "
+                        "a topic has no single recipient: use publish_event to broadcast",
+                        field="target_mailbox",
+                    )
+                seconds = sreq.timeout_ms / 1000
+                sent = runtime.client.request(
+                    sreq.target_mailbox, sreq.payload, seconds, sreq.metadata, cancel=runtime.budget.token
+                )
+                assert sent.correlation_id is not None
+                descriptor = WaitOnReply(sent.correlation_id)
+                timeout = FiniteWaitTimeout(seconds)
+            return self._park(runtime, call, descriptor, timeout)
+        except ValueError as exc:
+            if isinstance(exc, EventHubError):
+                return _error_result(exc, _field_of(name, exc))
+            return _error_result(ToolValidationError(f"the arguments are not valid JSON: {exc}"), None)
+        except (MailboxNotFoundError, UnknownCorrelationError) as exc:
+            return _error_result(exc, _field_of(name, exc))
+        except _FATAL:
+            raise
+        except EventHubError as exc:
+            return _error_result(exc, _field_of(name, exc))
+
+    def _park(self, runtime: _AgentRuntime, call: ToolCall, descriptor: WaitDescriptor, timeout: WaitTimeout) -> Any:
+        agent_id = runtime.agent.agent_id
+        token = new_ulid_str()
+
+        def on_done(outcome: Message | BaseException) -> None:
+            self.tell(_WaitDone(agent_id, token, outcome))
+
+        # The outcome may arrive before wait_async returns: it is told to this actor and
+        # handled after this call, once runtime.wait_token is set.
+        wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+        runtime.wait = wait
+        runtime.wait_token = token
+        expires = (
+            None if isinstance(timeout, ForeverWaitTimeout) else wait.started_at + timedelta(seconds=timeout.seconds)
+        )
+        if isinstance(descriptor, WaitOnTopic):
+            kind: OnTopic | OnMailbox | OnReply = OnTopic(descriptor.topic, self.crew_id, descriptor.metadata_match)
+        elif isinstance(descriptor, WaitOnMailbox):
+            kind = OnMailbox(descriptor.address)
+        else:
+            kind = OnReply(descriptor.correlation)
+        runtime.state = attrs.evolve(
+            runtime.state,
+            status=AgentStatus.WAITING,
+            pending=PendingToolCall(call, PendingWait(wait.wait_id, wait.started_at, expires, kind)),
+            budget=self._budget_snapshot(runtime),
+        )
+        self.trace(agent_id, "park", f"{call.name} on {_describe(descriptor)}")
+        self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
+        return PARKED
+
+    def _wait_done(self, message: _WaitDone) -> None:
+        runtime = self._agents.get(message.agent_id)
+        if runtime is None:
+            return
+        pending = runtime.state.pending
+        outcome = message.outcome
+        if pending is None or pending.wait is None or runtime.wait_token != message.wait_id:
+            if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
+                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
+            return
+        runtime.wait = None
+        runtime.wait_token = None
+        call = pending.call
+        if isinstance(outcome, _FATAL):
+            self._agent_failed(runtime, outcome)
+            return
+        if isinstance(outcome, Message):
+            self.trace(runtime.agent.agent_id, "message", _describe_message(outcome))
+        result = _format_wait_result(call.name, pending.wait.kind, outcome)
+        self._inject(runtime, call, result)
+
+    def _inject(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        runtime.state = attrs.evolve(runtime.state, status=AgentStatus.RUNNING, pending=None)
+        self._append_tool_result(runtime, call, result)
+        self.orchestrator.on_agent_status(self, runtime.agent.agent_id, AgentStatus.RUNNING)
+        self._run(runtime)
+
+    # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
+
+    def _arm_pump(self, agent_id: AgentId) -> None:
+        runtime = self._agents[agent_id]
+        if runtime.pump is not None or runtime.registration is None:
+            return
+        token = new_ulid_str()
+
+        def on_done(outcome: Message | BaseException) -> None:
+            self.tell(_Mail(agent_id, token, outcome))
+
+        runtime.pump_token = token
+        runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, on_done)
+
+    def _arm_crew_pump(self) -> None:
+        token = new_ulid_str()
+
+        def on_done(outcome: Message | BaseException) -> None:
+            self.tell(_Mail(None, token, outcome))
+
+        self._crew_pump_token = token
+        self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, on_done)
+
+    def _serve_inbox_or_pump(self, agent_id: AgentId) -> None:
+        runtime = self._agents[agent_id]
+        if runtime.state.inbox:
+            first, *rest = runtime.state.inbox
+            runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
+            self._handle_mail(agent_id, first)
+        elif runtime.state.status is AgentStatus.IDLE:
+            self._arm_pump(agent_id)
+
+    def _mail(self, message: _Mail) -> None:
+        outcome = message.outcome
+        if message.agent_id is None:
+            if self._crew_pump_token != message.wait_id:
+                return  # a withdrawn pump's late outcome
+            self._crew_pump = None
+            self._crew_pump_token = None
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self.trace(None, "message", f"crew mailbox {_describe_message(outcome)}")
+            target = self.route(outcome)
+            deliver_to_mailbox(self.hub, outcome, MailboxAddress.agent(self.crew_id, target))
+            self._arm_crew_pump()
+            return
+        runtime = self._agents[message.agent_id]
+        if runtime.pump_token == message.wait_id:
+            runtime.pump = None
+            runtime.pump_token = None
+        elif not isinstance(outcome, Message):
+            return  # a withdrawn pump's late error
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if runtime.state.status is not AgentStatus.IDLE:
+            runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
+            return
+        self._handle_mail(message.agent_id, outcome)
+
+    def _handle_mail(self, agent_id: AgentId, message: Message) -> None:
+        self.trace(agent_id, "message", _describe_message(message))
+        if not self.orchestrator.on_agent_mail(self, agent_id, message):
+            self.on_message(agent_id, message)
+        if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            runtime = self._agents[agent_id]
+            if runtime.state.status is AgentStatus.IDLE:
+                self._serve_inbox_or_pump(agent_id)
+
+    def _subscribe(self, binding: EventBinding) -> None:
+        def on_message(message: Message) -> None:
+            self.tell(_Bound(binding, message))
+
+        self._subscriptions.append(push_subscription(self.hub, self.client.caller, binding.topic, on_message))
+
+    def _bound(self, message: _Bound) -> None:
+        sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
+        consumed = sub.consume(message.message) if sub is not None else message.message
+        if consumed is None:
+            return
+        self.trace(None, "event", f"{consumed.topic} -> {message.binding.deliver_to}")
+        deliver_to_mailbox(self.hub, consumed, message.binding.deliver_to)
+
+    # -- snapshot ----------------------------------------------------------------------
+
+    def snapshot(self) -> CrewSnapshot:
+        """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
+        ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
+        agents = tuple(rt.state for rt in self._agents.values())
+        waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
+        mailboxes = tuple(
+            MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox
+        )
+        budget = BudgetSnapshot(
+            tokens_used=sum(s.budget.tokens_used for s in agents),
+            tool_calls_used=sum(s.budget.tool_calls_used for s in agents),
+            cost_used=sum(s.budget.cost_used for s in agents),
+            exhausted_reason=next((s.budget.exhausted_reason for s in agents if s.budget.exhausted_reason), None),
+        )
+        return CrewSnapshot(
+            self.crew_id,
+            self.crew_name,
+            self.orchestrator.mode,
+            self.orchestration,
+            agents,
+            budget,
+            mailboxes,
+            waits,
+            self.hub.clock.now(),
+            status=self.status.value,
+            result=self.result,
+            failure=None if self.failure is None else str(self.failure),
+        )
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def start_crew(ref: pykka.ActorRef[CrewActor], activity: Activity | None = None) -> None:
+    """Begin a started crew actor (registers its mailboxes, starts its orchestration).
+    Pass the crew's ``activity`` counter if it has one."""
+    if activity is not None:
+        activity.begin()
+    ref.tell(_Start())
+
+
+def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:
+    """Ask a crew for ``snapshot``, ``status`` or ``summary`` (from outside the actor)."""
+    return ref.ask(_Query(what), timeout=timeout)
+
+
+def _wait_timeout(forever: bool | None, timeout_ms: int | None) -> WaitTimeout:
+    if forever:
+        return FOREVER
+    assert timeout_ms is not None
+    return FiniteWaitTimeout(timeout_ms / 1000)
+
+
+def _result(dto: object) -> dict[str, Any]:
+    return dict(unstructure(dto))
+
+
+def _error_result(exc: BaseException, field: str | None) -> dict[str, Any]:
+    return _result(ToolErrorResult(ToolError(type(exc).__name__, str(exc), field)))
+
+
+def _format_wait_result(name: str, kind: object, outcome: Message | BaseException) -> dict[str, Any]:
+    if name == "send_request":
+        assert isinstance(kind, OnReply)
+        if isinstance(outcome, (SendTimeoutError, UnknownCorrelationError)) or (
+            isinstance(outcome, Message) and outcome.is_timeout
+        ):
+            return _result(SendRequestResponse(kind.correlation, True, None))
+        if isinstance(outcome, BaseException):
+            return _error_result(outcome, None)
+        return _result(SendRequestResponse(kind.correlation, False, decode_payload(outcome.payload)[0]))
+    if isinstance(outcome, BaseException):
+        field = _field_of(name, outcome) if isinstance(outcome, EventHubError) else None
+        return _error_result(outcome, field)
+    if name == "receive_message":
+        if outcome.is_timeout:
+            return _result(ReceiveMessageResponse(True, metadata=outcome.metadata))
+        return _result(ReceiveMessageResponse(False, message=outcome))
+    if outcome.is_timeout:
+        return _result(WaitForEventResponse(True, metadata=outcome.metadata))
+    return _result(WaitForEventResponse(False, message=outcome))
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_VOLATILE = {"id", "event_id", "message_id", "correlation_id", "original_wait_id", "wait_id"}
+
+
+def _redact(value: Any) -> str:
+    """A tool result for the trace, without ids minted at random (ULIDs)."""
+
+    def scrub(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {k: ("…" if k in _VOLATILE and v[k] is not None else scrub(x)) for k, x in v.items()}
+        if isinstance(v, list):
+            return [scrub(x) for x in v]
+        return v
+
+    return _short(json.dumps(scrub(value), sort_keys=True, default=str), 200)
+
+
+def _redact_text(arguments: str) -> str:
+    try:
+        return _redact(json.loads(arguments))
+    except ValueError:
+        return _short(arguments)
+
+
+def _describe(descriptor: WaitDescriptor) -> str:
+    if isinstance(descriptor, WaitOnTopic):
+        return f"topic {descriptor.topic}"
+    if isinstance(descriptor, WaitOnMailbox):
+        return f"mailbox {descriptor.address}"
+    return "reply"
+
+
+def _describe_message(message: Message) -> str:
+    if message.is_timeout:
+        return f"timed out waiting on {message.metadata.get('original_topic', '?')}"
+    source = (
+        f"{message.source_crew_id}/{message.source_agent_id}"
+        if message.source_agent_id
+        else str(message.source_crew_id)
+    )
+    return f"{message.topic} from {source}: {_short(message.payload.decode('utf-8', 'replace'), 80)}"

@@ -1,0 +1,209 @@
+"""``CrewSnapshot`` (spec §8.1) and the one converter that owns its wire format.
+
+``to_dict(snapshot)`` / ``from_dict(data)`` go through a single cattrs converter:
+snake_case keys, ids and addresses as strings, datetimes in ISO 8601, payloads in
+base64, the ``OrchestrationState`` variants tagged by ``mode`` and the ``PendingWaitKind``
+variants by ``kind``. ``schema_version`` is written on every snapshot; the loader
+upgrades an older one through the registered migrators (§8.4) and refuses a version it
+does not know with :class:`SnapshotVersionError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+import cattrs
+from cattrs.strategies import configure_tagged_union
+
+from orkeon_actors.crew.state import (
+    AgentState,
+    BudgetSnapshot,
+    MailboxContent,
+    OnMailbox,
+    OnReply,
+    OnTopic,
+    PendingWait,
+    PendingWaitKind,
+)
+from orkeon_actors.errors import EventHubError
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+from orkeon_actors.model.message import FrozenMap, Message
+from orkeon_actors.orchestration.state import MODES, OrchestrationState
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CrewSnapshot",
+    "SnapshotVersionError",
+    "converter",
+    "from_dict",
+    "from_json",
+    "register_migrator",
+    "to_dict",
+    "to_json",
+]
+
+SCHEMA_VERSION: Final = 1
+"""The snapshot shape this release writes. Bump it on every shape change and register a
+migrator from the previous version."""
+
+
+class SnapshotVersionError(EventHubError):
+    """A snapshot's ``schema_version`` is unknown (newer than this release, or older with
+    no migrator path). Nothing was loaded."""
+
+
+@attrs.frozen
+class CrewSnapshot:
+    """A whole crew as data (spec §8.1)."""
+
+    id: CrewId
+    name: str
+    mode: str
+    orchestration: OrchestrationState
+    agents: tuple[AgentState, ...]
+    budget: BudgetSnapshot
+    mailboxes: tuple[MailboxContent, ...]
+    pending_waits: tuple[PendingWait, ...]
+    snapshot_at: datetime
+    status: str = "waiting_for_message"
+    result: str | None = None
+    failure: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+for _id_type in (CrewId, AgentId, CorrelationId, MessageId):
+    converter.register_structure_hook(_id_type, lambda value, cls: _crew(value) if cls is CrewId else cls(value))
+    converter.register_unstructure_hook(_id_type, str)
+converter.register_structure_hook(MailboxAddress, lambda value, _: MailboxAddress.parse(value))
+converter.register_unstructure_hook(MailboxAddress, str)
+converter.register_structure_hook(FrozenMap, lambda value, _: FrozenMap(value))
+converter.register_unstructure_hook(FrozenMap, dict)
+converter.register_structure_hook(datetime, lambda value, _: datetime.fromisoformat(value))
+converter.register_unstructure_hook(datetime, lambda value: value.isoformat())
+converter.register_structure_hook(Any, lambda value, _: value)
+
+
+def _unstructure_message(message: Message) -> dict[str, Any]:
+    return {
+        "id": str(message.id),
+        "topic": message.topic,
+        "source_crew_id": str(message.source_crew_id),
+        "published_at": message.published_at.isoformat(),
+        "payload": base64.b64encode(message.payload).decode("ascii"),
+        "metadata": dict(message.metadata),
+        "source_agent_id": None if message.source_agent_id is None else str(message.source_agent_id),
+        "target_crew_id": None if message.target_crew_id is None else str(message.target_crew_id),
+        "target_mailbox": None if message.target_mailbox is None else str(message.target_mailbox),
+        "correlation_id": None if message.correlation_id is None else str(message.correlation_id),
+        "schema_id": message.schema_id,
+    }
+
+
+def _crew(value: str) -> CrewId:
+    return CrewId.SYSTEM if value == CrewId.SYSTEM else CrewId(value)
+
+
+def _structure_message(data: dict[str, Any], _: type) -> Message:
+    def opt(key: str, build: Callable[[Any], Any]) -> Any:
+        value = data.get(key)
+        return None if value is None else build(value)
+
+    return Message(
+        MessageId(data["id"]),
+        data["topic"],
+        CrewId._trusted(data["source_crew_id"])
+        if data["source_crew_id"] == "_system"
+        else CrewId(data["source_crew_id"]),
+        datetime.fromisoformat(data["published_at"]),
+        base64.b64decode(data["payload"]),
+        FrozenMap(data["metadata"]),
+        opt("source_agent_id", AgentId),
+        opt("target_crew_id", _crew),
+        opt("target_mailbox", MailboxAddress.parse),
+        opt("correlation_id", CorrelationId),
+        data["schema_id"],
+    )
+
+
+converter.register_unstructure_hook(Message, _unstructure_message)
+converter.register_structure_hook(Message, _structure_message)
+
+_MODE_OF = {cls: mode for mode, cls in MODES.items()}
+configure_tagged_union(OrchestrationState, converter, tag_generator=lambda cls: _MODE_OF[cls], tag_name="mode")
+_KIND_OF = {OnTopic: "on_topic", OnMailbox: "on_mailbox", OnReply: "on_reply"}
+configure_tagged_union(PendingWaitKind, converter, tag_generator=lambda cls: _KIND_OF[cls], tag_name="kind")
+
+
+Migrator = Callable[[dict[str, Any]], dict[str, Any]]
+_MIGRATORS: dict[int, Migrator] = {}
+
+
+def register_migrator(from_version: int) -> Callable[[Migrator], Migrator]:
+    """Register ``fn(data) -> data`` upgrading an unstructured snapshot from
+    ``from_version`` to ``from_version + 1`` (it must set the new ``schema_version``)."""
+
+    def deco(fn: Migrator) -> Migrator:
+        if from_version in _MIGRATORS:
+            raise ValueError(f"a migrator from schema_version {from_version} is already registered")
+        _MIGRATORS[from_version] = fn
+        return fn
+
+    return deco
+
+
+def unregister_migrator(from_version: int) -> None:
+    """Remove a migrator (tests)."""
+    _MIGRATORS.pop(from_version, None)
+
+
+def to_dict(snapshot: CrewSnapshot) -> dict[str, Any]:
+    """The snapshot as JSON values."""
+    data: dict[str, Any] = converter.unstructure(snapshot)
+    return data
+
+
+def from_dict(data: dict[str, Any]) -> CrewSnapshot:
+    """Load a snapshot, migrating it up to :data:`SCHEMA_VERSION`.
+
+    Raises :class:`SnapshotVersionError` for a version newer than this release or one
+    with no migrator path, and cattrs' ``ClassValidationError`` for a malformed body."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotVersionError(f"snapshot has no integer schema_version (got {version!r})")
+    while version != SCHEMA_VERSION:
+        if version > SCHEMA_VERSION:
+            raise SnapshotVersionError(
+                f"snapshot schema_version {version} is newer than this release knows ({SCHEMA_VERSION}); "
+                "upgrade orkeon_actors to load it"
+            )
+        migrator = _MIGRATORS.get(version)
+        if migrator is None:
+            raise SnapshotVersionError(
+                f"no migrator from snapshot schema_version {version} (this release writes {SCHEMA_VERSION}); "
+                f"register one with @register_migrator({version})"
+            )
+        data = migrator(dict(data))
+        new_version = data.get("schema_version")
+        if new_version != version + 1:
+            raise SnapshotVersionError(
+                f"the migrator from schema_version {version} produced schema_version {new_version!r}, "
+                f"expected {version + 1}"
+            )
+        version = new_version
+    return converter.structure(data, CrewSnapshot)
+
+
+def to_json(snapshot: CrewSnapshot) -> str:
+    return json.dumps(to_dict(snapshot), sort_keys=True)
+
+
+def from_json(text: str) -> CrewSnapshot:
+    return from_dict(json.loads(text))

@@ -1,0 +1,361 @@
+"""Non-blocking waits and push subscriptions for the in-memory hub.
+
+``wait_for`` blocks its caller's thread; an actor must never do that (ARCHITECTURE §3).
+:func:`wait_async` registers the *same* wait (the same router entry / mailbox waiter /
+reply listener, the same scheduler timer producing the same ``WaitTimedOutMessage``,
+the same ``pending_waits()`` counting, the same receive stages) and returns at once; the
+outcome is handed to ``on_done`` exactly once:
+
+* the matching message (after the receive stages; a message a stage drops as a
+  duplicate re-arms the wait, as ``wait_for`` loops);
+* the hub's ``WaitTimedOutMessage`` when a finite timeout expires (``message.is_timeout``);
+* the cancel token's error (``CancelledError``, ``BudgetExhaustedError``; a token with a
+  ``deadline``, such as a budget's wall-time limit, fires at that deadline), or
+  ``HubStoppedError`` / ``MailboxNotFoundError`` if the runtime stops or the mailbox closes;
+* nothing at all after :meth:`AsyncWait.cancel` returned ``True``.
+
+``on_done`` runs on whichever thread settled the wait (a mailbox actor, a publisher, the
+scheduler, a canceller): it must be short and must not block. Telling an actor is the
+intended use.
+
+:func:`push_subscription` is the lossless counterpart of a long-lived subscription for
+actors: every matching message is handed to a callback on the publisher's thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+import pykka
+
+from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError, UnknownCorrelationError
+from orkeon_actors.hub.memory import InMemoryEventHub, _TopicWait
+from orkeon_actors.hub.port import CallerContext, EventHub
+from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.ids import CrewId, new_ulid_str
+from orkeon_actors.model.message import FrozenMap, Message
+from orkeon_actors.model.options import (
+    ForeverWaitTimeout,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+)
+
+__all__ = [
+    "AsyncWait",
+    "PushSubscription",
+    "WaitOutcome",
+    "deliver_to_mailbox",
+    "flush_mailboxes",
+    "push_subscription",
+    "wait_async",
+]
+
+WaitOutcome = Message | BaseException
+"""What ``on_done`` receives: a message (possibly the timeout message) or an error."""
+
+
+def _memory_hub(hub: EventHub) -> InMemoryEventHub:
+    if not isinstance(hub, InMemoryEventHub):
+        raise TypeError(f"non-blocking waits need the in-memory hub (or a subclass of it), got {type(hub).__name__}")
+    return hub
+
+
+class AsyncWait:
+    """A wait registered by :func:`wait_async`. ``wait_id`` is the id the hub puts in the
+    ``original_wait_id`` of its timeout message; ``deadline`` is monotonic seconds on the
+    hub's clock (``None`` for ``FOREVER``)."""
+
+    __slots__ = (
+        "_cleanup",
+        "_hub",
+        "_lock",
+        "_on_done",
+        "_settled",
+        "_timers",
+        "_unregister",
+        "_waiter",
+        "caller",
+        "deadline",
+        "descriptor",
+        "kind",
+        "started_at",
+        "wait_id",
+    )
+
+    def __init__(
+        self,
+        hub: InMemoryEventHub,
+        caller: CallerContext,
+        descriptor: WaitDescriptor,
+        deadline: float | None,
+        on_done: Callable[[WaitOutcome], None],
+    ) -> None:
+        self._hub = hub
+        self.caller = caller
+        self.descriptor = descriptor
+        self.deadline = deadline
+        self.wait_id = new_ulid_str()
+        self.started_at: datetime = hub.clock.now()
+        self.kind = (
+            "on_topic"
+            if isinstance(descriptor, WaitOnTopic)
+            else "on_mailbox"
+            if isinstance(descriptor, WaitOnMailbox)
+            else "on_reply"
+        )
+        self._on_done = on_done
+        self._lock = threading.Lock()
+        self._settled = False
+        self._waiter: Waiter[Message] | None = None
+        self._cleanup: Callable[[], None] | None = None
+        self._timers: list[TimerHandle] = []
+        self._unregister: Callable[[], None] | None = None
+
+    @property
+    def settled(self) -> bool:
+        """True once the outcome was handed to ``on_done`` or the wait was cancelled."""
+        return self._settled
+
+    def cancel(self) -> bool:
+        """Withdraw the wait. Returns ``True`` if it was still pending (``on_done`` will
+        never be called), ``False`` if it had already settled (``on_done`` was or is
+        being called with its outcome)."""
+        waiter = self._waiter
+        if waiter is None or not waiter.try_fail(_Withdrawn()):
+            return False
+        return True
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        """Register one round of the wait (a fresh waiter)."""
+        hub = self._hub
+        descriptor = self.descriptor
+        waiter: Waiter[Message] = Waiter()
+        listen: Callable[[Waiter[Message]], None] | None = None
+        if isinstance(descriptor, WaitOnTopic):
+            original = descriptor.topic
+            entry = _TopicWait(descriptor.topic, self.caller.crew_id, descriptor.metadata_match, waiter)
+            hub._router.add(entry)
+            cleanup: Callable[[], None] = lambda: hub._router.remove(entry)  # noqa: E731
+        elif isinstance(descriptor, WaitOnMailbox):
+            original = str(descriptor.address)
+            handle = hub._mailboxes.get(descriptor.address)
+            if handle is None:
+                raise MailboxNotFoundError(descriptor.address)
+            handle.add_waiter(waiter)
+            cleanup = lambda: handle.remove_waiter(waiter)  # noqa: E731
+        else:
+            original = str(descriptor.correlation)
+            request = hub._replies.get(descriptor.correlation)
+            if request is None:
+                raise UnknownCorrelationError(
+                    f"no request with correlation id {descriptor.correlation} is pending; "
+                    "wait on the correlation_id of a request you started with request()"
+                )
+            correlation = descriptor.correlation
+
+            def cleanup() -> None:
+                request.unlisten(waiter)
+                done, value, _ = waiter.peek()
+                if done and value is not None and not value.is_timeout:
+                    hub._replies.forget(correlation)  # the reply was consumed
+
+            listen = request.listen
+        self._waiter = waiter
+        self._cleanup = cleanup
+        waiter.on_settled = lambda: self._on_settled(waiter)
+        hub._active_waiters[waiter] = self.kind
+        if self.deadline is not None:
+            caller, wait_id, started_at = self.caller, self.wait_id, self.started_at
+            self._timers.append(
+                hub.scheduler.schedule_at(
+                    self.deadline, lambda: hub._expire_wait(waiter, caller, original, wait_id, started_at)
+                )
+            )
+        if listen is not None:  # after the hooks: an already-answered request settles at once
+            listen(waiter)
+        if hub._stopped:
+            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+
+    def _on_settled(self, waiter: Waiter[Message]) -> None:
+        hub = self._hub
+        hub._active_waiters.pop(waiter, None)
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        if self._cleanup is not None:
+            self._cleanup()
+        _, value, error = waiter.peek()
+        if isinstance(error, _Withdrawn):
+            self._finish(None)
+            return
+        if error is not None:
+            self._finish(error)
+            return
+        assert value is not None
+        if value.is_timeout or isinstance(self.descriptor, WaitOnReply):
+            self._finish(value)
+            return
+        consumed = hub._consume(hub._receive_wait, value)
+        if consumed is not None:
+            self._finish(consumed)
+            return
+        try:  # a receive stage dropped a duplicate: wait again, as wait_for does
+            self._arm()
+        except Exception as exc:  # the mailbox closed meanwhile: that is the outcome
+            self._finish(exc)
+
+    def _finish(self, outcome: WaitOutcome | None) -> None:
+        with self._lock:
+            if self._settled:
+                return
+            self._settled = True
+        if self._unregister is not None:
+            self._unregister()
+        if outcome is not None:
+            self._on_done(outcome)
+
+    def __repr__(self) -> str:
+        return f"AsyncWait({self.kind}, wait_id={self.wait_id}, settled={self._settled})"
+
+
+class _Withdrawn(Exception):
+    """Internal: the waiter was failed by :meth:`AsyncWait.cancel`."""
+
+
+def wait_async(
+    hub: EventHub,
+    caller: CallerContext,
+    descriptor: WaitDescriptor,
+    timeout: WaitTimeout,
+    cancel: CancelToken | None,
+    on_done: Callable[[WaitOutcome], None],
+) -> AsyncWait:
+    """Register ``descriptor`` as a wait and return at once (see the module docstring).
+
+    Raises at once, like ``wait_for``: ``HubStoppedError`` on a stopped hub, the token's
+    error if ``cancel`` already fired, ``MailboxNotFoundError`` for an unregistered
+    mailbox, ``UnknownCorrelationError`` for a correlation no request holds.
+    """
+    memory = _memory_hub(hub)
+    if memory._stopped:
+        raise HubStoppedError("the runtime was stopped; start a new Runtime")
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
+    wait = AsyncWait(memory, caller, descriptor, deadline, on_done)
+    wait._arm()
+    if cancel is not None:
+
+        def fire(error: BaseException) -> None:
+            waiter = wait._waiter
+            if waiter is not None:
+                waiter.try_fail(error)
+
+        wait._unregister = cancel.on_cancel(fire)
+        if cancel.deadline is not None and not cancel.cancelled:
+            wait._timers.append(memory.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
+        if wait.settled:  # settled while we registered: undo what _finish could not see
+            wait._unregister()
+            for timer in wait._timers:
+                timer.cancel()
+    return wait
+
+
+class PushSubscription:
+    """A router entry that hands every matching message to ``on_message`` on the
+    publisher's thread (no buffer, no thread). Scope (§10.1) and ``metadata_match`` are
+    applied by the router as for any subscription; receive stages are *not* run here:
+    the consumer runs them where it handles the message (see :func:`consume`)."""
+
+    __slots__ = ("_hub", "_on_message", "closed", "crew_id", "metadata_match", "pattern")
+
+    def __init__(
+        self,
+        hub: InMemoryEventHub,
+        pattern: str,
+        crew_id: CrewId,
+        metadata_match: FrozenMap | None,
+        on_message: Callable[[Message], None],
+    ) -> None:
+        self._hub = hub
+        self.pattern = pattern
+        self.crew_id = crew_id
+        self.metadata_match = metadata_match
+        self._on_message = on_message
+        self.closed = False
+
+    def offer(self, message: Message) -> None:
+        if not self.closed:
+            self._on_message(message)
+
+    def consume(self, message: Message) -> Message | None:
+        """Run the hub's subscription receive stages; ``None`` if a stage dropped it."""
+        return self._hub._consume(self._hub._receive_subscription, message)
+
+    def close(self) -> None:
+        """Stop receiving; idempotent."""
+        self.closed = True
+        self._hub._router.remove(self)
+
+
+def push_subscription(
+    hub: EventHub,
+    caller: CallerContext,
+    pattern: str,
+    on_message: Callable[[Message], None],
+    *,
+    metadata_match: FrozenMap | None = None,
+) -> PushSubscription:
+    """Subscribe ``on_message`` to ``pattern`` (validated like ``subscribe``).
+
+    Every message published after this returns and matching the pattern, the caller's
+    scope and ``metadata_match`` is handed to ``on_message`` once, in publish order per
+    publisher. Raises ``HubStoppedError`` on a stopped hub."""
+    from orkeon_actors.model.address import validate_topic_pattern
+
+    memory = _memory_hub(hub)
+    if memory._stopped:
+        raise HubStoppedError("the runtime was stopped; start a new Runtime")
+    validate_topic_pattern(pattern)
+    entry = PushSubscription(memory, pattern, caller.crew_id, metadata_match, on_message)
+    memory._router.add(entry)
+    return entry
+
+
+def deliver_to_mailbox(hub: EventHub, message: Message, address: MailboxAddress) -> Message:
+    """Hand an already-accepted ``message`` to another mailbox of the same crew, envelope
+    unchanged except ``target_mailbox`` (a crew routing what reached ``crew://`` to one of
+    its agents: the source and the correlation id survive, so the agent can reply).
+
+    No publish stage runs again: the message passed them on its way to the crew. Raises
+    ``MailboxNotFoundError`` if ``address`` is not registered."""
+    import attrs
+
+    memory = _memory_hub(hub)
+    handle = memory._mailboxes.get(address)
+    if handle is None:
+        raise MailboxNotFoundError(address)
+    forwarded = attrs.evolve(message, target_mailbox=address)
+    handle.deliver(forwarded)
+    return forwarded
+
+
+def flush_mailboxes(hub: EventHub) -> None:
+    """Wait until every mailbox actor processed what it was told so far (one round trip
+    each). Used by the simulation's quiescence check."""
+    memory = _memory_hub(hub)
+    for handle in list(memory._mailboxes.values()):
+        try:
+            handle.depth()
+        except pykka.ActorDeadError:
+            continue  # closed meanwhile: nothing left to process
