@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, Protocol
 
@@ -258,7 +258,7 @@ class CrewActor(pykka.ThreadingActor):
         self._crew_pump: AsyncWait | None = None
         self._crew_pump_token: str | None = None
         self._subscriptions: list[PushSubscription] = []
-        self._spawned_tools: dict[AgentId, EventHubTools] = {}
+        self._deferred: list[Callable[[], None]] = []
 
     # -- public API (call through the actor ref) ---------------------------------------
 
@@ -342,6 +342,8 @@ class CrewActor(pykka.ThreadingActor):
                 self._mail(message)
             elif isinstance(message, _Bound):
                 self._bound(message)
+            while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                self._deferred.pop(0)()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
@@ -510,6 +512,11 @@ class CrewActor(pykka.ThreadingActor):
         if pending is None or pending.call.id != call_id:
             raise OrchestrationError(f"agent {agent_id} is not parked on call {call_id}")
         self._inject(runtime, pending.call, dict(result))
+
+    def defer(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on this crew's thread once the current step is over (a mode
+        starting work from inside a tool call, before the caller parked)."""
+        self._deferred.append(action)
 
     def agent_ids(self) -> list[AgentId]:
         return list(self._agents)
