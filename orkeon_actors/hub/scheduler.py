@@ -204,6 +204,11 @@ class Scheduler:
         except pykka.ActorDeadError:
             return
 
+    def next_deadline(self) -> float | None:
+        """The earliest live timer's deadline (monotonic seconds), or ``None``: what a
+        simulation advances a virtual clock to."""
+        return self._heap.next_deadline()
+
     def pending_count(self) -> int:
         """Live (not cancelled, not fired) timers; for tests and gauges."""
         return self._heap.live_count()

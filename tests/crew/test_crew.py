@@ -65,7 +65,7 @@ def test_budget_exhaustion_cancels_the_wait_and_the_crew_records_why(crews: Crew
     assert crews.runtime.hub.pending_waits()["on_topic"] == 1
     crews.clock.advance(30)
     assert crews.settle(ref, CrewStatus.FAILED) is CrewStatus.FAILED
-    status, _, failure = query_crew(ref, "summary")
+    _, _, failure = query_crew(ref, "summary")
     assert failure.error_type == "BudgetExhaustedError" and failure.agent_id == "a"
     snap = query_crew(ref, "snapshot")
     assert "wall-time" in (snap.agents[0].budget.exhausted_reason or "")

@@ -1,0 +1,7 @@
+"""Simulations of crews with scripted agents on a virtual clock (see ``docs/crews.md``)."""
+
+from orkeon_actors.crew.model import ScriptedModel, call, respond
+from orkeon_actors.sim.simulation import Simulation, SimulationResult
+from orkeon_actors.sim.trace import Trace, TraceEvent
+
+__all__ = ["ScriptedModel", "Simulation", "SimulationResult", "Trace", "TraceEvent", "call", "respond"]
