@@ -2,6 +2,7 @@
 
 orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
+orkeon simulate [example]     run one orchestration-mode example (or all) and print its timeline
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ def _build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run a short scripted exchange between agents and narrate it")
     demo.add_argument("--no-color", action="store_true", help="plain output")
 
+    simulate = sub.add_parser("simulate", help="run an orchestration-mode example on a virtual clock")
+    simulate.add_argument(
+        "example",
+        nargs="?",
+        default="all",
+        help="sequential, hierarchical, parallel, consensual, graph, autonomous, or all (default)",
+    )
+    simulate.add_argument("--seed", type=int, default=0, help="simulation seed")
+
     bench = sub.add_parser("bench", help="measure throughput against raw baselines (ratios, same run)")
     bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
     bench.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -33,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orkeon_actors.cli.demo import run_demo
 
         return run_demo(color=not args.no_color and sys.stdout.isatty())
+    if args.command == "simulate":
+        from orkeon_actors.sim.cli import run_simulate
+
+        return run_simulate(args.example, seed=args.seed)
     if args.command == "bench":
         from orkeon_actors.bench.registry import render_table, run_suites, to_json
 
