@@ -44,7 +44,10 @@ def best_of(repeats: int, measure: Callable[[], float]) -> float:
 
 def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
     # Import the suites so they register themselves.
-    from orkeon_actors.bench import hub  # noqa: F401
+    from orkeon_actors.bench import (
+        hub,  # noqa: F401
+        sim,  # noqa: F401
+    )
 
     unknown = [n for n in names if n not in SUITES]
     if unknown:
