@@ -12,7 +12,7 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import errors
+from orkeon_actors import acl, errors
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -81,5 +81,6 @@ __all__ = [
     "WaitOnReply",
     "WaitOnTopic",
     "WaitTimeout",
+    "acl",
     "errors",
 ]

@@ -1,0 +1,189 @@
+"""The value types of the inter-crew ACL (spec §10.2-§10.3): :class:`Direction` and
+:class:`CrewLink`.
+
+A link is one line of a crew's ``links:`` block: *which* peer (``to``, a crew's
+``name:`` matched verbatim, or ``client:NAME`` for an external peer), *which way*
+(``direction``) and *which topics* a crew-scoped publish may carry (``allowed_topics``,
+empty meaning every topic). Both types are immutable and validated at construction:
+a :class:`CrewLink` that exists is a link the ACL can read, which is why the YAML reader
+discards malformed entries instead of building half-valid links.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable
+from typing import Final
+
+import attrs
+
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.routing import topic_matches
+from orkeon_actors.model.address import validate_topic_pattern
+
+__all__ = [
+    "CLIENT_PREFIX",
+    "AclConfigError",
+    "CrewLink",
+    "Direction",
+    "client_link_name",
+    "validate_crew_name",
+]
+
+CLIENT_PREFIX: Final = "client:"
+"""The reserved prefix that names an external peer (spec §10.2.1): ``to: "client:studio"``
+names the process reached at ``client://studio``."""
+
+_CLIENT_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+class AclConfigError(InvalidArgumentError):
+    """An ACL declaration cannot be accepted: a malformed :class:`CrewLink` built in
+    Python, a crew YAML with no readable ``name:``, a YAML syntax error, or a crew
+    registration that conflicts with an earlier one. (A malformed *entry* of a YAML
+    ``links:`` block is not an error: it is discarded with a warning, see
+    :func:`orkeon_actors.acl.parse_links`.)"""
+
+
+class Direction(enum.Enum):
+    """Which way a link lets traffic flow, read from the declaring crew A towards the
+    named peer B (spec §10.3):
+
+    ========================  ================================================
+    ``outbound``              A can send to B, but not the other way around
+    ``inbound``               B can send to A, but not the other way around
+    ``bidirectional``         both directions
+    ========================  ================================================
+    """
+
+    OUTBOUND = "outbound"
+    INBOUND = "inbound"
+    BIDIRECTIONAL = "bidirectional"
+
+    @property
+    def lets_declarer_send(self) -> bool:
+        """True for ``outbound`` and ``bidirectional``: the declaring crew may send to
+        the named peer. This is what the sender's own links are checked for."""
+        return self is not Direction.INBOUND
+
+    @property
+    def lets_peer_send(self) -> bool:
+        """True for ``inbound`` and ``bidirectional``: the named peer may send to the
+        declaring crew. Only :class:`~orkeon_actors.acl.RestrictiveCrewLinkPolicy`
+        consults it, for a sender that never declared ``links:``."""
+        return self is not Direction.OUTBOUND
+
+    @classmethod
+    def parse(cls, value: object) -> Direction:
+        """Read a direction: exactly ``outbound``, ``inbound`` or ``bidirectional``
+        (or a :class:`Direction`). Nothing else is guessed at, not even a different
+        case: a guessed direction would be an authorization nobody wrote.
+
+        Raises :class:`AclConfigError` for any other value.
+        """
+        if isinstance(value, Direction):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if member.value == value:
+                    return member
+        raise AclConfigError(f"unreadable direction {value!r}: write exactly one of outbound, inbound or bidirectional")
+
+
+def validate_crew_name(name: object, *, what: str = "crew name") -> str:
+    """Return ``name`` if it can name a crew in the ACL, else raise :class:`AclConfigError`.
+
+    A crew name is a non-empty string without leading or trailing whitespace (names
+    are matched verbatim, so invisible whitespace would make a link silently miss).
+    Names starting with ``client:`` are reserved for external peers.
+    """
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise AclConfigError(
+            f"invalid {what} {name!r}: a crew name is a non-empty string with no leading or trailing whitespace"
+        )
+    if name.startswith(CLIENT_PREFIX):
+        raise AclConfigError(
+            f"invalid {what} {name!r}: the prefix {CLIENT_PREFIX!r} is reserved for external peers; "
+            "register a client with AclRegistry.register_client(name)"
+        )
+    return name
+
+
+def client_link_name(client_name: str) -> str:
+    """The name a link uses for the external peer reached at ``client://{client_name}``
+    (``"studio"`` -> ``"client:studio"``). Raises :class:`AclConfigError` for a name
+    ``client://`` would not accept."""
+    if not isinstance(client_name, str) or not _CLIENT_NAME_RE.match(client_name):
+        raise AclConfigError(
+            f"invalid client name {client_name!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or a digit (the name of its client:// mailbox)"
+        )
+    return CLIENT_PREFIX + client_name
+
+
+def _direction(value: Direction | str) -> Direction:
+    return Direction.parse(value)
+
+
+def _validate_to(_instance: object, _attribute: attrs.Attribute[str], value: str) -> None:
+    if isinstance(value, str) and value.startswith(CLIENT_PREFIX):
+        client_link_name(value[len(CLIENT_PREFIX) :])
+        return
+    validate_crew_name(value, what="link target (to:)")
+
+
+def _topics(value: Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise AclConfigError(
+            f"allowed_topics must be a list of topics, got {value!r}; write [{value!r}] for a single topic"
+        )
+    topics = tuple(value)
+    for topic in topics:
+        try:
+            validate_topic_pattern(topic)
+        except InvalidArgumentError as exc:
+            raise AclConfigError(f"invalid entry in allowed_topics: {exc}") from None
+    return topics
+
+
+@attrs.frozen
+class CrewLink:
+    """One authorization of a crew's ``links:`` block.
+
+    * ``to``: the peer, by the ``name:`` of its crew YAML (matched verbatim), or
+      ``client:NAME`` for the external peer reached at ``client://NAME`` (§10.2.1).
+    * ``direction``: see :class:`Direction`; a string is parsed with
+      :meth:`Direction.parse`.
+    * ``allowed_topics``: the topics a crew-scoped publish over this link may carry.
+      Empty (the default) authorizes every topic. Entries may use the subscription
+      wildcards (``*`` one word, ``#`` zero or more). The list never constrains
+      point-to-point mail (post/send): that is authorized by the link itself.
+
+    Raises :class:`AclConfigError` when any field is malformed.
+    """
+
+    to: str = attrs.field(validator=_validate_to)
+    direction: Direction = attrs.field(converter=_direction)
+    allowed_topics: tuple[str, ...] = attrs.field(default=(), converter=_topics)
+
+    @classmethod
+    def client(cls, name: str, direction: Direction | str, allowed_topics: Iterable[str] | None = None) -> CrewLink:
+        """A link to the external peer reached at ``client://{name}``."""
+        return cls(client_link_name(name), direction, allowed_topics)
+
+    @property
+    def is_client(self) -> bool:
+        """True when the link names an external peer (``client:NAME``)."""
+        return self.to.startswith(CLIENT_PREFIX)
+
+    def allows_topic(self, topic: str) -> bool:
+        """True when a crew-scoped publish on ``topic`` may travel this link: the list
+        is empty, or one of its entries matches ``topic``."""
+        return not self.allowed_topics or any(topic_matches(pattern, topic) for pattern in self.allowed_topics)
+
+    def __str__(self) -> str:
+        topics = f", allowed_topics: [{', '.join(self.allowed_topics)}]" if self.allowed_topics else ""
+        return f"{{to: {self.to}, direction: {self.direction.value}{topics}}}"
