@@ -212,7 +212,7 @@ class CrewActor(pykka.ThreadingActor):
 
     name: ClassVar[str] = "crew"
     idle_timeout: ClassVar[float | None] = None
-    links: ClassVar[tuple[Any, ...]] = ()
+    links: ClassVar[tuple[Any, ...] | None] = None  # None: never declared (ACL permissive default)
 
     def __init__(
         self,
@@ -232,9 +232,11 @@ class CrewActor(pykka.ThreadingActor):
         super().__init__()
         self.hub = hub
         self.crew_name: str = name or type(self).name
-        self.links_declared: tuple[Any, ...] = tuple(links if links is not None else type(self).links)
+        declared = links if links is not None else type(self).links
+        # None means "never declared"; an empty tuple is a declaration that closes the door (§10.2).
+        self.links_declared: tuple[Any, ...] | None = None if declared is None else tuple(declared)
         if acl is not None:
-            self.crew_id: CrewId = acl.register_crew(self.crew_name, crew_id, self.links_declared or None)
+            self.crew_id: CrewId = acl.register_crew(self.crew_name, crew_id, self.links_declared)
         else:
             self.crew_id = CrewId(crew_id) if crew_id is not None else CrewId.new()
         timeout = idle_timeout if idle_timeout is not None else type(self).idle_timeout

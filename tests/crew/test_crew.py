@@ -183,3 +183,41 @@ def test_snapshot_round_trip_json(crews: Crews) -> None:
     result = json.loads(query_crew(ref, "snapshot").agents[0].conversation[-2].content)
     assert result["timed_out"] is True
     _ = ok
+
+
+def test_crew_links_reach_the_acl_registry_as_declared() -> None:
+    """links=None is "never declared"; links=[] is a declaration that closes the door."""
+    import pykka
+
+    from orkeon_actors.acl import AclRegistry, CrewLink, Direction
+    from orkeon_actors.crew import Agent, CrewActor, ScriptedModel
+
+    registry = AclRegistry()
+    with ok.Runtime.start(clock=ok.VirtualClock()) as rt:
+
+        def crew(name: str, links: list[CrewLink] | None) -> pykka.ActorRef[CrewActor]:
+            agent = Agent("a", model=ScriptedModel([]))
+            return CrewActor.start(
+                rt.hub,
+                name=name,
+                agents=[agent],
+                orchestration=Sequential([Task("t", "a")]),
+                links=links,
+                acl=registry,
+            )
+
+        refs = [
+            crew("undeclared", None),
+            crew("closed", []),
+            crew("open", [CrewLink("undeclared", Direction.OUTBOUND)]),
+        ]
+        try:
+            undeclared = registry.declaration("undeclared")
+            closed = registry.declaration("closed")
+            opened = registry.declaration("open")
+            assert undeclared is not None and not undeclared.declared
+            assert closed is not None and closed.declared and closed.links == ()
+            assert opened is not None and len(opened.links) == 1
+        finally:
+            for ref in refs:
+                ref.stop()
