@@ -26,6 +26,10 @@ __all__ = [
     "ToolValidationError",
     "HubStoppedError",
     "RateLimitedError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreVersionError",
+    "StoreWriteError",
 ]
 
 
@@ -125,3 +129,35 @@ class RateLimitedError(EventHubError):
     def __init__(self, message: str, *, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StoreError(EventHubError):
+    """The durable store (``Runtime.start(store=...)``) could not do what was asked."""
+
+
+class StoreLockedError(StoreError):
+    """Another runtime (in this process or another one) holds the store file open.
+
+    One runtime owns a store at a time. Stop the other one, or pass ``lock_timeout=`` in
+    ``StoreConfig`` to wait for it to stop."""
+
+    def __init__(self, message: str, *, path: str = "", holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.holder_pid = holder_pid
+
+
+class StoreVersionError(StoreError):
+    """The store file's schema is newer than this release knows, or the file is not an
+    orkeon store at all. Nothing was changed in the file."""
+
+    def __init__(self, message: str, *, path: str = "", found: int | None = None, known: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.found = found
+        self.known = known
+
+
+class StoreWriteError(StoreError):
+    """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
+    failed write is in the store; the operation that asked for it was not performed."""

@@ -6,14 +6,21 @@ every actor and thread it started, and blocked callers get ``HubStoppedError``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+import attrs
 
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import EventHubMiddleware, Pipeline
 from orkeon_actors.model.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from orkeon_actors.store.config import Durability, StoreConfig
 
 __all__ = ["Runtime"]
 
@@ -37,15 +44,24 @@ class Runtime:
         *,
         middleware: Sequence[EventHubMiddleware] = (),
         clock: Clock | None = None,
+        store: str | os.PathLike[str] | StoreConfig | None = None,
+        durability: Durability | str | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
         ``middleware`` stages run in registration order on the publish path and in
         reverse on the receive path (spec §12).
+
+        ``store`` makes the hub durable: a database file path (or a
+        :class:`~orkeon_actors.store.StoreConfig`) for a
+        :class:`~orkeon_actors.store.SqliteEventHub`; ``None`` (the default) keeps it in
+        memory. ``durability`` is ``"full"`` (default) or ``"normal"`` (``docs/store.md``).
+        Opening a store raises ``StoreLockedError`` / ``StoreVersionError`` /
+        ``StoreError`` and then leaves nothing running.
         """
         clock = clock or SystemClock()
         scheduler = Scheduler(clock)
-        hub = InMemoryEventHub(clock, scheduler, Pipeline(middleware))
+        hub = _make_hub(clock, scheduler, Pipeline(middleware), store, durability)
         return cls(hub, scheduler, clock)
 
     def stop(self) -> None:
@@ -63,3 +79,32 @@ class Runtime:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _make_hub(
+    clock: Clock,
+    scheduler: Scheduler,
+    pipeline: Pipeline,
+    store: str | os.PathLike[str] | StoreConfig | None,
+    durability: Durability | str | None,
+) -> InMemoryEventHub:
+    """The in-memory hub when ``store`` is ``None``, else the durable hub on that file.
+    Stops ``scheduler`` if the store cannot be opened."""
+    if store is None:
+        if durability is not None:
+            from orkeon_actors.errors import InvalidArgumentError
+
+            scheduler.stop()
+            raise InvalidArgumentError("durability only applies to a durable hub: pass store='state.db' too")
+        return InMemoryEventHub(clock, scheduler, pipeline)
+    from orkeon_actors.store import SqliteEventHub, StoreConfig
+
+    try:
+        if isinstance(store, StoreConfig):
+            config = store if durability is None else attrs.evolve(store, durability=durability)
+        else:
+            config = StoreConfig(store) if durability is None else StoreConfig(store, durability=durability)
+        return SqliteEventHub(config, clock, scheduler, pipeline)
+    except BaseException:
+        scheduler.stop()
+        raise

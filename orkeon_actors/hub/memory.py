@@ -160,6 +160,7 @@ class _MemoryReader(MailboxReader):
 
     def close(self) -> None:
         self._handle.detach(self._buffer)
+        self._hub._reader_closed(self._handle)
 
 
 class _MemoryRegistration(MailboxRegistration):
@@ -268,6 +269,24 @@ class InMemoryEventHub(EventHub):
             logger.debug("dropped duplicate message {} at delivery", message.id)
             return None
 
+    # -- hooks for durable adapters (plain in-memory behaviour here) --------------------
+
+    def _mailbox_exists(self, address: MailboxAddress) -> bool:
+        """Whether a post or send to ``address`` is accepted; checked before the publish
+        stages run. In memory: a mailbox is registered at ``address``."""
+        return address in self._mailboxes
+
+    def _mailbox_opened(self, handle: MailboxHandle) -> None:
+        """Called by ``register_mailbox`` once ``handle`` is registered, before the
+        registration is returned. Raising undoes the registration."""
+
+    def _reader_closed(self, handle: MailboxHandle) -> None:
+        """Called each time a held reader of ``handle`` is closed."""
+
+    def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
+        """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
+        self._last_values[key] = message
+
     # -- the port ---------------------------------------------------------------------
 
     def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
@@ -285,6 +304,14 @@ class InMemoryEventHub(EventHub):
                 )
             handle = MailboxHandle(address, owner)
             self._mailboxes[address] = handle
+        try:
+            self._mailbox_opened(handle)
+        except BaseException:
+            with self._mailboxes_lock:
+                if self._mailboxes.get(address) is handle:
+                    del self._mailboxes[address]
+            handle.close()
+            raise
         return _MemoryRegistration(self, handle)
 
     def _unregister(self, handle: MailboxHandle) -> list[Message]:
@@ -306,7 +333,7 @@ class InMemoryEventHub(EventHub):
         key = (options.target_crew_id, options.last_value_key or "")
 
         def retain_and_route(m: Message) -> Message:
-            self._last_values[key] = m
+            self._retain(key, m)
             return self._route(m)
 
         return self.pipeline.publish_chain("publish", retain_and_route)(message)
@@ -324,7 +351,7 @@ class InMemoryEventHub(EventHub):
         if to.scheme is Scheme.TOPIC:
             message = self._stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
-        if to not in self._mailboxes:
+        if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
         return self._post_chain(self._stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
@@ -341,7 +368,7 @@ class InMemoryEventHub(EventHub):
                 f"cannot send a request to {to}: a topic has no single recipient to reply; "
                 "send to an agent://, crew:// or client:// mailbox"
             )
-        if to not in self._mailboxes:
+        if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, str(to))

@@ -1,0 +1,344 @@
+"""The durable adapter of the EventHub port: the in-memory hub, made durable on SQLite.
+
+``SqliteEventHub`` *is* the in-memory hub for live delivery (mailbox actors, topic
+router, waiters, replies, middleware) with durability around it:
+
+* **post / send**: the message is inserted into ``mailboxes`` by the writer and the call
+  returns only after that transaction committed (group commit). The writer then hands
+  it to the live mailbox actor, on its own thread, in commit order, so the live queue
+  and the durable rows always agree on order. A mailbox address stays durably
+  registered until its registration is closed: posts made while no runtime holds it
+  (after a crash, before the restart registers it again) are kept too.
+* **register_mailbox** reloads the address's rows, oldest first, before any newer post
+  reaches it: FIFO per mailbox across restarts (spec §10.4, §16.2).
+* **consume** does not delete at once: a row is deleted when the message is
+  *acknowledged* (see :mod:`orkeon_actors.store.acks`). A crash in between redelivers
+  it after the restart: at-least-once. A handler that must process each message exactly
+  once consumes it through a :class:`~orkeon_actors.store.unit_of_work.UnitOfWork`,
+  whose commit records ``processed_messages``, its effects and the acknowledgement in
+  one transaction.
+* **retained last values** are written before the publish returns and reloaded at boot.
+* **publish** (without retain), **reply** and subscriptions stay live-only: a subscriber
+  exists only while its process does.
+
+Boot: lock the file (one runtime per store), migrate the schema, reload the registry and
+the last values, start the writer, dispatch pending outbox rows, schedule the purge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import apsw
+from loguru import logger
+
+from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC, InMemoryEventHub
+from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.scheduler import Scheduler
+from orkeon_actors.middleware.pipeline import Next, Pipeline
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import AgentId, CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import last_values, mailboxes
+from orkeon_actors.store.acks import AckTracker
+from orkeon_actors.store.codec import format_time
+from orkeon_actors.store.config import StoreConfig
+from orkeon_actors.store.connection import StoreLock, open_connection
+from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
+from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
+from orkeon_actors.store.reader import ReaderPool
+from orkeon_actors.store.records import PendingWaitRecord, SnapshotRecord, pending_wait_from_row, snapshot_from_row
+from orkeon_actors.store.schema import migrate
+from orkeon_actors.store.unit_of_work import UnitOfWork
+from orkeon_actors.store.writer import StoreWriter
+
+if TYPE_CHECKING:
+    from orkeon_actors.store.records import OutboxRecord
+
+__all__ = ["SqliteEventHub"]
+
+_MAILBOX_TOPICS = frozenset({POST_TOPIC, SEND_TOPIC})
+
+
+def _identity(message: Message) -> Message:
+    return message
+
+
+class SqliteEventHub(InMemoryEventHub):
+    """The durable hub; create it with ``Runtime.start(store="state.db")``.
+
+    Raises, when opening: ``StoreLockedError`` (another runtime owns the file),
+    ``StoreVersionError`` (the schema is newer than this release, or the file is not an
+    orkeon store), ``StoreError`` (the file cannot be opened). Nothing is left running
+    when opening fails.
+    """
+
+    def __init__(self, config: StoreConfig, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None):
+        super().__init__(clock, scheduler, pipeline)
+        self.config = config
+        self._store_closed = False
+        self._acks = AckTracker()
+        self._live: dict[MailboxAddress, MailboxHandle] = {}  # touched on the writer thread only
+        self._outbox_chains: dict[str, Next] = {
+            operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
+        }
+        self._lock = StoreLock(config.path, config.lock_timeout)
+        self._cleanup: list[Callable[[], None]] = [self._lock.release]
+        try:
+            self._open()
+        except BaseException:
+            self._close_store()
+            raise
+
+    def _open(self) -> None:
+        config = self.config
+        conn = open_connection(config)
+        try:
+            self.schema_migrated_from, self.schema_version = migrate(conn, config.path)
+            self._seq = mailboxes.next_sequence(conn)
+            self._known: set[MailboxAddress] = {MailboxAddress.parse(a) for a in mailboxes.registered_addresses(conn)}
+            self._last_values.update(last_values.load_all(conn))
+            pending = load_pending(conn)
+            purge_due = purgeable_rows_exist(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.writer = StoreWriter(conn, max_batch=config.max_batch)
+        self._cleanup.append(self.writer.stop)
+        self.readers = ReaderPool(config)
+        self._cleanup.append(self.readers.close)
+        self.outbox = OutboxDispatcher(self)
+        self._cleanup.append(self.outbox.stop)
+        self.purger = Purger(self.writer, self.clock, self.scheduler, config.purge)
+        self._cleanup.append(self.purger.stop)
+        if purge_due:
+            self.purger.arm()
+        if pending:
+            logger.info(
+                "store {}: dispatching {} pending outbox message(s) left by the last run", config.path, len(pending)
+            )
+            self.outbox.dispatch(pending)
+
+    # -- hooks of the in-memory hub ------------------------------------------------------
+
+    def _mailbox_exists(self, address: MailboxAddress) -> bool:
+        return address in self._mailboxes or address in self._known
+
+    def _mailbox_opened(self, handle: MailboxHandle) -> None:
+        address = handle.address
+        key = str(address)
+        now = self.clock.now()
+
+        def work(conn: apsw.Connection) -> list[Message]:
+            mailboxes.register(conn, key, now)
+            return mailboxes.load_messages(conn, key)
+
+        def install(kept: list[Message]) -> None:
+            self._known.add(address)
+            for message in kept:
+                handle.deliver(message)
+            self._live[address] = handle
+
+        kept = self.writer.execute(work, after_commit=install)
+        if kept:
+            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
+
+    def _unregister(self, handle: MailboxHandle) -> list[Message]:
+        leftovers = super()._unregister(handle)
+        address = handle.address
+        key = str(address)
+        self._acks.release(address)
+
+        def forget(_: int) -> None:
+            if self._live.get(address) is handle:
+                del self._live[address]
+            if address not in self._mailboxes:
+                self._known.discard(address)
+
+        try:
+            self.writer.execute(lambda conn: mailboxes.unregister(conn, key), after_commit=forget)
+        except HubStoppedError:
+            logger.debug("mailbox {} closed after the runtime stopped: it stays registered in the store", address)
+        return leftovers
+
+    def _deliver_to_mailbox(self, message: Message) -> Message:
+        address = message.target_mailbox
+        if address is None:
+            raise MailboxNotFoundError(address)
+        params = mailboxes.insert_params(str(address), message)
+        seq = self._seq
+
+        def work(conn: apsw.Connection) -> None:
+            if not mailboxes.insert_prepared(conn, params, next(seq)):
+                raise MailboxNotFoundError(address)
+
+        self.writer.execute(work, after_commit=lambda _: self.deliver_live(message), single_statement=True)
+        return message
+
+    def _consume(self, receive: Next | None, message: Message) -> Message | None:
+        consumed = super()._consume(receive, message)
+        address = message.target_mailbox
+        if address is not None and message.topic in _MAILBOX_TOPICS:
+            if consumed is None:  # dropped by a receive stage: nobody will process it
+                self._ack(address, message.id)
+            else:
+                previous = self._acks.handed(address, message.id)
+                if previous is not None:
+                    self._ack(address, previous)
+        return consumed
+
+    def _reader_closed(self, handle: MailboxHandle) -> None:
+        previous = self._acks.release(handle.address)
+        if previous is not None:
+            self._ack(handle.address, previous)
+
+    def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
+        scope, name = key
+        self.writer.execute(
+            lambda conn: last_values.retain(conn, scope, name, message),
+            after_commit=lambda _: InMemoryEventHub._retain(self, key, message),
+            single_statement=True,
+        )
+
+    # -- what the writer and the outbox call back -------------------------------------------
+
+    def deliver_live(self, message: Message) -> None:
+        """Writer thread, after commit: hand a kept mailbox message to its live mailbox.
+        Raises ``MailboxNotFoundError`` if the registration was closed meanwhile (its
+        rows are deleted by that close); after ``stop`` the message just stays kept."""
+        address = message.target_mailbox
+        handle = self._live.get(address) if address is not None else None
+        if handle is None:
+            return  # durably registered, not live in this runtime: kept for later
+        try:
+            handle.deliver(message)
+        except MailboxNotFoundError:
+            if not self._stopped:
+                raise
+
+    def route_live(self, message: Message) -> None:
+        self._router.route(message)
+
+    def outbox_dispatched(self) -> None:
+        self.purger.arm()
+
+    def remember_last_value(self, scope: CrewId | None, key: str, message: Message) -> None:
+        InMemoryEventHub._retain(self, (scope, key), message)
+
+    def next_seq(self) -> int:
+        return next(self._seq)
+
+    def now_text(self) -> str:
+        return format_time(self.clock.now())
+
+    def _outbox_chain(self, operation: str) -> Next:
+        return self._outbox_chains[operation]
+
+    def _ack(self, address: MailboxAddress, message_id: MessageId) -> None:
+        key = str(address)
+        try:
+            self.writer.post(lambda conn: mailboxes.delete_message(conn, key, message_id), single_statement=True)
+        except HubStoppedError:
+            logger.debug("ack of {} not written: the store is closed; it is redelivered after a restart", message_id)
+
+    # -- durable API ------------------------------------------------------------------------
+
+    def unit_of_work(
+        self, crew_id: CrewId | str, agent_id: AgentId | str | None = None, *, consuming: Message | None = None
+    ) -> UnitOfWork:
+        """A unit of work for a handler of ``crew_id`` (optionally one of its agents),
+        processing ``consuming`` (or nothing, for work not triggered by a message).
+        Outgoing messages carry ``crew_id``/``agent_id`` as their source. See
+        :class:`~orkeon_actors.store.unit_of_work.UnitOfWork`."""
+        crew = CrewId(crew_id)
+        agent = None if agent_id is None else AgentId(agent_id)
+        if self._stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        return UnitOfWork(self, CallerContext(crew, agent), consuming)
+
+    def acknowledge(self, message: Message) -> None:
+        """Acknowledge a consumed mailbox message now (its row is deleted in the next
+        group commit, without waiting). Acknowledging twice is harmless."""
+        address = message.target_mailbox
+        if address is None or message.topic not in _MAILBOX_TOPICS:
+            return
+        self._acks.forget(address, message.id)
+        self._ack(address, message.id)
+
+    def is_processed(self, message_id: MessageId | str, crew_id: CrewId | str) -> bool:
+        """Whether ``crew_id`` committed a unit of work consuming ``message_id``."""
+        rows = self.readers.query(
+            "SELECT 1 FROM processed_messages WHERE message_id = ? AND crew_id = ?", (str(message_id), str(crew_id))
+        )
+        return bool(rows)
+
+    def load_snapshot(self, crew_id: CrewId | str) -> SnapshotRecord | None:
+        """The crew's last committed snapshot, or ``None``."""
+        rows = self.readers.query(
+            "SELECT crew_id, snapshot, mode, schema_version, snapshot_at, state FROM crew_snapshots WHERE crew_id = ?",
+            (str(crew_id),),
+        )
+        return snapshot_from_row(rows[0]) if rows else None
+
+    def load_pending_waits(self, crew_id: CrewId | str | None = None) -> list[PendingWaitRecord]:
+        """The committed pending waits of ``crew_id`` (of every crew when ``None``)."""
+        columns = (
+            "wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id, target_mailbox, "
+            "correlation_id, metadata_match"
+        )
+        if crew_id is None:
+            rows = self.readers.query(f"SELECT {columns} FROM pending_waits ORDER BY started_at, wait_id")
+        else:
+            rows = self.readers.query(
+                f"SELECT {columns} FROM pending_waits WHERE crew_id = ? ORDER BY started_at, wait_id", (str(crew_id),)
+            )
+        return [pending_wait_from_row(row) for row in rows]
+
+    def kept_messages(self, address: MailboxAddress | str) -> list[Message]:
+        """The messages kept for a mailbox (unconsumed or not yet acknowledged), oldest
+        first, read from the store."""
+        with self.readers.connection() as conn:
+            return mailboxes.load_messages(conn, str(MailboxAddress.parse(address)))
+
+    def outbox_records(self, *, pending_only: bool = False) -> list[OutboxRecord]:
+        """Rows of the outbox, oldest first (all of them, or only ``Pending`` ones)."""
+        from orkeon_actors.store.outbox import load_all
+
+        with self.readers.connection() as conn:
+            return load_pending(conn) if pending_only else load_all(conn)
+
+    def purge_now(self) -> PurgeReport:
+        """Run the §11.4 purge now (it also runs every ``PurgePolicy.interval``)."""
+        return self.purger.purge_now()
+
+    @property
+    def durable_mailboxes(self) -> frozenset[MailboxAddress]:
+        """Addresses durably registered (live in this runtime or not)."""
+        return frozenset(self._known)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop live delivery (blocked callers get ``HubStoppedError``), commit every
+        queued write (acknowledgements included), close the store and release its lock.
+        Idempotent. Messages not acknowledged stay kept for the next run."""
+        super().stop()
+        self._close_store()
+
+    def _close_store(self) -> None:
+        if self._store_closed:
+            return
+        self._store_closed = True
+        for step in reversed(self._cleanup):
+            try:
+                step()
+            except Exception:
+                logger.opt(exception=True).error("closing the store failed at {}", step)
+        self._cleanup.clear()
+
+    def __repr__(self) -> str:
+        return f"SqliteEventHub({self.config.path!r}, durability={self.config.durability.value})"

@@ -1,0 +1,244 @@
+"""The transactional outbox (spec §11.3) and its dispatcher actor.
+
+A unit of work writes its outgoing messages into ``outbox`` (state ``Pending``) in the
+same transaction as its ``processed_messages`` row and its state. Once that commits, the
+:class:`OutboxDispatcher` actor delivers them:
+
+* a **post** moves into the target's durable mailbox and its outbox row becomes
+  ``Dispatched`` *in one transaction*: a crash leaves it either still pending (it is
+  dispatched again at the next boot) or delivered, never both, never neither. Then it
+  is handed to the live mailbox, in commit order. A post whose mailbox is no longer
+  registered is marked ``Failed`` (with the reason in ``error``) and logged;
+* a **publish** is routed to the live subscribers, then marked ``Dispatched`` (with its
+  retained last value, if any). A crash between the two re-publishes it at the next
+  boot: at-least-once, as subscribers are not durable.
+
+At boot, every ``Pending`` row is dispatched again, in its original order. The
+dispatcher never blocks: it hands its writes to the writer and goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import apsw
+import attrs
+import pykka
+from loguru import logger
+
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import faults, mailboxes
+from orkeon_actors.store.codec import format_time, message_from_row, metadata_json, parse_time
+from orkeon_actors.store.last_values import retain
+from orkeon_actors.store.records import OutboxRecord, OutboxState
+from orkeon_actors.store.writer import StoreWriter
+
+__all__ = ["OutboxDispatcher", "OutboxHost", "insert_outbox", "load_pending", "POST", "PUBLISH"]
+
+POST = "post"
+PUBLISH = "publish"
+
+_INSERT = """
+INSERT INTO outbox (message_id, source_crew_id, target_mailbox, target_crew_id, topic, payload, metadata,
+                    created_at, dispatched_at, state, seq, kind, source_agent_id, correlation_id, schema_id,
+                    last_value_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 'Pending', ?, ?, ?, ?, ?, ?)
+"""
+
+_SELECT = """
+SELECT seq, kind, state, created_at, dispatched_at, last_value_key, error,
+       message_id, topic, source_crew_id, source_agent_id, target_crew_id, target_mailbox, correlation_id,
+       created_at, metadata, payload, schema_id
+FROM outbox
+"""
+
+
+def insert_outbox(
+    conn: apsw.Connection, seq: int, kind: str, message: Message, last_value_key: str | None
+) -> OutboxRecord:
+    """Write one pending outbox row; returns its record."""
+    mailbox = message.target_mailbox
+    conn.execute(
+        _INSERT,
+        (
+            message.id,
+            message.source_crew_id,
+            None if mailbox is None else str(mailbox),
+            message.target_crew_id,
+            message.topic,
+            message.payload,
+            metadata_json(message.metadata),
+            format_time(message.published_at),
+            seq,
+            kind,
+            message.source_agent_id,
+            message.correlation_id,
+            message.schema_id,
+            last_value_key,
+        ),
+    )
+    return OutboxRecord(seq, kind, message, OutboxState.PENDING, message.published_at, None, last_value_key)
+
+
+def _record(row: Sequence[Any]) -> OutboxRecord:
+    return OutboxRecord(
+        int(row[0]),
+        str(row[1]),
+        message_from_row(row[7:]),
+        OutboxState(row[2]),
+        parse_time(row[3]),
+        None if row[4] is None else parse_time(row[4]),
+        row[5],
+        row[6],
+    )
+
+
+def load_pending(conn: apsw.Connection) -> list[OutboxRecord]:
+    """Every ``Pending`` row, oldest first."""
+    return [_record(row) for row in conn.execute(_SELECT + " WHERE state = 'Pending' ORDER BY seq")]
+
+
+def load_all(conn: apsw.Connection) -> list[OutboxRecord]:
+    return [_record(row) for row in conn.execute(_SELECT + " ORDER BY seq")]
+
+
+class OutboxHost(Protocol):
+    """What the dispatcher needs from the durable hub."""
+
+    writer: StoreWriter
+
+    def next_seq(self) -> int: ...
+
+    def now_text(self) -> str: ...
+
+    def route_live(self, message: Message) -> None: ...
+
+    def deliver_live(self, message: Message) -> None: ...
+
+    def remember_last_value(self, scope: CrewId | None, key: str, message: Message) -> None: ...
+
+    def outbox_dispatched(self) -> None: ...
+
+
+@attrs.frozen
+class _Dispatch:
+    records: tuple[OutboxRecord, ...]
+
+
+@attrs.frozen
+class DispatchOutcome:
+    """What one dispatch transaction did."""
+
+    delivered: tuple[Message, ...] = ()
+    retained: tuple[OutboxRecord, ...] = ()
+    failed: tuple[tuple[OutboxRecord, str], ...] = ()
+
+
+def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
+    def work(conn: apsw.Connection) -> DispatchOutcome:
+        now = host.now_text()
+        delivered: list[Message] = []
+        retained: list[OutboxRecord] = []
+        failed: list[tuple[OutboxRecord, str]] = []
+        for record in records:
+            message = record.message
+            conn.execute(
+                "UPDATE outbox SET state = 'Dispatched', dispatched_at = ? WHERE message_id = ? AND state = 'Pending'",
+                (now, message.id),
+            )
+            if not conn.changes():
+                continue  # already dispatched (or failed) by an earlier dispatch
+            if record.kind == POST:
+                address = message.target_mailbox
+                if address is None or not mailboxes.insert_message(conn, str(address), message, host.next_seq()):
+                    reason = f"no mailbox is registered at {address}"
+                    conn.execute(
+                        "UPDATE outbox SET state = 'Failed', dispatched_at = NULL, error = ? WHERE message_id = ?",
+                        (reason, message.id),
+                    )
+                    failed.append((record, reason))
+                    continue
+                delivered.append(message)
+                if len(delivered) == 1:
+                    faults.hit("outbox.mid_dispatch")
+            elif record.last_value_key is not None:
+                retain(conn, message.target_crew_id, record.last_value_key, message)
+                retained.append(record)
+        return DispatchOutcome(tuple(delivered), tuple(retained), tuple(failed))
+
+    return work
+
+
+def _settle_dispatch(host: OutboxHost, outcome: DispatchOutcome) -> None:
+    """After a dispatch committed (writer thread): hand posts to live mailboxes in
+    commit order, remember retained values, report failures."""
+    for message in outcome.delivered:
+        host.deliver_live(message)
+    for record in outcome.retained:
+        if record.last_value_key is not None:
+            host.remember_last_value(record.message.target_crew_id, record.last_value_key, record.message)
+    for record, reason in outcome.failed:
+        logger.warning("outbox message {} could not be dispatched: {}", record.message.id, reason)
+    host.outbox_dispatched()
+
+
+class _DispatcherActor(pykka.ThreadingActor):
+    def __init__(self, host: OutboxHost) -> None:
+        super().__init__()
+        self._host = host
+
+    def on_receive(self, message: object) -> object:
+        if isinstance(message, _Dispatch):
+            self._dispatch(message.records)
+        return None
+
+    def _dispatch(self, records: tuple[OutboxRecord, ...]) -> None:
+        host = self._host
+        faults.hit("outbox.before_dispatch")
+        routed = False
+        for record in records:
+            if record.kind == PUBLISH:
+                try:
+                    host.route_live(record.message)
+                except Exception:  # a subscriber's failure must not stop the dispatch
+                    logger.opt(exception=True).error("routing outbox message {} failed", record.message.id)
+                routed = True
+        if routed:
+            faults.hit("outbox.after_route")
+        try:
+            host.writer.post(
+                _dispatch_work(host, records),
+                after_commit=lambda outcome: _settle_dispatch(host, outcome),
+                on_error=lambda error: logger.opt(exception=error).error(
+                    "dispatching {} outbox message(s) failed; they stay pending and are dispatched "
+                    "again at the next boot",
+                    len(records),
+                ),
+            )
+        except Exception:
+            logger.opt(exception=True).warning(
+                "the store closed before {} outbox message(s) were marked dispatched; "
+                "they are dispatched again at the next boot",
+                len(records),
+            )
+
+
+class OutboxDispatcher:
+    """Delivers committed outbox rows; see the module docstring. Thread-safe."""
+
+    def __init__(self, host: OutboxHost) -> None:
+        self._ref = _DispatcherActor.start(host)
+
+    def dispatch(self, records: Sequence[OutboxRecord]) -> None:
+        """Deliver ``records`` (committed, pending) in order, asynchronously."""
+        if records:
+            self._ref.tell(_Dispatch(tuple(records)))
+
+    def stop(self) -> None:
+        """Hand every queued dispatch to the writer, then stop; idempotent."""
+        try:
+            self._ref.stop()
+        except pykka.ActorDeadError:
+            return

@@ -1,0 +1,230 @@
+"""The store's schema and its versioned migrations (``PRAGMA user_version``).
+
+Version 1 is the contract of spec §11.1, table for table. Version 2 adds what the
+durable hub needs on top (never dropping a contract column): message envelopes and a
+FIFO sequence on ``mailboxes`` and ``outbox``, the durable mailbox registry, retained
+last values, and indexes for the purge.
+
+:func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
+a crash mid-migration leaves the previous version intact. A file whose version is newer
+than this release knows, or that is not an orkeon store, raises ``StoreVersionError``
+and is left untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+import attrs
+
+from orkeon_actors.errors import StoreVersionError
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "CONTRACT_TABLES", "Migration", "migrate"]
+
+APPLICATION_ID = 0x4F524B4E  # "ORKN" in PRAGMA application_id marks an orkeon store
+
+CONTRACT_TABLES = frozenset({"crew_snapshots", "pending_waits", "mailboxes", "outbox", "processed_messages"})
+
+_V1 = """
+CREATE TABLE crew_snapshots (
+    crew_id        TEXT PRIMARY KEY,
+    snapshot       BLOB NOT NULL,
+    mode           TEXT NOT NULL,
+    schema_version INTEGER NOT NULL,
+    snapshot_at    TEXT NOT NULL,
+    state          TEXT NOT NULL
+);
+CREATE TABLE pending_waits (
+    wait_id          TEXT PRIMARY KEY,
+    crew_id          TEXT NOT NULL,
+    kind             TEXT NOT NULL,
+    topic            TEXT,
+    target_crew_id   TEXT,
+    target_mailbox   TEXT,
+    correlation_id   TEXT,
+    metadata_match   TEXT,
+    started_at       TEXT NOT NULL,
+    expires_at       TEXT,
+    FOREIGN KEY (crew_id) REFERENCES crew_snapshots(crew_id) ON DELETE CASCADE
+);
+CREATE INDEX idx_pending_waits_topic_crew ON pending_waits(topic, target_crew_id);
+CREATE INDEX idx_pending_waits_mailbox ON pending_waits(target_mailbox);
+CREATE INDEX idx_pending_waits_correlation ON pending_waits(correlation_id);
+CREATE INDEX idx_pending_waits_expires ON pending_waits(expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE mailboxes (
+    mailbox_address TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    metadata        TEXT NOT NULL,
+    received_at     TEXT NOT NULL,
+    PRIMARY KEY (mailbox_address, message_id)
+);
+CREATE TABLE outbox (
+    message_id     TEXT PRIMARY KEY,
+    source_crew_id TEXT NOT NULL,
+    target_mailbox TEXT,
+    target_crew_id TEXT,
+    topic          TEXT NOT NULL,
+    payload        BLOB NOT NULL,
+    metadata       TEXT NOT NULL,
+    created_at     TEXT NOT NULL,
+    dispatched_at  TEXT,
+    state          TEXT NOT NULL
+);
+CREATE INDEX idx_outbox_pending ON outbox(state, created_at) WHERE state = 'Pending';
+CREATE TABLE processed_messages (
+    message_id   TEXT NOT NULL,
+    crew_id      TEXT NOT NULL,
+    processed_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, crew_id)
+);
+"""
+
+_V2 = """
+ALTER TABLE mailboxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE mailboxes SET seq = rowid;
+ALTER TABLE mailboxes ADD COLUMN topic TEXT NOT NULL DEFAULT '_system.post';
+ALTER TABLE mailboxes ADD COLUMN source_crew_id TEXT NOT NULL DEFAULT '_system';
+ALTER TABLE mailboxes ADD COLUMN source_agent_id TEXT;
+ALTER TABLE mailboxes ADD COLUMN target_crew_id TEXT;
+ALTER TABLE mailboxes ADD COLUMN correlation_id TEXT;
+ALTER TABLE mailboxes ADD COLUMN published_at TEXT;
+ALTER TABLE mailboxes ADD COLUMN schema_id TEXT NOT NULL DEFAULT '_none';
+CREATE INDEX idx_mailboxes_fifo ON mailboxes(mailbox_address, seq);
+
+ALTER TABLE outbox ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+UPDATE outbox SET seq = rowid;
+ALTER TABLE outbox ADD COLUMN kind TEXT NOT NULL DEFAULT 'publish';
+UPDATE outbox SET kind = 'post' WHERE target_mailbox IS NOT NULL;
+ALTER TABLE outbox ADD COLUMN source_agent_id TEXT;
+ALTER TABLE outbox ADD COLUMN correlation_id TEXT;
+ALTER TABLE outbox ADD COLUMN schema_id TEXT NOT NULL DEFAULT '_none';
+ALTER TABLE outbox ADD COLUMN last_value_key TEXT;
+ALTER TABLE outbox ADD COLUMN error TEXT;
+CREATE INDEX idx_outbox_purge ON outbox(state, dispatched_at);
+
+CREATE TABLE mailbox_registry (
+    address       TEXT PRIMARY KEY,
+    registered_at TEXT NOT NULL
+);
+INSERT OR IGNORE INTO mailbox_registry(address, registered_at)
+    SELECT mailbox_address, min(received_at) FROM mailboxes GROUP BY mailbox_address;
+
+CREATE TABLE last_values (
+    scope           TEXT NOT NULL,
+    key             TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    topic           TEXT NOT NULL,
+    source_crew_id  TEXT NOT NULL,
+    source_agent_id TEXT,
+    target_crew_id  TEXT,
+    target_mailbox  TEXT,
+    correlation_id  TEXT,
+    published_at    TEXT NOT NULL,
+    metadata        TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    schema_id       TEXT NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+
+CREATE INDEX idx_crew_snapshots_state ON crew_snapshots(state, snapshot_at);
+CREATE INDEX idx_pending_waits_crew ON pending_waits(crew_id);
+CREATE INDEX idx_processed_messages_crew ON processed_messages(crew_id, processed_at);
+"""
+
+
+@attrs.frozen
+class Migration:
+    """One step: brings a store from ``version - 1`` to ``version``."""
+
+    version: int
+    description: str
+    apply: Callable[[apsw.Connection], None]
+
+
+def _script(sql: str) -> Callable[[apsw.Connection], None]:
+    def apply(conn: apsw.Connection) -> None:
+        conn.execute(sql)
+
+    return apply
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "spec §11.1 contract tables", _script(_V1)),
+    Migration(2, "envelopes, FIFO sequence, mailbox registry, last values, purge indexes", _script(_V2)),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _user_tables(conn: apsw.Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    return {str(row[0]) for row in rows}
+
+
+def _scalar(conn: apsw.Connection, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _current_version(conn: apsw.Connection, path: str) -> int:
+    """The file's schema version; a pre-versioning file holding exactly the contract
+    tables counts as version 1. Raises ``StoreVersionError`` for a foreign file."""
+    application_id = _scalar(conn, "PRAGMA application_id")
+    if application_id not in (0, APPLICATION_ID):
+        raise StoreVersionError(
+            f"{path} belongs to another application (application_id {application_id:#x}); "
+            "give the runtime its own store file",
+            path=path,
+        )
+    version = _scalar(conn, "PRAGMA user_version")
+    if version > SCHEMA_VERSION:
+        raise StoreVersionError(
+            f"{path} has store schema version {version}, but this orkeon_actors only knows versions up to "
+            f"{SCHEMA_VERSION}: it was written by a newer release. Upgrade orkeon_actors "
+            "(pip install -U orkeon-actors) to open it; the file was left untouched.",
+            path=path,
+            found=version,
+            known=SCHEMA_VERSION,
+        )
+    if version == 0:
+        tables = _user_tables(conn)
+        if tables and CONTRACT_TABLES <= tables and application_id in (0, APPLICATION_ID):
+            return 1
+        if tables:
+            raise StoreVersionError(
+                f"{path} is not an orkeon store (it has tables {sorted(tables)} and no orkeon schema version); "
+                "give the runtime its own store file",
+                path=path,
+                found=0,
+                known=SCHEMA_VERSION,
+            )
+    return version
+
+
+def migrate(conn: apsw.Connection, path: str) -> tuple[int, int]:
+    """Bring the store behind ``conn`` to :data:`SCHEMA_VERSION`. Returns ``(from, to)``.
+
+    Each step runs in its own ``BEGIN IMMEDIATE`` transaction together with the
+    ``user_version`` bump, so it either applies whole or not at all.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        start = _current_version(conn, path)
+    finally:
+        conn.execute("COMMIT")
+    version = start
+    for step in MIGRATIONS:
+        if step.version <= version:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            step.apply(conn)
+            conn.execute(f"PRAGMA user_version = {step.version}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        version = step.version
+    return start, version

@@ -1,0 +1,282 @@
+"""The single writer: one pykka actor owns the store's write connection.
+
+Every write of the durable hub is a *write request*: a function run against the
+connection inside a transaction. Callers enqueue requests from any thread; the actor
+drains **whatever is waiting** into one transaction, commits it, and only then
+completes each request (group commit). A caller blocks on its own request's waiter,
+never the actor on anyone: while one batch waits for its fsync, the next one
+accumulates, so under concurrency N requests cost one fsync instead of N.
+
+Guarantees:
+
+* A request is acknowledged (its waiter completed, its ``after_commit`` run) only after
+  the transaction holding it committed. With ``Durability.FULL`` that commit is on disk.
+* Requests run, commit and are acknowledged in the order they were enqueued;
+  ``after_commit`` actions run on the writer thread in that order (the durable hub uses
+  this to hand messages to live mailboxes in exactly their durable order).
+* A request that raises is rolled back alone (it runs under a ``SAVEPOINT``) and fails
+  with its own error; the rest of its batch commits. ``single_statement=True`` skips the
+  savepoint for a request made of one statement, which SQLite already rolls back alone.
+* If the commit itself fails (disk full, I/O error), the whole batch is rolled back and
+  every request in it fails with ``StoreWriteError``: nothing of it is in the store.
+* After :meth:`StoreWriter.stop`, queued requests are still committed; new ones raise
+  ``HubStoppedError``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import apsw
+import attrs
+import pykka
+from loguru import logger
+
+from orkeon_actors.errors import HubStoppedError, StoreWriteError
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.store import faults
+
+__all__ = ["StoreWriter", "WriterStats", "Work"]
+
+T = TypeVar("T")
+Work = Callable[[apsw.Connection], T]
+
+
+class _Request(Generic[T]):
+    __slots__ = ("after_commit", "error", "on_error", "result", "single", "waiter", "work")
+
+    def __init__(
+        self,
+        work: Work[T],
+        after_commit: Callable[[T], None] | None,
+        on_error: Callable[[BaseException], None] | None,
+        waiter: Waiter[T] | None,
+        single: bool,
+    ) -> None:
+        self.work = work
+        self.after_commit = after_commit
+        self.on_error = on_error
+        self.waiter = waiter
+        self.single = single
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def settle(self) -> None:
+        error = self.error
+        if error is None:
+            if self.waiter is not None:
+                self.waiter.try_complete(self.result)
+            return
+        if self.waiter is not None:
+            self.waiter.try_fail(error)
+        elif self.on_error is not None:
+            self.on_error(error)
+        else:
+            logger.opt(exception=error).error("a background store write failed")
+
+
+@attrs.define
+class WriterStats:
+    """Counters of the writer, for benchmarks and gauges. ``batch_sizes`` maps a batch
+    size to how many transactions had that many requests."""
+
+    transactions: int = 0
+    requests: int = 0
+    failed_transactions: int = 0
+    batch_sizes: Counter[int] = attrs.field(factory=Counter)
+
+    @property
+    def mean_batch(self) -> float:
+        return self.requests / self.transactions if self.transactions else 0.0
+
+
+class _Flush:
+    __slots__ = ()
+
+
+_FLUSH = _Flush()
+
+
+class _WriterActor(pykka.ThreadingActor):
+    def __init__(self, writer: StoreWriter, conn: apsw.Connection) -> None:
+        super().__init__()
+        self._writer = writer
+        self._conn = conn
+
+    def on_receive(self, message: object) -> object:
+        if message is _FLUSH:
+            self._flush_once()
+        return None
+
+    def _flush_once(self) -> None:
+        batch, more = self._writer._take_batch()
+        if batch:
+            self._run(batch)
+        if more:
+            self.actor_ref.tell(_FLUSH)
+
+    def on_stop(self) -> None:
+        while True:
+            batch, _ = self._writer._take_batch()
+            if not batch:
+                break
+            self._run(batch)
+        self._conn.close()
+
+    def on_failure(self, exception_type: object, exception_value: object, traceback: object) -> None:
+        self._conn.close()
+
+    def _run(self, batch: list[_Request[Any]]) -> None:
+        conn = self._conn
+        stats = self._writer.stats
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for request in batch:
+                self._apply(conn, request)
+            faults.hit("writer.before_commit")
+            conn.execute("COMMIT")
+        except Exception as exc:
+            self._abort(conn, batch, exc)
+            stats.failed_transactions += 1
+            return
+        faults.hit("writer.after_commit")
+        stats.transactions += 1
+        stats.requests += len(batch)
+        stats.batch_sizes[len(batch)] += 1
+        for request in batch:
+            if request.error is None and request.after_commit is not None:
+                try:
+                    request.after_commit(request.result)
+                except Exception as exc:  # reported to the request's caller
+                    request.error = exc
+            request.settle()
+
+    @staticmethod
+    def _apply(conn: apsw.Connection, request: _Request[Any]) -> None:
+        if request.single:
+            try:
+                request.result = request.work(conn)
+            except Exception as exc:
+                if not conn.in_transaction:
+                    raise  # SQLite rolled the whole transaction back: the batch fails
+                request.error = exc
+            return
+        conn.execute("SAVEPOINT request")
+        try:
+            request.result = request.work(conn)
+        except Exception as exc:
+            if not conn.in_transaction:
+                raise
+            conn.execute("ROLLBACK TO request")
+            request.error = exc
+        conn.execute("RELEASE request")
+
+    @staticmethod
+    def _abort(conn: apsw.Connection, batch: list[_Request[Any]], exc: Exception) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                logger.opt(exception=True).error("rolling back a failed store transaction failed")
+        error = StoreWriteError(
+            f"the store transaction failed and was rolled back ({type(exc).__name__}: {exc}); "
+            "nothing of it was written. Check free disk space and that the file is writable."
+        )
+        error.__cause__ = exc
+        logger.error("store transaction of {} request(s) failed: {!r}", len(batch), exc)
+        for request in batch:
+            request.error = error
+            request.settle()
+
+
+class StoreWriter:
+    """The write side of the store. Thread-safe; see the module docstring."""
+
+    def __init__(self, conn: apsw.Connection, *, max_batch: int = 2048) -> None:
+        self.max_batch = max_batch
+        self.stats = WriterStats()
+        self._lock = threading.Lock()
+        self._queue: deque[_Request[Any]] = deque()
+        self._scheduled = False
+        self._closed = False
+        self._ref = _WriterActor.start(self, conn)
+
+    def _enqueue(self, request: _Request[Any]) -> None:
+        with self._lock:
+            if self._closed:
+                raise HubStoppedError("the runtime was stopped: its store accepts no more writes")
+            self._queue.append(request)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._ref.tell(_FLUSH)
+
+    def _take_batch(self) -> tuple[list[_Request[Any]], bool]:
+        """(the next batch, whether more requests remain queued after it)."""
+        with self._lock:
+            queue = self._queue
+            if len(queue) <= self.max_batch:
+                batch = list(queue)
+                queue.clear()
+                self._scheduled = False
+                return batch, False
+            return [queue.popleft() for _ in range(self.max_batch)], True
+
+    def submit(
+        self,
+        work: Work[T],
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        single_statement: bool = False,
+    ) -> Waiter[T]:
+        """Enqueue ``work``; the returned waiter completes with its result once committed
+        (and ``after_commit`` ran), or fails with its error."""
+        waiter: Waiter[T] = Waiter()
+        self._enqueue(_Request(work, after_commit, None, waiter, single_statement))
+        return waiter
+
+    def execute(
+        self,
+        work: Work[T],
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        single_statement: bool = False,
+    ) -> T:
+        """Run ``work`` in the next group commit and block until it committed.
+
+        Returns ``work``'s result; raises ``work``'s own error (nothing of it written),
+        ``StoreWriteError`` (the commit failed) or ``HubStoppedError`` (writer stopped).
+        """
+        return self.submit(work, after_commit=after_commit, single_statement=single_statement).wait()
+
+    def post(
+        self,
+        work: Work[T],
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+        single_statement: bool = False,
+    ) -> None:
+        """Enqueue ``work`` without waiting for it. A failure goes to ``on_error``
+        (called on the writer thread), or is logged."""
+        self._enqueue(_Request(work, after_commit, on_error, None, single_statement))
+
+    def stop(self) -> None:
+        """Commit what is queued, close the connection, stop the actor; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._ref.stop()
+        except pykka.ActorDeadError:
+            logger.error("the store writer had already died; queued writes were failed")
+        with self._lock:
+            leftovers = list(self._queue)
+            self._queue.clear()
+        for request in leftovers:
+            request.error = HubStoppedError("the store writer stopped before this write ran")
+            request.settle()

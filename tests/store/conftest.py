@@ -1,0 +1,41 @@
+"""Fixtures of the durable store tests: runtimes opened (and reopened) on one file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import orkeon_actors as ok
+from orkeon_actors.store import SqliteEventHub
+
+Opener = Callable[..., ok.Runtime]
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def open_store(store_path: Path) -> Iterator[Opener]:
+    """``open_store(**kwargs)`` starts a runtime on ``store_path``; every runtime it
+    started is stopped at teardown (stopping twice is harmless)."""
+    started: list[ok.Runtime] = []
+
+    def open_(**kwargs: Any) -> ok.Runtime:
+        kwargs.setdefault("store", str(store_path))
+        rt = ok.Runtime.start(**kwargs)
+        started.append(rt)
+        return rt
+
+    yield open_
+    for rt in reversed(started):
+        rt.stop()
+
+
+def durable(rt: ok.Runtime) -> SqliteEventHub:
+    assert isinstance(rt.hub, SqliteEventHub)
+    return rt.hub

@@ -1,0 +1,218 @@
+"""Durable mailboxes: kept before post returns, FIFO across restarts, acknowledged
+consumption (at-least-once), registration that outlives the process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import orkeon_actors as ok
+from orkeon_actors.errors import MailboxNotFoundError
+from tests.store.conftest import Opener, durable
+
+BOX = "agent://crew/worker"
+
+
+def _drain(reg: ok.MailboxRegistration) -> list[object]:
+    out = []
+    with reg.reader() as reader:
+        while reg.depth() > 0:
+            out.append(reader.receive().json())
+    return out
+
+
+def test_a_post_is_in_the_mailboxes_table_before_post_returns(open_store: Opener, store_path: Path) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    message = rt.hub.bind("sender", "s").post(BOX, {"n": 1})
+    outsider = apsw.Connection(str(store_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = list(outsider.execute("SELECT message_id, payload FROM mailboxes WHERE mailbox_address = ?", (BOX,)))
+    finally:
+        outsider.close()
+    assert rows == [(message.id, b'{"n":1}')]
+
+
+def test_fifo_100_messages_posted_in_quick_succession(open_store: Opener) -> None:
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    sender = rt.hub.bind("sender", "s")
+    for i in range(100):
+        sender.post(BOX, i)
+    with reg.reader() as reader:
+        assert [reader.receive().json() for _ in range(100)] == list(range(100))
+
+
+def test_fifo_100_messages_across_a_restart(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    sender = rt.hub.bind("sender", "s")
+    sent = [sender.post(BOX, i).id for i in range(100)]
+    rt.stop()
+
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    assert reg.depth() == 100
+    with reg.reader() as reader:
+        received = [reader.receive() for _ in range(100)]
+    assert [m.id for m in received] == sent
+    assert [m.json() for m in received] == list(range(100))
+    assert {m.source_crew_id for m in received} == {"sender"}
+
+
+def test_a_restart_keeps_what_was_not_consumed_in_order(open_store: Opener) -> None:
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    sender = rt.hub.bind("sender", "s")
+    for i in range(100):
+        sender.post(BOX, i)
+    with reg.reader() as reader:
+        assert [reader.receive().json() for _ in range(40)] == list(range(40))
+    rt.stop()
+
+    rt = open_store()
+    assert _drain(rt.hub.register_mailbox(BOX)) == list(range(40, 100))
+
+
+def test_a_consumed_message_not_yet_acknowledged_is_redelivered_after_a_restart(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    client = rt.hub.bind("crew", "worker")
+    for i in range(3):
+        client.post(BOX, i)
+    first = client.wait_for(ok.WaitOnMailbox(BOX), 5)
+    assert first.json() == 0
+    rt.stop()  # the consumer never came back for the next message: 0 is not acknowledged
+
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    again = rt.hub.bind("crew", "worker").wait_for(ok.WaitOnMailbox(BOX), 5)
+    assert again.id == first.id, "at-least-once: redelivered, with its original id"
+    assert _drain(reg) == [1, 2]
+
+
+def test_explicit_acknowledgement(open_store: Opener) -> None:
+    rt = open_store()
+    hub = durable(rt)
+    hub.register_mailbox(BOX)
+    client = hub.bind("crew", "worker")
+    client.post(BOX, "a")
+    client.post(BOX, "b")
+    message = client.wait_for(ok.WaitOnMailbox(BOX), 5)
+    hub.acknowledge(message)
+    hub.acknowledge(message)  # twice is harmless
+    rt.stop()
+
+    rt = open_store()
+    assert _drain(rt.hub.register_mailbox(BOX)) == ["b"]
+
+
+def test_posts_to_a_registered_mailbox_are_kept_while_nobody_holds_it(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    rt.stop()
+
+    rt = open_store()
+    hub = durable(rt)
+    assert ok.MailboxAddress.parse(BOX) in hub.durable_mailboxes
+    sender = hub.bind("sender", "s")
+    sender.post(BOX, "while-away")
+    with pytest.raises(MailboxNotFoundError):
+        sender.post("agent://crew/never-registered", "x")
+    assert _drain(hub.register_mailbox(BOX)) == ["while-away"]
+
+
+def test_closing_a_registration_returns_and_forgets_its_messages(open_store: Opener) -> None:
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    sender = rt.hub.bind("sender", "s")
+    for i in range(3):
+        sender.post(BOX, i)
+    assert [m.json() for m in reg.close()] == [0, 1, 2]
+    with pytest.raises(MailboxNotFoundError):
+        sender.post(BOX, "late")
+    rt.stop()
+
+    rt = open_store()
+    with pytest.raises(MailboxNotFoundError):
+        rt.hub.bind("sender", "s").post(BOX, "after restart")
+    assert rt.hub.register_mailbox(BOX).depth() == 0
+
+
+def test_a_send_request_is_kept_like_a_post(open_store: Opener) -> None:
+    rt = open_store()
+    hub = durable(rt)
+    hub.register_mailbox(BOX)
+    request = hub.bind("asker", "a").request(BOX, {"q": 1}, timeout=30)
+    kept = hub.kept_messages(BOX)
+    assert [m.id for m in kept] == [request.id]
+    assert kept[0].correlation_id == request.correlation_id
+
+
+# -- a property: any interleaving of posts, consumption and restarts ------------------
+
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("post"), st.integers(0, 10_000)),
+        st.tuples(st.just("take_reader"), st.none()),
+        st.tuples(st.just("take_wait"), st.none()),
+        st.tuples(st.just("restart"), st.none()),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_posts_consumption_and_restarts_keep_fifo_and_lose_nothing(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int | None]]
+) -> None:
+    """Model: the kept queue, plus the one message a ``wait_for`` consumer was handed
+    and has not acknowledged (a restart puts it back in front: at-least-once). A held
+    reader acknowledges what it received when it closes."""
+    path = str(tmp_path_factory.mktemp("fifo") / "state.db")
+    rt = ok.Runtime.start(store=path)
+    try:
+        reg = rt.hub.register_mailbox(BOX)
+        queue: list[int] = []
+        unacked: int | None = None
+        for op, value in ops:
+            client = rt.hub.bind("crew", "worker")
+            if op == "post":
+                assert value is not None
+                client.post(BOX, value)
+                queue.append(value)
+            elif op == "take_reader" and queue:
+                with reg.reader() as reader:
+                    assert reader.receive().json() == queue.pop(0)
+                unacked = None  # receiving acknowledged the previous one, closing this one
+            elif op == "take_wait" and queue:
+                expected = queue.pop(0)
+                assert client.wait_for(ok.WaitOnMailbox(BOX), 5).json() == expected
+                unacked = expected  # the previous one is acknowledged now, this one is not
+            elif op == "restart":
+                rt.stop()
+                rt = ok.Runtime.start(store=path)
+                reg = rt.hub.register_mailbox(BOX)
+                if unacked is not None:
+                    queue.insert(0, unacked)
+                unacked = None
+        assert _drain(reg) == queue
+    finally:
+        rt.stop()
+
+
+def test_system_traffic_is_kept_too(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    sent = rt.hub.system.post(BOX, "from the hub")
+    rt.stop()
+    rt = open_store()
+    reg = rt.hub.register_mailbox(BOX)
+    with reg.reader() as reader:
+        kept = reader.receive()
+    assert kept.id == sent.id and kept.source_crew_id.is_system and kept.source_agent_id is None
