@@ -19,6 +19,7 @@ __all__ = ["ADAPTERS", "Background", "wait_until"]
 
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
+    "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),
 }
 
 
