@@ -12,7 +12,7 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors
+from orkeon_actors import acl, errors, tools
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -83,4 +83,5 @@ __all__ = [
     "WaitTimeout",
     "acl",
     "errors",
+    "tools",
 ]

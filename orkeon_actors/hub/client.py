@@ -15,7 +15,7 @@ from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
-from orkeon_actors.model.message import Message
+from orkeon_actors.model.message import Message, freeze_metadata
 from orkeon_actors.model.options import (
     DEFAULT_PUBLISH_OPTIONS,
     FiniteWaitTimeout,
@@ -132,10 +132,28 @@ class HubClient:
         unknown, already answered or expired."""
         return self.hub.reply(self.caller, CorrelationId(correlation_id), payload, metadata, cancel)
 
-    def subscribe(self, topic: str, *, cancel: CancelToken | None = None) -> Subscription:
-        """Subscribe to a topic pattern (``*`` one word, ``#`` zero or more)."""
+    def subscribe(
+        self,
+        topic: str,
+        *,
+        metadata_match: Mapping[str, str] | None = None,
+        max_buffered: int | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Subscription:
+        """Subscribe to a topic pattern (``*`` one word, ``#`` zero or more).
+
+        ``metadata_match`` keeps only messages whose metadata contains every given pair.
+        ``max_buffered`` bounds the messages waiting to be consumed: beyond it the oldest
+        are dropped and counted in ``subscription.dropped`` (default: unbounded).
+        Raises ``InvalidArgumentError`` for a bad pattern, metadata or bound.
+        """
         validate_topic_pattern(topic)
-        return self.hub.subscribe(self.caller, topic, cancel)
+        if max_buffered is not None and (
+            isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1
+        ):
+            raise InvalidArgumentError(f"max_buffered must be a positive int or None, got {max_buffered!r}")
+        match = freeze_metadata(metadata_match) if metadata_match else None
+        return self.hub.subscribe(self.caller, topic, cancel, metadata_match=match, max_buffered=max_buffered)
 
     def wait_for(
         self,

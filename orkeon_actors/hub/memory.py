@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 
 from loguru import logger
 
 from orkeon_actors.errors import (
     DuplicateMessageError,
+    EventHubError,
     HubStoppedError,
     InvalidArgumentError,
     MailboxAlreadyRegisteredError,
@@ -53,6 +55,7 @@ from orkeon_actors.model.options import (
     WaitOnReply,
     WaitOnTopic,
     WaitTimeout,
+    coerce_wait_timeout,
 )
 
 __all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC"]
@@ -83,11 +86,19 @@ class _TopicWait:
 class _MemorySubscription(Subscription):
     __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "pattern")
 
-    def __init__(self, hub: InMemoryEventHub, pattern: str, crew_id: CrewId, receive: Next | None) -> None:
+    def __init__(
+        self,
+        hub: InMemoryEventHub,
+        pattern: str,
+        crew_id: CrewId,
+        receive: Next | None,
+        metadata_match: FrozenMap | None = None,
+        max_buffered: int | None = None,
+    ) -> None:
         self.pattern = pattern
         self.crew_id = crew_id
-        self.metadata_match: FrozenMap | None = None
-        self._buffer: LocalBuffer[Message] = LocalBuffer()
+        self.metadata_match: FrozenMap | None = metadata_match or None
+        self._buffer: LocalBuffer[Message] = LocalBuffer(max_buffered)
         self._hub = hub
         self._receive = receive
 
@@ -111,6 +122,62 @@ class _MemorySubscription(Subscription):
             if consumed is not None:
                 out.append(consumed)
         return out
+
+    def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
+        hub = self._hub
+        wait_timeout = coerce_wait_timeout(timeout)
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        clock = hub.clock
+        deadline = None if isinstance(wait_timeout, ForeverWaitTimeout) else clock.monotonic() + wait_timeout.seconds
+        wait_id = new_ulid_str()
+        started_at = clock.now()
+        while True:
+            message = self._take_before(deadline, wait_id, started_at, cancel)
+            if message.is_timeout:
+                return message
+            consumed = hub._consume(self._receive, message)
+            if consumed is not None:
+                return consumed
+
+    def _take_before(
+        self, deadline: float | None, wait_id: str, started_at: datetime, cancel: CancelToken | None
+    ) -> Message:
+        """The oldest buffered message, else block (a registered ``on_topic`` wait) for
+        the next one, the timeout at ``deadline``, a cancellation or a close."""
+        hub = self._hub
+        waiter: Waiter[Message] = Waiter()
+        try:
+            message = self._buffer.take_or_park(waiter)
+        except BufferClosed:
+            raise self._closed_error() from None
+        if message is not None:
+            return message
+        timer: TimerHandle | None = None
+        if deadline is not None:
+            caller = CallerContext(self.crew_id)
+            timer = hub.scheduler.schedule_at(
+                deadline, lambda: hub._expire_wait(waiter, caller, self.pattern, wait_id, started_at)
+            )
+        try:
+            return hub._block(waiter, "on_topic", cancel)
+        except BufferClosed:
+            raise self._closed_error() from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._buffer.unpark(waiter)
+
+    def _closed_error(self) -> EventHubError:
+        if self._hub._stopped:
+            return HubStoppedError("the runtime was stopped while waiting")
+        return InvalidArgumentError(
+            f"the subscription to {self.pattern!r} is closed; subscribe again to receive more messages"
+        )
+
+    @property
+    def dropped(self) -> int:
+        return self._buffer.dropped
 
     def close(self) -> None:
         self._hub._router.remove(self)
@@ -429,12 +496,22 @@ class InMemoryEventHub(EventHub):
         message = self._stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         return self._reply_chain(message)
 
-    def subscribe(self, caller: CallerContext, pattern: str, cancel: CancelToken | None) -> Subscription:
+    def subscribe(
+        self,
+        caller: CallerContext,
+        pattern: str,
+        cancel: CancelToken | None,
+        *,
+        metadata_match: FrozenMap | None = None,
+        max_buffered: int | None = None,
+    ) -> Subscription:
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         if cancel is not None:
             cancel.raise_if_cancelled()
-        subscription = _MemorySubscription(self, pattern, caller.crew_id, self._receive_subscription)
+        subscription = _MemorySubscription(
+            self, pattern, caller.crew_id, self._receive_subscription, metadata_match, max_buffered
+        )
         self._subscriptions.add(subscription)
         self._router.add(subscription)
         if cancel is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import attrs
@@ -19,7 +20,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
-from orkeon_actors.model.message import Message
+from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.model.options import PublishOptions, WaitDescriptor, WaitTimeout
 
 if TYPE_CHECKING:
@@ -59,6 +60,29 @@ class Subscription(abc.ABC):
     @abc.abstractmethod
     def drain(self) -> list[Message]:
         """Every message already buffered, without blocking (for polling loops)."""
+
+    @abc.abstractmethod
+    def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
+        """The next message: the oldest buffered one at once, else block for one.
+
+        ``timeout`` is a ``WaitTimeout`` (``FOREVER`` included) or a number of seconds /
+        ``timedelta``. When a finite timeout expires first, returns the hub's
+        WaitTimedOutMessage (spec §9.2, ``message.is_timeout``; its ``original_topic`` is
+        the subscription's pattern) and the subscription stays open: nothing published
+        meanwhile is lost, nothing is handed out twice. While blocked, the call counts as
+        an ``on_topic`` wait in ``hub.pending_waits()``.
+
+        Raises the token's error (``CancelledError``, ``BudgetExhaustedError``) if
+        ``cancel`` fires, ``HubStoppedError`` if the runtime stops, and
+        ``InvalidArgumentError`` if the subscription is (or gets) closed.
+        """
+
+    @property
+    @abc.abstractmethod
+    def dropped(self) -> int:
+        """How many messages were discarded, oldest first, because more than
+        ``max_buffered`` (given to ``subscribe``) were waiting to be consumed. Always 0
+        for an unbounded subscription."""
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -210,7 +234,18 @@ class EventHub(abc.ABC):
     ) -> Message: ...
 
     @abc.abstractmethod
-    def subscribe(self, caller: CallerContext, pattern: str, cancel: CancelToken | None) -> Subscription: ...
+    def subscribe(
+        self,
+        caller: CallerContext,
+        pattern: str,
+        cancel: CancelToken | None,
+        *,
+        metadata_match: FrozenMap | None = None,
+        max_buffered: int | None = None,
+    ) -> Subscription:
+        """``metadata_match``: only messages whose metadata contains every pair are
+        delivered (as for ``WaitOnTopic``). ``max_buffered``: bound on unconsumed
+        messages, the oldest dropped beyond it (``None``: unbounded)."""
 
     @abc.abstractmethod
     def wait_for(

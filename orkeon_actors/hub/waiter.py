@@ -91,31 +91,80 @@ class LocalBuffer(Generic[T]):
 
     ``push`` returns ``False`` once the buffer is closed, so the pusher keeps the item.
     ``take`` blocks until an item, a close, or an ``interrupt`` (a cancellation).
+
+    A reader that must not block indefinitely *parks* a :class:`Waiter` instead
+    (:meth:`take_or_park`): the next pushed item completes that waiter rather than being
+    queued, and an item refused by a waiter that already settled (timed out, cancelled)
+    is queued as usual, so nothing is lost or handed out twice.
+
+    ``maxlen`` bounds the queue: when it is full, a push drops the *oldest* item and
+    counts it in :attr:`dropped`. ``None`` (the default) means unbounded.
     """
 
-    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "filter")
+    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "_maxlen", "_parked", "dropped", "filter")
 
-    def __init__(self) -> None:
+    def __init__(self, maxlen: int | None = None) -> None:
+        if maxlen is not None and maxlen < 1:
+            raise ValueError(f"maxlen must be a positive number of items or None, got {maxlen!r}")
         self._items: deque[T] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._closed = False
         self._interrupt: BaseException | None = None
+        self._maxlen = maxlen
+        self._parked: Waiter[T] | None = None
+        self.dropped = 0
+
+    def _handed_to_parked(self, item: T) -> bool:
+        """Under the lock: give ``item`` to the parked waiter, if one still wants it."""
+        parked = self._parked
+        if parked is None:
+            return False
+        self._parked = None
+        return parked.try_complete(item)
+
+    def _append(self, item: T) -> None:
+        """Under the lock: queue ``item``, dropping the oldest one when full."""
+        if self._maxlen is not None and len(self._items) >= self._maxlen:
+            self._items.popleft()
+            self.dropped += 1
+        self._items.append(item)
 
     def push(self, item: T) -> bool:
         with self._cond:
             if self._closed:
                 return False
-            self._items.append(item)
-            self._cond.notify()
+            if not self._handed_to_parked(item):
+                self._append(item)
+                self._cond.notify()
             return True
 
     def push_many(self, items: list[T]) -> bool:
         with self._cond:
             if self._closed:
                 return False
-            self._items.extend(items)
+            rest = items[1:] if items and self._handed_to_parked(items[0]) else items
+            for item in rest:
+                self._append(item)
             self._cond.notify()
             return True
+
+    def take_or_park(self, waiter: Waiter[T]) -> T | None:
+        """The oldest item if there is one; otherwise park ``waiter`` (the next push
+        completes it) and return ``None``. Raises ``BufferClosed`` once closed and empty.
+        Call :meth:`unpark` when done waiting, however the wait ended."""
+        with self._cond:
+            if self._items:
+                return self._items.popleft()
+            if self._closed:
+                raise BufferClosed("buffer closed")
+            self._parked = waiter
+            return None
+
+    def unpark(self, waiter: Waiter[T]) -> None:
+        """Forget ``waiter`` if it is still parked (idempotent)."""
+        with self._cond:
+            if self._parked is waiter:
+                self._parked = None
 
     def take(self) -> T:
         """Block for the next item. Raises the interrupt error if one was set, or
@@ -153,8 +202,11 @@ class LocalBuffer(Generic[T]):
             self._closed = True
             leftovers = list(self._items)
             self._items.clear()
+            parked, self._parked = self._parked, None
             self._cond.notify_all()
-            return leftovers
+        if parked is not None:
+            parked.try_fail(BufferClosed("buffer closed"))
+        return leftovers
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,131 @@
+"""Topic cursors: what makes a ``wait_for_event`` loop lose nothing (spec §5.2).
+
+A plain topic wait only sees messages published while it waits, so an agent looping on
+``wait_for_event`` would miss whatever was published while it was busy between two calls.
+A cursor is a hub :class:`~orkeon_actors.hub.port.Subscription` kept open across calls
+for one ``(topic pattern, metadata_match)`` of one agent:
+
+* **created** by the first ``wait_for_event`` call for that key, before that call starts
+  waiting; so the first call sees what is published after it began, and every later call
+  also sees what was published since the previous one returned;
+* **read** by every call for the key: the oldest buffered message at once, else a
+  blocking take on the subscription (a registered hub wait, timed by the hub's scheduler
+  on the runtime clock, never a poll). FIFO, each message once;
+* **bounded**: at most ``max_cursors`` cursors per agent (the least recently used idle one
+  is closed to open another), each holding at most ``max_buffered`` unread messages (the
+  oldest dropped first, counted and reported once as ``missed``);
+* **closed** by :meth:`TopicCursors.close` (``EventHubTools.close()``) or on eviction;
+  messages still buffered in a closed cursor are discarded, as for any subscription.
+
+Two concurrent waits on the same key would race for the same messages, so the second is
+refused rather than served arbitrarily.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Final
+
+from orkeon_actors.errors import ToolValidationError
+from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.port import Subscription
+from orkeon_actors.model.message import FrozenMap
+
+__all__ = ["DEFAULT_MAX_BUFFERED", "DEFAULT_MAX_CURSORS", "Cursor", "CursorKey", "TopicCursors"]
+
+DEFAULT_MAX_CURSORS: Final = 16
+DEFAULT_MAX_BUFFERED: Final = 10_000
+
+CursorKey = tuple[str, FrozenMap | None]
+
+
+class Cursor:
+    """One open subscription and what was already reported of its drops."""
+
+    __slots__ = ("busy", "key", "reported_dropped", "subscription")
+
+    def __init__(self, key: CursorKey, subscription: Subscription) -> None:
+        self.key = key
+        self.subscription = subscription
+        self.busy = False
+        self.reported_dropped = 0
+
+    def take_missed(self) -> int:
+        """Messages dropped since the last call (reported once)."""
+        dropped = self.subscription.dropped
+        missed = dropped - self.reported_dropped
+        self.reported_dropped = dropped
+        return missed
+
+
+class TopicCursors:
+    """The cursors of one agent. Thread-safe."""
+
+    def __init__(
+        self, client: HubClient, *, max_cursors: int = DEFAULT_MAX_CURSORS, max_buffered: int = DEFAULT_MAX_BUFFERED
+    ) -> None:
+        for name, value in (("max_cursors", max_cursors), ("max_buffered", max_buffered)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self._client = client
+        self._max_cursors = max_cursors
+        self._max_buffered = max_buffered
+        self._lock = threading.Lock()
+        self._cursors: OrderedDict[CursorKey, Cursor] = OrderedDict()
+        self._closed = False
+
+    def acquire(self, topic: str, metadata_match: FrozenMap | None) -> Cursor:
+        """The cursor for ``(topic, metadata_match)``, opened if needed and marked busy;
+        hand it back with :meth:`release`.
+
+        Raises ``ToolValidationError`` (field ``topic``) while another call waits on the
+        same cursor, and ``ValueError`` once closed.
+        """
+        key: CursorKey = (topic, metadata_match or None)
+        with self._lock:
+            if self._closed:
+                raise ValueError("these tools were closed; create a new EventHubTools")
+            cursor = self._cursors.get(key)
+            if cursor is None:
+                subscription = self._client.subscribe(
+                    topic, metadata_match=metadata_match, max_buffered=self._max_buffered
+                )
+                cursor = self._cursors[key] = Cursor(key, subscription)
+                cursor.busy = True
+                self._evict_idle()
+                return cursor
+            if cursor.busy:
+                raise ToolValidationError(
+                    f"another wait_for_event on {topic!r} with the same metadata_match is still waiting; "
+                    "wait for its result instead of calling it twice at once",
+                    field="topic",
+                )
+            self._cursors.move_to_end(key)
+            cursor.busy = True
+            return cursor
+
+    def release(self, cursor: Cursor) -> None:
+        with self._lock:
+            cursor.busy = False
+
+    def _evict_idle(self) -> None:
+        """Under the lock: close least recently used idle cursors beyond the bound."""
+        excess = len(self._cursors) - self._max_cursors
+        for key in [k for k, c in self._cursors.items() if not c.busy][: max(excess, 0)]:
+            self._cursors.pop(key).subscription.close()
+
+    def keys(self) -> list[CursorKey]:
+        """The open cursors, least recently used first."""
+        with self._lock:
+            return list(self._cursors)
+
+    def close(self) -> None:
+        """Close every cursor (idempotent). A wait in progress ends with the
+        subscription-closed error."""
+        with self._lock:
+            self._closed = True
+            cursors = list(self._cursors.values())
+            self._cursors.clear()
+        for cursor in cursors:
+            cursor.subscription.close()
