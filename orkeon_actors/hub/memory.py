@@ -262,9 +262,9 @@ class InMemoryEventHub(EventHub):
         self._mailboxes_lock = threading.Lock()
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
         self._subscriptions: set[_MemorySubscription] = set()
-        self._active_waiters: set[Waiter[Message]] = set()
-        self._waits_lock = threading.Lock()
-        self._wait_counts = dict.fromkeys(WAIT_KINDS, 0)
+        # Blocked waiters and their kind. Single dict operations are atomic, so the hot
+        # path takes no lock; pending_waits() counts a snapshot.
+        self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
         self.on_wait_timed_out: Callable[[Message], None] | None = None
 
@@ -619,17 +619,13 @@ class InMemoryEventHub(EventHub):
             unregister = cancel.on_cancel(waiter.fail)
             if cancel.deadline is not None and not cancel.cancelled:
                 budget_timer = self.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
-        with self._waits_lock:
-            self._active_waiters.add(waiter)
-            self._wait_counts[kind] += 1
+        self._active_waiters[waiter] = kind
         if self._stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
         try:
             return waiter.wait()
         finally:
-            with self._waits_lock:
-                self._active_waiters.discard(waiter)
-                self._wait_counts[kind] -= 1
+            del self._active_waiters[waiter]
             if unregister is not None:
                 unregister()
             if budget_timer is not None:
@@ -646,8 +642,10 @@ class InMemoryEventHub(EventHub):
         return self._replies.is_active(correlation_id)
 
     def pending_waits(self) -> dict[str, int]:
-        with self._waits_lock:
-            return dict(self._wait_counts)
+        counts = dict.fromkeys(WAIT_KINDS, 0)
+        for kind in list(self._active_waiters.values()):
+            counts[kind] += 1
+        return counts
 
     def mailbox_registered(self, address: MailboxAddress | str) -> bool:
         return MailboxAddress.parse(address) in self._mailboxes
@@ -657,8 +655,7 @@ class InMemoryEventHub(EventHub):
             return
         self._stopped = True
         error = HubStoppedError("the runtime was stopped while waiting")
-        with self._waits_lock:
-            waiters = list(self._active_waiters)
+        waiters = list(self._active_waiters)
         for waiter in waiters:
             waiter.try_fail(error)
         self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
