@@ -12,7 +12,7 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors, tools
+from orkeon_actors import acl, errors, middleware, tools
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -22,6 +22,7 @@ from orkeon_actors.hub import (
     Subscription,
 )
 from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.model import (
     FOREVER,
     NO_DECLARED_SCHEMA_ID,
@@ -63,9 +64,11 @@ __all__ = [
     "CrewId",
     "EventHub",
     "EventHubMiddleware",
+    "EventSchemaRegistry",
     "FiniteWaitTimeout",
     "ForeverWaitTimeout",
     "HubClient",
+    "InMemoryEventSchemaRegistry",
     "MailboxAddress",
     "MailboxReader",
     "MailboxRegistration",
@@ -83,5 +86,6 @@ __all__ = [
     "WaitTimeout",
     "acl",
     "errors",
+    "middleware",
     "tools",
 ]

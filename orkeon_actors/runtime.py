@@ -16,7 +16,8 @@ import attrs
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, Pipeline
+from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
+from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.model.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -29,28 +30,37 @@ class Runtime:
     """A running hub and its supporting actors.
 
     ``hub`` is the :class:`~orkeon_actors.hub.port.EventHub`; ``clock`` the time source
-    (pass a :class:`~orkeon_actors.model.clock.VirtualClock` to drive time yourself).
+    (pass a :class:`~orkeon_actors.model.clock.VirtualClock` to drive time yourself);
+    ``schema_registry`` the :class:`EventSchemaRegistry` validation stages consult.
     """
+
+    _pipeline: Pipeline | None = None
 
     def __init__(self, hub: EventHub, scheduler: Scheduler, clock: Clock) -> None:
         self.hub = hub
         self.scheduler = scheduler
         self.clock = clock
+        self.schema_registry: EventSchemaRegistry = InMemoryEventSchemaRegistry()
         self._stopped = False
 
     @classmethod
     def start(
         cls,
         *,
-        middleware: Sequence[EventHubMiddleware] = (),
+        middleware: Sequence[EventHubMiddleware | str] = (),
         clock: Clock | None = None,
+        schema_registry: EventSchemaRegistry | None = None,
         store: str | os.PathLike[str] | StoreConfig | None = None,
         durability: Durability | str | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
         ``middleware`` stages run in registration order on the publish path and in
-        reverse on the receive path (spec §12).
+        reverse on the receive path (spec §12); a string names an installed plugin
+        (entry point group ``orkeon_actors.middleware``), instantiated without arguments
+        at that position. Stages defining ``attach(context)`` are attached before
+        ``start`` returns (``docs/middleware.md``). ``schema_registry`` defaults to a new
+        :class:`InMemoryEventSchemaRegistry`.
 
         ``store`` makes the hub durable: a database file path (or a
         :class:`~orkeon_actors.store.StoreConfig`) for a
@@ -60,9 +70,20 @@ class Runtime:
         ``StoreError`` and then leaves nothing running.
         """
         clock = clock or SystemClock()
+        pipeline = Pipeline(middleware)
+        registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
-        hub = _make_hub(clock, scheduler, Pipeline(middleware), store, durability)
-        return cls(hub, scheduler, clock)
+        hub = _make_hub(clock, scheduler, pipeline, store, durability)
+        try:
+            pipeline.attach(MiddlewareContext(hub, clock, registry))
+        except BaseException:
+            hub.stop()
+            scheduler.stop()
+            raise
+        runtime = cls(hub, scheduler, clock)
+        runtime.schema_registry = registry
+        runtime._pipeline = pipeline
+        return runtime
 
     def stop(self) -> None:
         """Stop the hub and the scheduler; idempotent."""
@@ -71,6 +92,8 @@ class Runtime:
         self._stopped = True
         self.hub.stop()
         self.scheduler.stop()
+        if self._pipeline is not None:
+            self._pipeline.detach()
 
     def __enter__(self) -> Runtime:
         return self

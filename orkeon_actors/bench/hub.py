@@ -7,6 +7,15 @@ raw pykka ``tell`` and ``ask`` measured in the same run.
   the mailbox and replies to each.
 
 Targets (issue #2): post→receive ≥ 40% of raw tell, send/reply ≥ 50% of raw ask.
+
+With the five middleware stages on (issue #4; see :mod:`orkeon_actors.bench.middleware`):
+
+* post→receive through logging (loguru, one discarding sink), telemetry (OTel SDK: spans
+  to an in-memory exporter through a batch processor, metrics to an in-memory reader),
+  ACL (permissive policy, both crews registered), idempotency and validation. Target:
+  ≥ 20% of raw tell in the same run.
+* each stage's own cost, in µs per message (its publish and receive halves), timed in
+  isolation.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import time
 from collections.abc import Sequence
 
 from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
+from orkeon_actors.bench.middleware import STAGE_NAMES, FiveStages, stage_costs_us
 from orkeon_actors.bench.registry import BenchResult, best_of, register
 from orkeon_actors.middleware.pipeline import EventHubMiddleware
 from orkeon_actors.runtime import Runtime
@@ -79,6 +89,11 @@ def bench_hub(quick: bool) -> BenchResult:
     ask = best_of(repeats, lambda: raw_ask_per_second(requests))
     post = best_of(repeats, lambda: post_receive_per_second(messages))
     send = best_of(repeats, lambda: send_reply_per_second(requests))
+    staged_messages = 4_000 if quick else 20_000
+    with FiveStages() as five:
+        staged = best_of(repeats, lambda: post_receive_per_second(staged_messages, five.stages))
+        spans = five.finished_spans()
+        costs = stage_costs_us(five.stages, 4_000 if quick else 20_000, repeats)
     figures = {
         "raw_tell_per_s": tell,
         "raw_ask_per_s": ask,
@@ -86,6 +101,8 @@ def bench_hub(quick: bool) -> BenchResult:
         "send_reply_per_s": send,
         "post_receive_vs_tell": post / tell,
         "send_reply_vs_ask": send / ask,
+        "post_receive_all_stages_per_s": staged,
+        "post_receive_all_stages_vs_tell": staged / tell,
     }
     units = {
         "raw_tell_per_s": "msg/s",
@@ -94,10 +111,20 @@ def bench_hub(quick: bool) -> BenchResult:
         "send_reply_per_s": "round trips/s",
         "post_receive_vs_tell": "ratio (target >= 0.40)",
         "send_reply_vs_ask": "ratio (target >= 0.50)",
+        "post_receive_all_stages_per_s": "msg/s",
+        "post_receive_all_stages_vs_tell": "ratio (target >= 0.20)",
     }
+    for name in (*STAGE_NAMES, "passthrough"):
+        figures[f"stage_cost_us_{name}"] = costs[name]
+        units[f"stage_cost_us_{name}"] = "µs/msg (publish + receive)"
     return BenchResult(
         "hub",
         figures,
         units,
-        notes=f"best of {repeats}; {messages} posts, {requests} requests; no middleware",
+        notes=(
+            f"best of {repeats}; {messages} posts, {requests} requests without middleware; "
+            f"{staged_messages} posts through the five stages ({spans} of {2 * repeats * staged_messages} "
+            "spans exported); "
+            "stage costs timed in isolation, minus the pass-through stage"
+        ),
     )

@@ -1,10 +1,81 @@
-"""Middleware: the interceptor chain around delivery (spec §12)."""
+"""Middleware: the interceptor chain around delivery (spec §12).
 
+The pipeline (:mod:`~orkeon_actors.middleware.pipeline`), the five built-in stages, the
+event schema registry and plugin discovery::
+
+    from orkeon_actors.middleware import (
+        LoggingMiddleware, TelemetryMiddleware, AclMiddleware,
+        IdempotencyMiddleware, ValidationMiddleware,
+    )
+    rt = ok.Runtime.start(middleware=[LoggingMiddleware(), TelemetryMiddleware(), AclMiddleware(),
+                                      IdempotencyMiddleware(), ValidationMiddleware()])
+
+``TelemetryMiddleware`` (OpenTelemetry) and ``AclMiddleware`` (``orkeon_actors.acl``) are
+imported on first use, so a runtime that does not use them does not pay their import.
+See ``docs/middleware.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orkeon_actors.middleware.discovery import ENTRY_POINT_GROUP, MiddlewarePlugin, discover, load
+from orkeon_actors.middleware.idempotency import DEFAULT_IDEMPOTENCY_CAPACITY, IdempotencyMiddleware
+from orkeon_actors.middleware.logging_stage import LoggingMiddleware
 from orkeon_actors.middleware.pipeline import (
+    PUBLISH_OPERATIONS,
+    RECEIVE_OPERATIONS,
     EventHubMiddleware,
+    MiddlewareContext,
     Next,
     Pipeline,
     current_operation,
 )
+from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.middleware.validation import ValidationMiddleware
 
-__all__ = ["EventHubMiddleware", "Next", "Pipeline", "current_operation"]
+if TYPE_CHECKING:
+    from orkeon_actors.acl.stage import AclMiddleware
+    from orkeon_actors.middleware.telemetry import TelemetryMiddleware
+
+__all__ = [
+    "DEFAULT_IDEMPOTENCY_CAPACITY",
+    "ENTRY_POINT_GROUP",
+    "PUBLISH_OPERATIONS",
+    "RECEIVE_OPERATIONS",
+    "AclMiddleware",
+    "EventHubMiddleware",
+    "EventSchemaRegistry",
+    "IdempotencyMiddleware",
+    "InMemoryEventSchemaRegistry",
+    "LoggingMiddleware",
+    "MiddlewareContext",
+    "MiddlewarePlugin",
+    "Next",
+    "Pipeline",
+    "TelemetryMiddleware",
+    "ValidationMiddleware",
+    "current_operation",
+    "discover",
+    "load",
+]
+
+_LAZY = {
+    "TelemetryMiddleware": "orkeon_actors.middleware.telemetry",
+    "AclMiddleware": "orkeon_actors.acl.stage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,148 @@
+"""The five middleware stages as ``orkeon bench hub`` runs them, and their own costs.
+
+:class:`FiveStages` builds logging, telemetry, ACL, idempotency and validation in the
+spec's order, with sinks that keep everything in memory:
+
+* loguru: every handler is replaced, for the duration, by one sink that accepts every
+  record of the stage's level (``DEBUG``), formats it as ``{message}`` and discards it;
+  leaving restores loguru's default handler (stderr);
+* OpenTelemetry: a ``TracerProvider`` whose ``BatchSpanProcessor`` (queue sized so that no
+  span is ever dropped) feeds an ``InMemorySpanExporter``, and a ``MeterProvider`` with an
+  ``InMemoryMetricReader``; :meth:`FiveStages.finished_spans` flushes and counts them;
+* ACL: the permissive policy with both bench crews registered (so every decision walks
+  the registry, as in production).
+
+:func:`stage_costs_us` times each stage alone: N pre-built mailbox messages through a
+one-stage pipeline (publish chain ``post`` ending in a no-op delivery, then receive chain
+``receive``), in one thread, best of ``repeats``. A stage's figure is that time minus the
+same loop through a pass-through stage (so it is the stage's own work, not the pipeline's
+call overhead, reported separately as ``passthrough``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from types import TracebackType
+
+from loguru import logger
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from orkeon_actors.acl import AclMiddleware, AclRegistry
+from orkeon_actors.middleware import (
+    EventHubMiddleware,
+    IdempotencyMiddleware,
+    LoggingMiddleware,
+    Next,
+    Pipeline,
+    ValidationMiddleware,
+)
+from orkeon_actors.middleware.telemetry import TelemetryMiddleware
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import SystemClock
+from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.message import Message
+
+__all__ = ["STAGE_NAMES", "FiveStages", "stage_costs_us"]
+
+STAGE_NAMES = ("logging", "telemetry", "acl", "idempotency", "validation")
+SENDER = "bench-sender"
+RECEIVER = "bench-receiver"
+MAILBOX = f"agent://{RECEIVER}/consumer"
+_SPAN_QUEUE = 2_000_000
+
+
+class _PassThrough:
+    def on_publish(self, message: Message, next: Next) -> Message:
+        return next(message)
+
+    def on_receive(self, message: Message, next: Next) -> Message:
+        return next(message)
+
+
+class FiveStages:
+    """The five stages with in-memory sinks; a context manager (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(
+            BatchSpanProcessor(self.exporter, max_queue_size=_SPAN_QUEUE, max_export_batch_size=512)
+        )
+        self.metric_reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.metric_reader])
+        registry = AclRegistry()
+        registry.register_crew(SENDER, SENDER)
+        registry.register_crew(RECEIVER, RECEIVER)
+        self.by_name: dict[str, EventHubMiddleware] = {
+            "logging": LoggingMiddleware(),
+            "telemetry": TelemetryMiddleware(self.tracer_provider, self.meter_provider),
+            "acl": AclMiddleware(registry),
+            "idempotency": IdempotencyMiddleware(),
+            "validation": ValidationMiddleware(),
+        }
+        self.stages: list[EventHubMiddleware] = [self.by_name[name] for name in STAGE_NAMES]
+        self._sink: int | None = None
+
+    def __enter__(self) -> FiveStages:
+        logger.remove()
+        self._sink = logger.add(lambda _message: None, level="DEBUG", format="{message}")
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._sink is not None:
+            logger.remove(self._sink)
+            self._sink = None
+            logger.add(sys.stderr)
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown()
+
+    def finished_spans(self) -> int:
+        """Flush the span processor; the number of spans exported so far."""
+        self.tracer_provider.force_flush()
+        return len(self.exporter.get_finished_spans())
+
+
+def _messages(count: int) -> list[Message]:
+    now = SystemClock().now()
+    mailbox = MailboxAddress.parse(MAILBOX)
+    sender, receiver = CrewId(SENDER), CrewId(RECEIVER)
+    return [
+        Message(
+            MessageId.new(), "_system.post", sender, now, b'{"n":1}', target_crew_id=receiver, target_mailbox=mailbox
+        )
+        for _ in range(count)
+    ]
+
+
+def _loop_us(stage: EventHubMiddleware, messages: Sequence[Message]) -> float:
+    pipeline = Pipeline([stage])
+    publish = pipeline.publish_chain("post", lambda message: message)
+    receive = pipeline.receive_chain("receive")
+    assert receive is not None
+    started = time.perf_counter()
+    for message in messages:
+        receive(publish(message))
+    return (time.perf_counter() - started) / len(messages) * 1e6
+
+
+def stage_costs_us(stages: Sequence[EventHubMiddleware], count: int, repeats: int) -> dict[str, float]:
+    """µs per message of each of ``stages`` (named as :data:`STAGE_NAMES`, in order)
+    alone, minus a pass-through stage; ``passthrough`` is the pass-through's own cost.
+
+    Each repeat uses fresh message ids (the idempotency stage must see first
+    consumptions); the best (lowest) of ``repeats`` is kept."""
+    passthrough = _PassThrough()
+    costs: dict[str, float] = {}
+    baseline = min(_loop_us(passthrough, _messages(count)) for _ in range(repeats))
+    for name, stage in zip(STAGE_NAMES, stages, strict=True):
+        costs[name] = min(_loop_us(stage, _messages(count)) for _ in range(repeats)) - baseline
+    costs["passthrough"] = baseline
+    return costs

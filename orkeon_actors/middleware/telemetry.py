@@ -1,0 +1,419 @@
+"""Stage 2, telemetry (spec §12, §14): OpenTelemetry spans and metrics for the hub.
+
+Spans, on the tracer ``orkeon_actors.event_hub``: one per hub operation crossing the
+stage, named ``event_hub.<pattern>``: ``publish``, ``post``, ``send``, ``reply`` (kind
+PRODUCER, publish path, caller's thread) and ``subscribe``, ``wait``, ``receive`` (kind
+CONSUMER, receive path, consumer's thread). Attributes:
+
+==========================  =====================================================
+``event.topic``             the message topic (``_system.post`` etc. for mailboxes)
+``event.pattern``           the operation: publish/post/send/reply/subscribe/wait/receive
+``event.message_id``        the message id
+``event.correlation_id``    only when the message has one (send, reply)
+``event.outcome``           ``accepted`` / ``refused`` on publish; ``consumed`` /
+                            ``dropped`` / ``refused`` on receive
+``crew.source``             the source crew
+``crew.target``             only when the message has a target crew
+``error.type``              only on a refusal (the exception type; status ERROR)
+==========================  =====================================================
+
+Trace context travels inside the message: the publish-path span's context is written
+into the message metadata as W3C ``traceparent`` (and ``tracestate`` when non-empty);
+the receive-path span is a child of it, so one trace follows a message across actors.
+A publish-path span's parent is the caller's current span, else a ``traceparent`` the
+caller put in the metadata itself, else none (a new trace).
+
+A reply is linked to its request: ``send`` remembers, by correlation id, the context of
+its span; the receive span of the request updates the entry. The ``reply`` span carries a
+link to the request's ``send`` span and, unless the replier has a current span of its
+own, is a child of the request's receive span (so request, receipt and reply share one
+trace). The memory is bounded (``correlation_capacity``, oldest forgotten first) and an
+entry is dropped when its reply passes. When the request was sent by another process,
+the link comes from the request's ``traceparent``.
+
+Metrics (spec §14.2), on the meter ``orkeon_actors.event_hub``:
+
+* ``orkeon_event_published_total{topic, source_crew, target_crew}``: messages the
+  publish path accepted (publish, post, send, reply); ``target_crew`` only when set.
+  Counted in the stage and reported as an asynchronous (observable) monotonic counter:
+  one lock-protected increment per message instead of the SDK's synchronous path.
+* ``orkeon_event_latency_seconds{pattern}``: histogram. Publish patterns: the seconds the
+  rest of the chain and the hand-off took in the caller's thread (``time.perf_counter``:
+  a cost, real time even under a virtual clock). Receive patterns: the seconds from
+  ``published_at`` to consumption, on the runtime's clock (virtual under a virtual
+  clock).
+* ``orkeon_pending_waits_total{kind}``: observable gauge of the waits blocked right now,
+  per kind (``on_topic``, ``on_mailbox``, ``on_reply``), read from ``hub.pending_waits()``
+  of the runtime the stage is attached to.
+* ``orkeon_wait_timed_out_total{topic}``: waits that expired (finite timeouts), labelled
+  with the waited topic or mailbox; waits on a reply are labelled ``_system.reply``
+  (a correlation id would make one series per request).
+
+One stage serves one runtime at a time (``attach`` raises while it is attached to
+another). Give each runtime its own stage and, if they share a MeterProvider, know that
+the OTel SDK keeps the first registration of an instrument name: use one MeterProvider
+per runtime, or one runtime.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import attrs
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TracerProvider,
+    TraceState,
+)
+
+from orkeon_actors.errors import DuplicateMessageError, InvalidArgumentError
+from orkeon_actors.hub.port import EventHub
+from orkeon_actors.middleware.pipeline import (
+    PUBLISH_OPERATIONS,
+    RECEIVE_OPERATIONS,
+    MiddlewareContext,
+    Next,
+    current_operation,
+)
+from orkeon_actors.model.clock import Clock, SystemClock
+from orkeon_actors.model.message import Message
+
+__all__ = [
+    "TelemetryMiddleware",
+    "INSTRUMENTATION_NAME",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "extract_span_context",
+    "inject_span_context",
+]
+
+INSTRUMENTATION_NAME: Final = "orkeon_actors.event_hub"
+"""Name of the tracer and of the meter the stage uses."""
+TRACEPARENT: Final = "traceparent"
+"""Metadata key carrying the W3C trace context of the span that published a message."""
+TRACESTATE: Final = "tracestate"
+
+REPLY_TIMEOUT_LABEL: Final = "_system.reply"
+
+_SPAN_NAMES = {op: f"event_hub.{op}" for op in (*PUBLISH_OPERATIONS, *RECEIVE_OPERATIONS)}
+_PATTERN_ATTRS = {op: {"pattern": op} for op in (*PUBLISH_OPERATIONS, *RECEIVE_OPERATIONS)}
+_REQUEST_LINK_ATTRS = {"event.link": "request"}
+_TRACEPARENT_RE = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?\Z")
+_ULID_RE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
+
+
+def inject_span_context(span_context: SpanContext) -> dict[str, str]:
+    """The metadata entries carrying ``span_context`` (W3C Trace Context format):
+    ``traceparent``, plus ``tracestate`` when the trace state is not empty. Empty for an
+    invalid context."""
+    if not span_context.is_valid:
+        return {}
+    carrier = {
+        TRACEPARENT: f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{span_context.trace_flags:02x}"
+    }
+    if span_context.trace_state:
+        carrier[TRACESTATE] = span_context.trace_state.to_header()
+    return carrier
+
+
+def extract_span_context(metadata: Mapping[str, str]) -> SpanContext | None:
+    """The remote span context carried by ``metadata`` (``traceparent`` /
+    ``tracestate``), or ``None`` when absent or malformed (per W3C Trace Context: version
+    ``ff`` and all-zero ids are invalid; a version-00 header has exactly four fields)."""
+    header = metadata.get(TRACEPARENT)
+    if not header:
+        return None
+    match = _TRACEPARENT_RE.match(header.strip().lower())
+    if match is None:
+        return None
+    version, trace_hex, span_hex, flags_hex, extra = match.groups()
+    if version == "ff" or (version == "00" and extra):
+        return None
+    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
+    if not trace_id or not span_id:
+        return None
+    state = metadata.get(TRACESTATE)
+    return SpanContext(
+        trace_id,
+        span_id,
+        is_remote=True,
+        trace_flags=TraceFlags(int(flags_hex, 16) & TraceFlags.SAMPLED),
+        trace_state=TraceState.from_header([state]) if state else None,
+    )
+
+
+@attrs.define
+class _Request:
+    """What the stage knows about a request awaiting its reply."""
+
+    producer: SpanContext | None = None
+    consumer: SpanContext | None = None
+
+
+class _RequestContexts:
+    """Bounded ``correlation id -> _Request`` map, oldest forgotten first. Thread-safe."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, _Request] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def update(self, correlation_id: str, producer: SpanContext | None, consumer: SpanContext | None) -> None:
+        with self._lock:
+            entry = self._entries.get(correlation_id)
+            if entry is None:
+                entry = self._entries[correlation_id] = _Request()
+                if len(self._entries) > self._capacity:
+                    self._entries.popitem(last=False)
+            if producer is not None and entry.producer is None:
+                entry.producer = producer
+            if consumer is not None:
+                entry.consumer = consumer
+
+    def pop(self, correlation_id: str) -> _Request | None:
+        with self._lock:
+            return self._entries.pop(correlation_id, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _context_of(span_context: SpanContext) -> Context:
+    return trace.set_span_in_context(NonRecordingSpan(span_context))
+
+
+class TelemetryMiddleware:
+    """OpenTelemetry spans and metrics for every message crossing the stage (see the
+    module docstring for the exact names, attributes and semantics).
+
+    ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` (the
+    default) uses the global providers (``opentelemetry.trace.set_tracer_provider`` /
+    ``opentelemetry.metrics.set_meter_provider``), which are no-ops until you set them.
+    ``correlation_capacity``: how many pending requests the stage remembers to link
+    replies (positive; ``InvalidArgumentError`` otherwise).
+
+    The stage never swallows an error: a refusal ends the span with status ERROR and the
+    error's type in ``error.type``, then propagates unchanged. Adding ``traceparent`` to
+    the metadata means the message returned by publish/post/send/reply (and the one
+    consumers receive) carries that key.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        *,
+        correlation_capacity: int = 10_000,
+    ) -> None:
+        if (
+            isinstance(correlation_capacity, bool)
+            or not isinstance(correlation_capacity, int)
+            or correlation_capacity < 1
+        ):
+            raise InvalidArgumentError(f"correlation_capacity must be a positive integer, got {correlation_capacity!r}")
+        self._tracer = trace.get_tracer(INSTRUMENTATION_NAME, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(INSTRUMENTATION_NAME, meter_provider=meter_provider)
+        self._published: dict[tuple[str, str, str | None], int] = {}
+        self._published_lock = threading.Lock()
+        meter.create_observable_counter(
+            "orkeon_event_published_total",
+            callbacks=[self._observe_published],
+            unit="{message}",
+            description="Messages accepted by the hub's publish path (publish, post, send, reply)",
+        )
+        self._latency = meter.create_histogram(
+            "orkeon_event_latency_seconds",
+            unit="s",
+            description="Publish patterns: time to accept and hand off; receive patterns: publication to consumption",
+        )
+        meter.create_observable_gauge(
+            "orkeon_pending_waits_total",
+            callbacks=[self._observe_pending_waits],
+            unit="{wait}",
+            description="Waits currently blocked on the hub, per kind",
+        )
+        self._timed_out = meter.create_counter(
+            "orkeon_wait_timed_out_total",
+            unit="{wait}",
+            description="Finite waits that expired (WaitTimedOutMessage emitted)",
+        )
+        self._requests = _RequestContexts(correlation_capacity)
+        self._hub: EventHub | None = None
+        self._clock: Clock = SystemClock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def attach(self, context: MiddlewareContext) -> None:
+        """Observe ``context.hub`` (pending waits) and measure receive latency on
+        ``context.clock``. Raises ``InvalidArgumentError`` if already attached to
+        another hub."""
+        if self._hub is not None and self._hub is not context.hub:
+            raise InvalidArgumentError(
+                "this TelemetryMiddleware is already attached to a running runtime; give each runtime "
+                "its own stage (stop the other runtime first to reuse this one)"
+            )
+        self._hub = context.hub
+        self._clock = context.clock
+
+    def detach(self) -> None:
+        """Stop observing the hub (the pending-waits gauge reports nothing until the
+        next ``attach``)."""
+        self._hub = None
+        self._clock = SystemClock()
+
+    # -- the two paths -----------------------------------------------------------------
+
+    def on_publish(self, message: Message, next: Next) -> Message:
+        """Span the operation, write its context into the metadata, count and time it."""
+        operation = current_operation()
+        parent: Context | None = None
+        links: list[Link] | None = None
+        has_current = trace.get_current_span().get_span_context().is_valid
+        if not has_current:
+            carried = extract_span_context(message.metadata)
+            if carried is not None:
+                parent = _context_of(carried)
+        correlation_id = message.correlation_id
+        if operation == "reply" and correlation_id is not None:
+            request = self._requests.pop(correlation_id)
+            if request is None:
+                request = _Request()
+            if request.producer is not None:
+                links = [Link(request.producer, _REQUEST_LINK_ATTRS)]
+            anchor = request.consumer or request.producer
+            if anchor is not None and parent is None and not has_current:
+                parent = _context_of(anchor)
+        span = self._tracer.start_span(
+            _SPAN_NAMES.get(operation, "event_hub"),
+            context=parent,
+            kind=SpanKind.PRODUCER,
+            attributes=_attributes(message, operation),
+            links=links,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        span_context = span.get_span_context()
+        if span_context.is_valid:
+            message = attrs.evolve(message, metadata=message.metadata.merged(inject_span_context(span_context)))
+        started = time.perf_counter()
+        try:
+            result = next(message)
+        except BaseException as exc:
+            _refuse(span, "refused", exc)
+            raise
+        elapsed = time.perf_counter() - started
+        span.set_attribute("event.outcome", "accepted")
+        span.end()
+        self._latency.record(elapsed, _PATTERN_ATTRS.get(operation))
+        key = (
+            result.topic,
+            str(result.source_crew_id),
+            None if result.target_crew_id is None else str(result.target_crew_id),
+        )
+        with self._published_lock:
+            self._published[key] = self._published.get(key, 0) + 1
+        if operation == "send" and correlation_id is not None and span_context.is_valid:
+            self._requests.update(correlation_id, span_context, None)
+        return result
+
+    def on_receive(self, message: Message, next: Next) -> Message:
+        """Span the consumption as a child of the publishing span; record its latency."""
+        operation = current_operation()
+        producer = extract_span_context(message.metadata)
+        span = self._tracer.start_span(
+            _SPAN_NAMES.get(operation, "event_hub"),
+            context=None if producer is None else _context_of(producer),
+            kind=SpanKind.CONSUMER,
+            attributes=_attributes(message, operation),
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        try:
+            result = next(message)
+        except DuplicateMessageError:
+            span.set_attribute("event.outcome", "dropped")
+            span.end()
+            raise
+        except BaseException as exc:
+            _refuse(span, "refused", exc)
+            raise
+        span.set_attribute("event.outcome", "consumed")
+        span.end()
+        latency = (self._clock.now() - message.published_at).total_seconds()
+        self._latency.record(latency, _PATTERN_ATTRS.get(operation))
+        correlation_id = message.correlation_id
+        if correlation_id is not None:
+            span_context = span.get_span_context()
+            self._requests.update(correlation_id, producer, span_context if span_context.is_valid else None)
+        return result
+
+    # -- hub notifications -------------------------------------------------------------
+
+    def on_wait_timed_out(self, message: Message) -> None:
+        """Count an expired wait (called by the pipeline with each WaitTimedOutMessage)."""
+        original = message.metadata.get("original_topic", "")
+        label = REPLY_TIMEOUT_LABEL if _ULID_RE.match(original) else original
+        self._timed_out.add(1, {"topic": label})
+
+    # -- observable instruments --------------------------------------------------------
+
+    def _observe_published(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._published_lock:
+            counts = list(self._published.items())
+        observations = []
+        for (topic, source, target), value in counts:
+            attributes = {"topic": topic, "source_crew": source}
+            if target is not None:
+                attributes["target_crew"] = target
+            observations.append(Observation(value, attributes))
+        return observations
+
+    def _observe_pending_waits(self, options: CallbackOptions) -> Iterable[Observation]:
+        hub = self._hub
+        if hub is None:
+            return []
+        return [Observation(count, {"kind": kind}) for kind, count in hub.pending_waits().items()]
+
+    def pending_request_links(self) -> int:
+        """How many requests the stage currently remembers for reply linking."""
+        return len(self._requests)
+
+    def __repr__(self) -> str:
+        return f"TelemetryMiddleware(attached={self._hub is not None})"
+
+
+def _attributes(message: Message, operation: str) -> dict[str, str]:
+    attributes = {
+        "event.topic": message.topic,
+        "event.pattern": operation,
+        "event.message_id": str(message.id),
+        "crew.source": str(message.source_crew_id),
+    }
+    if message.target_crew_id is not None:
+        attributes["crew.target"] = str(message.target_crew_id)
+    if message.correlation_id is not None:
+        attributes["event.correlation_id"] = str(message.correlation_id)
+    return attributes
+
+
+def _refuse(span: Span, outcome: str, error: BaseException) -> None:
+    span.set_attribute("event.outcome", outcome)
+    span.set_attribute("error.type", type(error).__name__)
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    span.end()
