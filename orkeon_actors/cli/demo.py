@@ -1,13 +1,20 @@
-"""``orkeon demo``: a short scripted exchange between agents of two crews, narrated.
+"""``orkeon demo``: the hub on its embedded durable store, then a multi-crew simulation.
 
-What it shows, in order: a global publish seen by a subscriber, a post to an agent's
-mailbox, a send answered by a responder agent running in its own thread, a retained
-last value, and a finite wait that times out with the hub's WaitTimedOutMessage.
+Part 1 runs on the SQLite store (``--store PATH``, default a fresh file in a temporary
+directory) and shows, in order: a global publish seen by a subscriber, a post to an
+agent's mailbox, a send answered by a responder agent running in its own thread, a
+retained last value, a finite wait that times out with the hub's WaitTimedOutMessage, a
+send nobody answers, and a message that survives a restart of the runtime.
+
+Part 2 runs three crews (sequential, hierarchical, parallel) of scripted agents in one
+:class:`~orkeon_actors.sim.Simulation` on a virtual clock and prints their timeline.
 """
 
 from __future__ import annotations
 
+import tempfile
 import threading
+from pathlib import Path
 
 import orkeon_actors as ok
 
@@ -41,10 +48,18 @@ def _who(message: ok.Message) -> str:
     return f"{message.source_crew_id}{agent}"
 
 
-def run_demo(color: bool = False) -> int:
+def run_demo(color: bool = False, store: str | None = None) -> int:
+    """Run both parts; 0 when every crew of the simulation completed."""
     say = _Narrator(color)
-    print("orkeon demo: two crews talk through the in-memory event hub")
-    with ok.Runtime.start() as rt:
+    with tempfile.TemporaryDirectory(prefix="orkeon-demo-") as scratch:
+        path = Path(store) if store else Path(scratch) / "orkeon-demo.db"
+        _hub_exchange(say, path)
+    return _simulation(say)
+
+
+def _hub_exchange(say: _Narrator, path: Path) -> None:
+    print(f"orkeon demo, part 1: two crews talk through the event hub (durable store: {path})")
+    with ok.Runtime.start(store=str(path)) as rt:
         hub = rt.hub
         planner = hub.bind("orders", "planner")
         scorer = hub.bind("fraud", "scorer")
@@ -101,5 +116,28 @@ def run_demo(color: bool = False) -> int:
             say.line("orders/planner", f"SendTimeoutError: {exc}")
         leftover = scorer_box.close()
         say.line("hub", f"fraud/scorer's mailbox closed; {len(leftover)} unread message(s) handed back")
-    print("\ndone: runtime stopped, no thread left behind")
-    return 0
+
+        say.step("7. durability: a post to the auditor's mailbox, then the runtime stops")
+        hub.register_mailbox("agent://audit/auditor")
+        kept = planner.post("agent://audit/auditor", {"event": "order 42 approved"})
+        say.line("orders/planner", f"posted {kept.id} to agent://audit/auditor; stopping the runtime")
+    with ok.Runtime.start(store=str(path)) as rt:
+        rt.hub.register_mailbox("agent://audit/auditor")
+        again = rt.hub.bind("audit", "auditor").wait_for(ok.WaitOnMailbox("agent://audit/auditor"), 5)
+        say.line("audit/auditor", f"after the restart, took {again.id}: {again.json()}")
+
+
+def _simulation(say: _Narrator) -> int:
+    from orkeon_actors.sim import Simulation
+    from orkeon_actors.sim.examples import build_hierarchical, build_parallel, build_sequential
+
+    print("\norkeon demo, part 2: three crews of scripted agents, simulated on a virtual clock")
+    with Simulation(seed=0) as sim:
+        crews = [build(sim) for build in (build_sequential, build_hierarchical, build_parallel)]
+        result = sim.run(until=3600)
+        print(sim.trace.timeline())
+        for crew in crews:
+            status, output, failure = result.crews[crew]
+            say.line(crew, f"{status.value}: {output if failure is None else failure}")
+        print(f"\ndone in {result.virtual_time:g}s of virtual time; runtimes stopped, no thread left behind")
+        return 0 if result.all_completed else 1

@@ -16,10 +16,14 @@ __all__ = ["main"]
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orkeon", description="orkeon_actors command line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the runtime's debug logs to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="run a short scripted exchange between agents and narrate it")
+    demo = sub.add_parser(
+        "demo", help="agents exchanging messages on the durable hub, then a multi-crew simulation"
+    )
     demo.add_argument("--no-color", action="store_true", help="plain output")
+    demo.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
 
     simulate = sub.add_parser("simulate", help="run an orchestration-mode example on a virtual clock")
     simulate.add_argument(
@@ -37,12 +41,22 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _configure_logging(verbose: bool) -> None:
+    """The command is an application: it decides where the runtime's logs go. Warnings
+    and errors reach stderr; ``-v`` adds the runtime's debug lines."""
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
     if args.command == "demo":
         from orkeon_actors.cli.demo import run_demo
 
-        return run_demo(color=not args.no_color and sys.stdout.isatty())
+        return run_demo(color=not args.no_color and sys.stdout.isatty(), store=args.store)
     if args.command == "simulate":
         from orkeon_actors.sim.cli import run_simulate
 
