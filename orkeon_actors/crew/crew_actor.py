@@ -207,7 +207,7 @@ class CrewActor(pykka.ThreadingActor):
     * :meth:`route` picks the agent for mail to ``crew://``;
     * :meth:`on_message` handles mail reaching an idle agent;
     * :meth:`on_task_result` sees every answered task;
-    * :meth:`on_failure` sees the crew fail.
+    * :meth:`on_crew_failed` sees the crew fail (``on_failure`` stays pykka's own hook).
     """
 
     name: ClassVar[str] = "crew"
@@ -309,7 +309,7 @@ class CrewActor(pykka.ThreadingActor):
         """Every answered task (after the orchestration saw it). Default: nothing."""
         return None
 
-    def on_failure(self, failure: CrewFailure) -> None:
+    def on_crew_failed(self, failure: CrewFailure) -> None:
         """The crew just failed. Default: log it."""
         logger.warning("crew {} ({}) failed: {}", self.crew_id, self.crew_name, failure)
 
@@ -409,9 +409,9 @@ class CrewActor(pykka.ThreadingActor):
         self.trace(agent_id, "crew", f"failed {self.failure}")
         self._release_waits()
         try:
-            self.on_failure(self.failure)
+            self.on_crew_failed(self.failure)
         except Exception:
-            logger.opt(exception=True).error("on_failure hook of crew {} raised", self.crew_id)
+            logger.opt(exception=True).error("on_crew_failed hook of crew {} raised", self.crew_id)
 
     def _set_status(self, status: CrewStatus) -> None:
         if status is not self.status:

@@ -12,7 +12,7 @@ be snapshotted and resumed elsewhere.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
@@ -66,6 +66,10 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
+def _tool_calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(calls)
+
+
 @attrs.frozen
 class ChatMessage:
     """One conversation entry: ``system`` / ``user`` / ``assistant`` (text and/or tool
@@ -73,7 +77,7 @@ class ChatMessage:
 
     role: Role
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -84,7 +88,7 @@ class ModelResponse:
     ``text`` as the agent's answer to its current task."""
 
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     usage: Usage = Usage()
 
 

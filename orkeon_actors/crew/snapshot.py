@@ -119,9 +119,7 @@ def _structure_message(data: dict[str, Any], _: type) -> Message:
     return Message(
         MessageId(data["id"]),
         data["topic"],
-        CrewId._trusted(data["source_crew_id"])
-        if data["source_crew_id"] == "_system"
-        else CrewId(data["source_crew_id"]),
+        CrewId.SYSTEM if data["source_crew_id"] == CrewId.SYSTEM else CrewId(data["source_crew_id"]),
         datetime.fromisoformat(data["published_at"]),
         base64.b64decode(data["payload"]),
         FrozenMap(data["metadata"]),

@@ -80,18 +80,18 @@ class Hierarchical(Orchestration):
             crew.complete(output)
         elif task_id.startswith("subtask:"):
             delegation = state.workers[agent_id]
-            sub = delegation.in_progress
-            assert sub is not None
+            finished = delegation.in_progress
+            assert finished is not None
             crew.set_orchestration(
                 attrs.evolve(
                     state, workers={**state.workers, agent_id: DelegationState(None, delegation.partial_results)}
                 ),
-                f"{agent_id} finished {sub.subtask_id}",
+                f"{agent_id} finished {finished.subtask_id}",
             )
             crew.client.post(
                 MailboxAddress.agent(crew.crew_id, self.manager),
-                {"subtask_id": sub.subtask_id, "worker": str(agent_id), "task": sub.task, "output": output},
-                {RESULT_KEY: sub.subtask_id},
+                {"subtask_id": finished.subtask_id, "worker": str(agent_id), "task": finished.task, "output": output},
+                {RESULT_KEY: finished.subtask_id},
             )
 
     def _parse_plan(self, output: str) -> tuple[SubTask, ...]:
