@@ -2,9 +2,13 @@
 
 The actor owns the mailbox's FIFO queue, its one-shot waiters (``wait_for`` on the
 mailbox) and at most one *held reader* (consume-and-hold): while a reader holds the
-mailbox, the actor pushes every message straight into the reader's local buffer, so
-draining costs no actor round trip per message. When the reader leaves, what it did not
-consume goes back to the front of the queue, in order.
+mailbox, every message goes straight into the reader's local buffer, so draining costs
+no actor round trip per message. When the actor takes the reader on, it switches the
+mailbox to *direct* mode, where ``post`` pushes into the reader's buffer from the
+poster's own thread and skips the actor hop. Messages still in the actor's inbox at that
+moment must not be overtaken, so posts made meanwhile are *staged* on the handle and
+released behind the last of them (see :class:`MailboxHandle`). When the reader leaves,
+what it did not consume goes back to the front of the queue, in order.
 
 Guarantees:
 
@@ -18,6 +22,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
 
@@ -50,12 +55,13 @@ class _Attach:
 @attrs.frozen(eq=False)
 class _Detach:
     buffer: LocalBuffer[Message]
-    leftovers: list[Message]
+    leftovers: list[Message]  # what the reader did not consume: goes first
+    staged: list[Message]  # posts staged on the handle: go last
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class _Close:
-    pass
+    staged: list[Message]
 
 
 @attrs.frozen
@@ -67,9 +73,10 @@ class MailboxActor(pykka.ThreadingActor):
     """The state of one mailbox. Never blocks; every message is handled in O(1)
     amortised."""
 
-    def __init__(self, address: MailboxAddress) -> None:
+    def __init__(self, address: MailboxAddress, handle: MailboxHandle) -> None:
         super().__init__()
         self.address = address
+        self._handle = handle
         self._queue: deque[Message] = deque()
         self._waiters: deque[Waiter[Message]] = deque()
         self._reader: LocalBuffer[Message] | None = None
@@ -78,6 +85,7 @@ class MailboxActor(pykka.ThreadingActor):
         kind = type(message)
         if kind is Message:
             self._deliver(message)  # type: ignore[arg-type]
+            self._message_processed()
         elif kind is _AddWaiter:
             self._add_waiter(message.waiter)  # type: ignore[attr-defined]
         elif kind is _RemoveWaiter:
@@ -87,21 +95,48 @@ class MailboxActor(pykka.ThreadingActor):
         elif kind is _Attach:
             self._attach(message.buffer)  # type: ignore[attr-defined]
         elif kind is _Detach:
-            self._detach(message.buffer, message.leftovers)  # type: ignore[attr-defined]
+            self._detach(message.buffer, message.leftovers, message.staged)  # type: ignore[attr-defined]
         elif kind is _Close:
-            return self._close()
+            return self._close(message.staged)  # type: ignore[attr-defined]
         elif kind is _Depth:
             return len(self._queue) + (len(self._reader) if self._reader is not None else 0)
         return None
 
     def _deliver(self, message: Message) -> None:
-        if self._reader is not None and self._reader.push(message):
+        reader = self._reader
+        if reader is not None:
+            if not reader.push(message):
+                # The reader is leaving: keep the message in order until _Detach puts
+                # the reader's leftovers in front of it.
+                self._queue.append(message)
             return
         waiters = self._waiters
         while waiters:
             if waiters.popleft().try_complete(message):
                 return
         self._queue.append(message)
+
+    def _message_processed(self) -> None:
+        handle = self._handle
+        with handle.lock:
+            handle.in_flight -= 1
+            if handle.in_flight == 0 and handle.mode is _Mode.STAGING:
+                self._go_direct()
+
+    def _go_direct(self) -> None:
+        """Under the handle's lock, once no told message is left in the inbox: release the
+        staged posts into the reader, behind everything it already has, and let later
+        posts push straight into it."""
+        handle = self._handle
+        reader = self._reader
+        staged = handle.staged
+        if reader is None or reader.closed or handle.closed:
+            return
+        if staged and not reader.push_many(list(staged)):
+            return
+        staged.clear()
+        handle.direct_reader = reader
+        handle.mode = _Mode.DIRECT
 
     def _add_waiter(self, waiter: Waiter[Message]) -> None:
         queue = self._queue
@@ -119,22 +154,33 @@ class MailboxActor(pykka.ThreadingActor):
         self._reader = buffer
         if self._queue and buffer.push_many(list(self._queue)):
             self._queue.clear()
+        handle = self._handle
+        with handle.lock:
+            if handle.closed or buffer.closed:
+                return
+            if handle.in_flight == 0:
+                self._go_direct()
+            else:
+                handle.mode = _Mode.STAGING
 
-    def _detach(self, buffer: LocalBuffer[Message], leftovers: list[Message]) -> None:
+    def _detach(self, buffer: LocalBuffer[Message], leftovers: list[Message], staged: list[Message]) -> None:
         if self._reader is buffer:
             self._reader = None
-        # Everything in `leftovers` was pushed before anything still in the queue.
+        # Order: what the reader held, then what reached this actor after it closed
+        # (already in the queue), then what was staged on the handle.
         self._queue.extendleft(reversed(leftovers))
+        self._queue.extend(staged)
         while self._queue and self._waiters:
             self._add_waiter(self._waiters.popleft())
 
-    def _close(self) -> list[Message]:
+    def _close(self, staged: list[Message]) -> list[Message]:
         leftovers: list[Message] = []
         if self._reader is not None:
             leftovers.extend(self._reader.close())
             self._reader = None
         leftovers.extend(self._queue)
         self._queue.clear()
+        leftovers.extend(staged)
         error = MailboxNotFoundError(self.address)
         while self._waiters:
             self._waiters.popleft().try_fail(error)
@@ -142,27 +188,51 @@ class MailboxActor(pykka.ThreadingActor):
         return leftovers
 
 
-class MailboxHandle:
-    """The hub's reference to one mailbox: the actor plus a closed flag.
+class _Mode(enum.Enum):
+    TELL = "tell"  # posts are told to the actor
+    STAGING = "staging"  # a reader was taken on; posts wait on the handle until the inbox drains
+    DIRECT = "direct"  # posts are pushed straight into the held reader
 
-    ``post`` tells the actor while holding ``lock``; ``close`` flips ``closed`` under the
-    same lock before stopping the actor, so a post either raises
-    ``MailboxNotFoundError`` or lands in the actor before the close does.
+
+class MailboxHandle:
+    """The hub's reference to one mailbox: the actor, a closed flag, and the delivery mode.
+
+    Every method runs under ``lock``; ``close`` flips ``closed`` under it before stopping
+    the actor, so a post either raises ``MailboxNotFoundError`` or is accepted (and then
+    consumed, or handed back by ``close``).
+
+    Delivery modes: ``TELL`` (the actor receives each post), ``STAGING`` (a reader was
+    taken on while ``in_flight`` posts were still in the actor's inbox: new posts are kept
+    in ``staged`` until the actor has pushed the last in-flight one, then released in
+    order) and ``DIRECT`` (posts go straight into the reader's buffer).
     """
 
-    __slots__ = ("address", "closed", "lock", "owner", "ref")
+    __slots__ = ("address", "closed", "direct_reader", "in_flight", "lock", "mode", "owner", "ref", "staged")
 
     def __init__(self, address: MailboxAddress, owner: object) -> None:
         self.address = address
-        self.ref: pykka.ActorRef[MailboxActor] = MailboxActor.start(address)
         self.lock = threading.Lock()
         self.closed = False
         self.owner = owner
+        self.mode = _Mode.TELL
+        self.in_flight = 0  # posts told to the actor and not yet processed by it
+        self.staged: deque[Message] = deque()
+        self.direct_reader: LocalBuffer[Message] | None = None
+        self.ref: pykka.ActorRef[MailboxActor] = MailboxActor.start(address, self)
 
     def deliver(self, message: Message) -> None:
         with self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
+            mode = self.mode
+            if mode is _Mode.DIRECT:
+                reader = self.direct_reader
+                if reader is not None and reader.push(message):
+                    return
+            elif mode is _Mode.STAGING:
+                self.staged.append(message)
+                return
+            self.in_flight += 1
             self.ref.tell(message)
 
     def add_waiter(self, waiter: Waiter[Message]) -> None:
@@ -185,21 +255,31 @@ class MailboxHandle:
     def detach(self, buffer: LocalBuffer[Message]) -> None:
         with self.lock:
             leftovers = buffer.close()
+            if self.direct_reader is buffer or self.mode is _Mode.STAGING:
+                self.direct_reader = None
+                self.mode = _Mode.TELL
+            staged = list(self.staged)
+            self.staged.clear()
             if not self.closed:
-                self.ref.tell(_Detach(buffer, leftovers))
+                self.ref.tell(_Detach(buffer, leftovers, staged))
 
     def depth(self) -> int:
         with self.lock:
             if self.closed:
                 return 0
+            staged = len(self.staged)
             future = self.ref.ask(_Depth(), block=False)
-        return int(future.get())
+        return int(future.get()) + staged
 
     def close(self) -> list[Message]:
         with self.lock:
             if self.closed:
                 return []
             self.closed = True
-            future = self.ref.ask(_Close(), block=False)
+            self.direct_reader = None
+            self.mode = _Mode.TELL
+            staged = list(self.staged)
+            self.staged.clear()
+            future = self.ref.ask(_Close(staged), block=False)
         leftovers: list[Message] = future.get()
         return leftovers

@@ -130,12 +130,18 @@ class LocalBuffer(Generic[T]):
         self._items.append(item)
 
     def push(self, item: T) -> bool:
+        # The hot path of every delivery: the common case (nobody parked, unbounded) is
+        # inlined rather than going through _handed_to_parked / _append.
         with self._cond:
             if self._closed:
                 return False
-            if not self._handed_to_parked(item):
+            if self._parked is not None and self._handed_to_parked(item):
+                return True
+            if self._maxlen is None:
+                self._items.append(item)
+            else:
                 self._append(item)
-                self._cond.notify()
+            self._cond.notify()
             return True
 
     def push_many(self, items: list[T]) -> bool:

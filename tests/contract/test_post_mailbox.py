@@ -175,3 +175,35 @@ def test_receive_on_a_closed_mailbox_raises(hub: ok.EventHub, background: type[B
     reg.close()
     with pytest.raises(MailboxNotFoundError):
         job.get()
+
+
+def test_readers_coming_and_going_under_concurrent_posts_keep_fifo_and_lose_nothing(hub: ok.EventHub) -> None:
+    """A held reader switches the mailbox to direct pushes; taking a reader on and
+    letting it go while several threads post must keep each poster's order."""
+    reg = hub.register_mailbox("agent://c/a")
+    posters = [hub.bind(f"p{i}", "x") for i in range(3)]
+    per_poster = 400
+    received: list[dict[str, object]] = []
+    done_posting = threading.Event()
+
+    def post_many(client: ok.HubClient) -> None:
+        for i in range(per_poster):
+            client.post("agent://c/a", {"from": str(client.crew_id), "i": i})
+
+    threads = [threading.Thread(target=post_many, args=(c,)) for c in posters]
+    for t in threads:
+        t.start()
+    consumer = hub.bind("c", "a")
+    while len(received) < 3 * per_poster:
+        with reg.reader() as reader:  # a short-lived reader: takes a few, hands the rest back
+            for _ in range(min(7, 3 * per_poster - len(received))):
+                received.append(reader.receive().json())
+        if len(received) < 3 * per_poster:
+            received.append(consumer.wait_for(ok.WaitOnMailbox("agent://c/a"), 10).json())
+    for t in threads:
+        t.join()
+    done_posting.set()
+    assert len(received) == 3 * per_poster
+    for p in posters:
+        assert [r["i"] for r in received if r["from"] == str(p.crew_id)] == list(range(per_poster))
+    assert reg.depth() == 0

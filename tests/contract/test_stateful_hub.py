@@ -51,6 +51,7 @@ class HubMachine(RuleBasedStateMachine):
         self.registrations = {m: self.hub.register_mailbox(m) for m in MAILBOXES}
         self.model_mailboxes: dict[str, deque[int]] = {m: deque() for m in MAILBOXES}
         self.model_subs: list[tuple[ok.Subscription, str, str, deque[int]]] = []
+        self.readers: dict[str, ok.MailboxReader] = {}
         self.requests: dict[int, str] = {}  # payload n -> correlation id of a request
         self.reply_state: dict[str, str] = {}  # correlation -> "pending" | "answered" | "consumed"
 
@@ -95,8 +96,38 @@ class HubMachine(RuleBasedStateMachine):
         self.model_mailboxes[mailbox].append(n)
 
     @rule(mailbox=st.sampled_from(MAILBOXES))
+    def open_reader(self, mailbox: str) -> None:
+        if mailbox not in self.readers:
+            self.readers[mailbox] = self.registrations[mailbox].reader()
+
+    @rule(mailbox=st.sampled_from(MAILBOXES), count=st.integers(min_value=1, max_value=4))
+    def reader_take(self, mailbox: str, count: int) -> None:
+        reader = self.readers.get(mailbox)
+        expected = self.model_mailboxes[mailbox]
+        if reader is None:
+            return
+        for _ in range(min(count, len(expected))):
+            got = reader.receive()
+            assert got.json() == expected.popleft()
+            if got.correlation_id is not None:
+                self.requests[got.json()] = got.correlation_id
+
+    @rule(mailbox=st.sampled_from(MAILBOXES))
+    def close_reader(self, mailbox: str) -> None:
+        reader = self.readers.pop(mailbox, None)
+        if reader is not None:
+            reader.close()
+
+    @rule(mailbox=st.sampled_from(MAILBOXES))
     def take(self, mailbox: str) -> None:
         expected = self.model_mailboxes[mailbox]
+        if mailbox in self.readers:  # the held reader gets every message: a wait sees none
+            job = Background(lambda: self.hub.system.wait_for(ok.WaitOnMailbox(mailbox), 1))
+            wait_until(lambda: self.hub.pending_waits()["on_mailbox"] == 1, what="the mailbox wait")
+            self.clock.advance(1)
+            got = job.get()
+            assert isinstance(got, ok.Message) and got.is_timeout
+            return
         if expected:
             got = self.hub.system.wait_for(ok.WaitOnMailbox(mailbox), 5)
             assert got.json() == expected.popleft()
@@ -144,6 +175,7 @@ class HubMachine(RuleBasedStateMachine):
 
     @rule(mailbox=st.sampled_from(MAILBOXES))
     def close_and_reopen(self, mailbox: str) -> None:
+        self.readers.pop(mailbox, None)
         leftovers = [m.json() for m in self.registrations[mailbox].close()]
         assert leftovers == list(self.model_mailboxes[mailbox])
         self.model_mailboxes[mailbox].clear()
