@@ -47,6 +47,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
     from orkeon_actors.bench import (
         hub,  # noqa: F401
         sim,  # noqa: F401
+        store,  # noqa: F401
     )
 
     unknown = [n for n in names if n not in SUITES]

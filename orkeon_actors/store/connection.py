@@ -95,7 +95,7 @@ def open_connection(config: StoreConfig, *, readonly: bool = False) -> apsw.Conn
     connection (``readonly=True``) refuses every write (``PRAGMA query_only``).
     """
     try:
-        conn = apsw.Connection(config.path)
+        conn = apsw.Connection(config.path, statementcachesize=256)
         conn.set_busy_timeout(int(config.busy_timeout * 1000))
         if not readonly:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()

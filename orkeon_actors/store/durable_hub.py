@@ -82,7 +82,10 @@ class SqliteEventHub(InMemoryEventHub):
         self.config = config
         self._store_closed = False
         self._acks = AckTracker()
-        self._live: dict[MailboxAddress, MailboxHandle] = {}  # touched on the writer thread only
+        # Live mailboxes and the sequence fence of their reload: a kept message with a
+        # sequence at or below the fence was handed over by the reload. Written on the
+        # writer thread only; read by posters (single dict reads are atomic).
+        self._live: dict[MailboxAddress, tuple[MailboxHandle, int]] = {}
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
@@ -100,7 +103,9 @@ class SqliteEventHub(InMemoryEventHub):
         try:
             self.schema_migrated_from, self.schema_version = migrate(conn, config.path)
             self._seq = mailboxes.next_sequence(conn)
-            self._known: set[MailboxAddress] = {MailboxAddress.parse(a) for a in mailboxes.registered_addresses(conn)}
+            registered = mailboxes.registered_addresses(conn)
+            self._known: set[MailboxAddress] = {MailboxAddress.parse(a) for a in registered}
+            self._registry = mailboxes.RegistryView(registered)
             self._last_values.update(last_values.load_all(conn))
             pending = load_pending(conn)
             purge_due = purgeable_rows_exist(conn)
@@ -108,7 +113,10 @@ class SqliteEventHub(InMemoryEventHub):
             conn.close()
             raise
         self.writer = StoreWriter(conn, max_batch=config.max_batch)
+        self.writer.on_rollback.append(self._registry.reload)
         self._cleanup.append(self.writer.stop)
+        self._insert_group = mailboxes.InsertGroup(self._registry, self._seq)
+        self._ack_group = mailboxes.AckGroup()
         self.readers = ReaderPool(config)
         self._cleanup.append(self.readers.close)
         self.outbox = OutboxDispatcher(self)
@@ -133,17 +141,20 @@ class SqliteEventHub(InMemoryEventHub):
         key = str(address)
         now = self.clock.now()
 
-        def work(conn: apsw.Connection) -> list[Message]:
+        def work(conn: apsw.Connection) -> tuple[list[Message], int]:
             mailboxes.register(conn, key, now)
-            return mailboxes.load_messages(conn, key)
+            kept = mailboxes.load_messages(conn, key)
+            self._registry.addresses.add(key)
+            return kept, next(self._seq)  # every post committed before has a lower sequence
 
-        def install(kept: list[Message]) -> None:
+        def install(loaded: tuple[list[Message], int]) -> None:
+            kept, fence = loaded
             self._known.add(address)
             for message in kept:
                 handle.deliver(message)
-            self._live[address] = handle
+            self._live[address] = (handle, fence)
 
-        kept = self.writer.execute(work, after_commit=install)
+        kept, _ = self.writer.execute(work, after_commit=install)
         if kept:
             logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
 
@@ -154,13 +165,19 @@ class SqliteEventHub(InMemoryEventHub):
         self._acks.release(address)
 
         def forget(_: int) -> None:
-            if self._live.get(address) is handle:
+            live = self._live.get(address)
+            if live is not None and live[0] is handle:
                 del self._live[address]
             if address not in self._mailboxes:
                 self._known.discard(address)
 
+        def work(conn: apsw.Connection) -> int:
+            deleted = mailboxes.unregister(conn, key)
+            self._registry.addresses.discard(key)
+            return deleted
+
         try:
-            self.writer.execute(lambda conn: mailboxes.unregister(conn, key), after_commit=forget)
+            self.writer.execute(work, after_commit=forget)
         except HubStoppedError:
             logger.debug("mailbox {} closed after the runtime stopped: it stays registered in the store", address)
         return leftovers
@@ -169,15 +186,26 @@ class SqliteEventHub(InMemoryEventHub):
         address = message.target_mailbox
         if address is None:
             raise MailboxNotFoundError(address)
-        params = mailboxes.insert_params(str(address), message)
-        seq = self._seq
-
-        def work(conn: apsw.Connection) -> None:
-            if not mailboxes.insert_prepared(conn, params, next(seq)):
-                raise MailboxNotFoundError(address)
-
-        self.writer.execute(work, after_commit=lambda _: self.deliver_live(message), single_statement=True)
+        key = str(address)
+        seq = self.writer.execute_in(self._insert_group, (key, mailboxes.insert_params(key, message)))
+        self._hand_to_live(message, address, seq)
         return message
+
+    def _hand_to_live(self, message: Message, address: MailboxAddress, seq: int) -> None:
+        """After ``message`` committed with sequence ``seq``: hand it to the live mailbox
+        unless nobody holds it (it stays kept) or a reload already did (``seq`` at or
+        below the reload's fence). Runs in the poster's thread, off the writer's path;
+        one poster's messages are handed over in its ``post`` order. Raises
+        ``MailboxNotFoundError`` if the registration was closed meanwhile (its rows are
+        deleted by that close); after ``stop`` the message just stays kept."""
+        live = self._live.get(address)
+        if live is None or seq <= live[1]:
+            return
+        try:
+            live[0].deliver(message)
+        except MailboxNotFoundError:
+            if not self._stopped:
+                raise
 
     def _consume(self, receive: Next | None, message: Message) -> Message | None:
         consumed = super()._consume(receive, message)
@@ -206,19 +234,11 @@ class SqliteEventHub(InMemoryEventHub):
 
     # -- what the writer and the outbox call back -------------------------------------------
 
-    def deliver_live(self, message: Message) -> None:
-        """Writer thread, after commit: hand a kept mailbox message to its live mailbox.
-        Raises ``MailboxNotFoundError`` if the registration was closed meanwhile (its
-        rows are deleted by that close); after ``stop`` the message just stays kept."""
-        address = message.target_mailbox
-        handle = self._live.get(address) if address is not None else None
-        if handle is None:
-            return  # durably registered, not live in this runtime: kept for later
-        try:
-            handle.deliver(message)
-        except MailboxNotFoundError:
-            if not self._stopped:
-                raise
+    def deliver_live(self, message: Message, seq: int) -> None:
+        """Writer thread, after an outbox dispatch committed ``message`` with sequence
+        ``seq``: hand it to its live mailbox (see :meth:`_hand_to_live`)."""
+        if message.target_mailbox is not None:
+            self._hand_to_live(message, message.target_mailbox, seq)
 
     def route_live(self, message: Message) -> None:
         self._router.route(message)
@@ -241,7 +261,7 @@ class SqliteEventHub(InMemoryEventHub):
     def _ack(self, address: MailboxAddress, message_id: MessageId) -> None:
         key = str(address)
         try:
-            self.writer.post(lambda conn: mailboxes.delete_message(conn, key, message_id), single_statement=True)
+            self.writer.post_in(self._ack_group, (key, message_id))
         except HubStoppedError:
             logger.debug("ack of {} not written: the store is closed; it is redelivered after a restart", message_id)
 

@@ -11,16 +11,22 @@ Every function takes the writer's (or a reader's) connection; none commits.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apsw
 
+from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.model.message import Message
 from orkeon_actors.store.codec import format_time, message_from_row, metadata_json
+from orkeon_actors.store.writer import WriteGroup
 
 __all__ = [
+    "AckGroup",
+    "InsertGroup",
+    "RegistryView",
     "insert_message",
     "insert_params",
     "insert_prepared",
@@ -46,12 +52,92 @@ SELECT message_id, topic, source_crew_id, source_agent_id, target_crew_id, mailb
 FROM mailboxes WHERE mailbox_address = ? ORDER BY seq
 """
 
+_INSERT_ROWS = (
+    "INSERT INTO mailboxes (mailbox_address, message_id, payload, metadata, received_at, topic, source_crew_id, "
+    "source_agent_id, target_crew_id, correlation_id, schema_id, seq, published_at) VALUES "
+)
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROWS_PER_STATEMENT = 64
+
+
+@functools.lru_cache(maxsize=_ROWS_PER_STATEMENT)
+def _insert_rows_sql(rows: int) -> str:
+    return _INSERT_ROWS + ", ".join([_ROW] * rows)
+
+
+@functools.lru_cache(maxsize=_ROWS_PER_STATEMENT)
+def _delete_ids_sql(ids: int) -> str:
+    return f"DELETE FROM mailboxes WHERE mailbox_address = ? AND message_id IN ({', '.join(['?'] * ids)})"
+
+
 _DELETE = "DELETE FROM mailboxes WHERE mailbox_address = ? AND message_id = ?"
 
 
+class RegistryView:
+    """The durable registry as the writer sees it *inside* its transactions: register
+    and unregister work updates it as it writes, and a rolled-back transaction reloads
+    it (:meth:`reload` is a writer ``on_rollback`` hook). Writer thread only."""
+
+    def __init__(self, addresses: Iterable[str]) -> None:
+        self.addresses = set(addresses)
+
+    def reload(self, conn: apsw.Connection) -> None:
+        self.addresses = set(registered_addresses(conn))
+
+
+class InsertGroup(WriteGroup[tuple[str, tuple[Any, ...]], int]):
+    """Durable posts, many per ``executemany``: items are ``(address, insert_params)``;
+    each one's result is the sequence number it was kept with (taken in item order). An
+    item whose address is not durably registered fails alone with
+    ``MailboxNotFoundError``."""
+
+    def __init__(self, registry: RegistryView, seq: Iterator[int]) -> None:
+        self._registry = registry
+        self._seq = seq
+
+    def apply(self, conn: apsw.Connection, items: list[tuple[str, tuple[Any, ...]]]) -> list[int | BaseException]:
+        registered = self._registry.addresses
+        seq = self._seq
+        rows: list[tuple[Any, ...]] = []
+        outcomes: list[int | BaseException] = []
+        for address, params in items:
+            if address in registered:
+                number = next(seq)
+                rows.append((*params, number, params[4]))
+                outcomes.append(number)
+            else:
+                outcomes.append(MailboxNotFoundError(address))
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            conn.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
+        return outcomes
+
+    def atomic(self, items: list[tuple[str, tuple[Any, ...]]]) -> bool:
+        return len(items) <= _ROWS_PER_STATEMENT
+
+
+class AckGroup(WriteGroup[tuple[str, str], None]):
+    """Acknowledgements: items are ``(address, message_id)`` rows to delete, one
+    statement per address (deleting a row that is already gone is not an error)."""
+
+    def apply(self, conn: apsw.Connection, items: list[tuple[str, str]]) -> list[BaseException | None]:
+        by_address: dict[str, list[str]] = {}
+        for address, message_id in items:
+            by_address.setdefault(address, []).append(message_id)
+        for address, ids in by_address.items():
+            for start in range(0, len(ids), _ROWS_PER_STATEMENT):
+                chunk = ids[start : start + _ROWS_PER_STATEMENT]
+                conn.execute(_delete_ids_sql(len(chunk)), (address, *chunk))
+        return [None] * len(items)
+
+    def atomic(self, items: list[tuple[str, str]]) -> bool:
+        return len(items) <= _ROWS_PER_STATEMENT and len({address for address, _ in items}) == 1
+
+
 def insert_params(address: str, message: Message) -> tuple[Any, ...]:
-    """The parameters of :func:`insert_prepared` but the sequence (computed off the
-    writer thread, which is the bottleneck of durable posts)."""
+    """A message's row but its sequence, computed off the writer thread (the
+    bottleneck of durable posts): ``(address, id, payload, metadata, received_at, topic,
+    source_crew_id, source_agent_id, target_crew_id, correlation_id, schema_id)``."""
     return (
         address,
         message.id,

@@ -115,7 +115,7 @@ class OutboxHost(Protocol):
 
     def route_live(self, message: Message) -> None: ...
 
-    def deliver_live(self, message: Message) -> None: ...
+    def deliver_live(self, message: Message, seq: int) -> None: ...
 
     def remember_last_value(self, scope: CrewId | None, key: str, message: Message) -> None: ...
 
@@ -131,7 +131,7 @@ class _Dispatch:
 class DispatchOutcome:
     """What one dispatch transaction did."""
 
-    delivered: tuple[Message, ...] = ()
+    delivered: tuple[tuple[Message, int], ...] = ()
     retained: tuple[OutboxRecord, ...] = ()
     failed: tuple[tuple[OutboxRecord, str], ...] = ()
 
@@ -139,7 +139,7 @@ class DispatchOutcome:
 def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
     def work(conn: apsw.Connection) -> DispatchOutcome:
         now = host.now_text()
-        delivered: list[Message] = []
+        delivered: list[tuple[Message, int]] = []
         retained: list[OutboxRecord] = []
         failed: list[tuple[OutboxRecord, str]] = []
         for record in records:
@@ -152,7 +152,8 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
                 continue  # already dispatched (or failed) by an earlier dispatch
             if record.kind == POST:
                 address = message.target_mailbox
-                if address is None or not mailboxes.insert_message(conn, str(address), message, host.next_seq()):
+                seq = host.next_seq()
+                if address is None or not mailboxes.insert_message(conn, str(address), message, seq):
                     reason = f"no mailbox is registered at {address}"
                     conn.execute(
                         "UPDATE outbox SET state = 'Failed', dispatched_at = NULL, error = ? WHERE message_id = ?",
@@ -160,7 +161,7 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
                     )
                     failed.append((record, reason))
                     continue
-                delivered.append(message)
+                delivered.append((message, seq))
                 if len(delivered) == 1:
                     faults.hit("outbox.mid_dispatch")
             elif record.last_value_key is not None:
@@ -174,8 +175,11 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
 def _settle_dispatch(host: OutboxHost, outcome: DispatchOutcome) -> None:
     """After a dispatch committed (writer thread): hand posts to live mailboxes in
     commit order, remember retained values, report failures."""
-    for message in outcome.delivered:
-        host.deliver_live(message)
+    for message, seq in outcome.delivered:
+        try:
+            host.deliver_live(message, seq)
+        except Exception:  # kept in the store: a later registration reloads it
+            logger.opt(exception=True).warning("outbox message {} is kept but was not handed over live", message.id)
     for record in outcome.retained:
         if record.last_value_key is not None:
             host.remember_last_value(record.message.target_crew_id, record.last_value_key, record.message)

@@ -11,6 +11,8 @@ Guarantees:
 
 * A request is acknowledged (its waiter completed, its ``after_commit`` run) only after
   the transaction holding it committed. With ``Durability.FULL`` that commit is on disk.
+  When more requests are already queued, the callers of a commit are woken while the
+  next batch's commit waits for the disk, at the latest.
 * Requests run, commit and are acknowledged in the order they were enqueued;
   ``after_commit`` actions run on the writer thread in that order (the durable hub uses
   this to hand messages to live mailboxes in exactly their durable order).
@@ -18,13 +20,19 @@ Guarantees:
   with its own error; the rest of its batch commits. ``single_statement=True`` skips the
   savepoint for a request made of one statement, which SQLite already rolls back alone.
 * If the commit itself fails (disk full, I/O error), the whole batch is rolled back and
-  every request in it fails with ``StoreWriteError``: nothing of it is in the store.
+  every request in it fails with ``StoreWriteError``: nothing of it is in the store;
+  ``on_rollback`` hooks then run on the writer thread (to resynchronise caches).
+* Requests made *in a* :class:`WriteGroup` (``submit_in``/``execute_in``/``post_in``)
+  that follow each other in a batch are applied by one call of the group (one
+  ``executemany`` instead of one statement each): the hot path of durable posts and
+  acknowledgements. Each still gets its own result or error.
 * After :meth:`StoreWriter.stop`, queued requests are still committed; new ones raise
   ``HubStoppedError``.
 """
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections import Counter, deque
 from collections.abc import Callable
@@ -39,24 +47,47 @@ from orkeon_actors.errors import HubStoppedError, StoreWriteError
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.store import faults
 
-__all__ = ["StoreWriter", "WriterStats", "Work"]
+__all__ = ["StoreWriter", "WriteGroup", "WriterStats", "Work"]
 
 T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741
 Work = Callable[[apsw.Connection], T]
 
 
+class WriteGroup(abc.ABC, Generic[I, T]):
+    """Work shared by many requests: consecutive requests of a batch made in the same
+    group are applied by one :meth:`apply` call, on the writer thread."""
+
+    @abc.abstractmethod
+    def apply(self, conn: apsw.Connection, items: list[I]) -> list[T | BaseException]:
+        """Write every item; return one result (or the exception failing just that
+        item) per item, in order. Raising fails the whole group: the writer then retries
+        the items one by one to isolate the culprit."""
+
+    def atomic(self, items: list[I]) -> bool:
+        """Whether :meth:`apply` writes ``items`` with one statement (which SQLite rolls
+        back whole if it fails), so the writer needs no savepoint around it. Every
+        SQLite call releases the GIL, and a busy process makes the writer wait to get it
+        back: fewer calls per batch is what keeps group commit fast."""
+        return False
+
+
 class _Request(Generic[T]):
-    __slots__ = ("after_commit", "error", "on_error", "result", "single", "waiter", "work")
+    __slots__ = ("after_commit", "error", "group", "item", "on_error", "result", "single", "waiter", "work")
 
     def __init__(
         self,
-        work: Work[T],
+        work: Work[T] | None,
         after_commit: Callable[[T], None] | None,
         on_error: Callable[[BaseException], None] | None,
         waiter: Waiter[T] | None,
         single: bool,
+        group: WriteGroup[Any, T] | None = None,
+        item: Any = None,
     ) -> None:
         self.work = work
+        self.group = group
+        self.item = item
         self.after_commit = after_commit
         self.on_error = on_error
         self.waiter = waiter
@@ -105,6 +136,11 @@ class _WriterActor(pykka.ThreadingActor):
         super().__init__()
         self._writer = writer
         self._conn = conn
+        # Requests committed but whose callers are not woken yet: when another batch is
+        # already queued, the callers of a commit are woken just before the *next*
+        # commit's fsync (while the GIL is free), not while that batch's statements run
+        # (a woken caller competes with the writer for the GIL at every SQLite call).
+        self._deferred: list[_Request[Any]] = []
 
     def on_receive(self, message: object) -> object:
         if message is _FLUSH:
@@ -115,6 +151,8 @@ class _WriterActor(pykka.ThreadingActor):
         batch, more = self._writer._take_batch()
         if batch:
             self._run(batch)
+        else:
+            self._wake_deferred()
         if more:
             self.actor_ref.tell(_FLUSH)
 
@@ -124,21 +162,41 @@ class _WriterActor(pykka.ThreadingActor):
             if not batch:
                 break
             self._run(batch)
+        self._wake_deferred()
         self._conn.close()
 
     def on_failure(self, exception_type: object, exception_value: object, traceback: object) -> None:
+        self._wake_deferred()
         self._conn.close()
+
+    def _wake_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for request in deferred:
+            request.settle()
 
     def _run(self, batch: list[_Request[Any]]) -> None:
         conn = self._conn
         stats = self._writer.stats
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for request in batch:
-                self._apply(conn, request)
+            index, size = 0, len(batch)
+            while index < size:
+                request = batch[index]
+                group = request.group
+                if group is None:
+                    self._apply(conn, request)
+                    index += 1
+                    continue
+                end = index + 1
+                while end < size and batch[end].group is group:
+                    end += 1
+                self._apply_group(conn, group, batch[index:end])
+                index = end
             faults.hit("writer.before_commit")
+            self._wake_deferred()
             conn.execute("COMMIT")
         except Exception as exc:
+            self._wake_deferred()
             self._abort(conn, batch, exc)
             stats.failed_transactions += 1
             return
@@ -152,10 +210,47 @@ class _WriterActor(pykka.ThreadingActor):
                     request.after_commit(request.result)
                 except Exception as exc:  # reported to the request's caller
                     request.error = exc
-            request.settle()
+        if self._writer._has_queued():
+            self._deferred = batch  # woken before the next commit, see __init__
+        else:
+            for request in batch:
+                request.settle()
+
+    @staticmethod
+    def _apply_group(conn: apsw.Connection, group: WriteGroup[Any, Any], members: list[_Request[Any]]) -> None:
+        """Apply ``members`` with one ``group.apply`` call (under a savepoint unless the
+        group writes them in one statement). If the call raises, its partial effects are
+        rolled back and, for several members, each is applied alone so that only the
+        culprit fails."""
+        items = [member.item for member in members]
+        savepoint = not group.atomic(items)
+        if savepoint:
+            conn.execute("SAVEPOINT grouped")
+        try:
+            outcomes = group.apply(conn, items)
+        except Exception as exc:
+            if not conn.in_transaction:
+                raise  # SQLite rolled the whole transaction back: the batch fails
+            if savepoint:
+                conn.execute("ROLLBACK TO grouped")
+                conn.execute("RELEASE grouped")
+            if len(members) == 1:
+                members[0].error = exc
+                return
+            for member in members:
+                _WriterActor._apply_group(conn, group, [member])
+            return
+        if savepoint:
+            conn.execute("RELEASE grouped")
+        for member, outcome in zip(members, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                member.error = outcome
+            else:
+                member.result = outcome
 
     @staticmethod
     def _apply(conn: apsw.Connection, request: _Request[Any]) -> None:
+        assert request.work is not None
         if request.single:
             try:
                 request.result = request.work(conn)
@@ -174,13 +269,17 @@ class _WriterActor(pykka.ThreadingActor):
             request.error = exc
         conn.execute("RELEASE request")
 
-    @staticmethod
-    def _abort(conn: apsw.Connection, batch: list[_Request[Any]], exc: Exception) -> None:
+    def _abort(self, conn: apsw.Connection, batch: list[_Request[Any]], exc: Exception) -> None:
         if conn.in_transaction:
             try:
                 conn.execute("ROLLBACK")
             except apsw.Error:
                 logger.opt(exception=True).error("rolling back a failed store transaction failed")
+        for hook in self._writer.on_rollback:
+            try:
+                hook(conn)
+            except Exception:
+                logger.opt(exception=True).error("a store rollback hook failed")
         error = StoreWriteError(
             f"the store transaction failed and was rolled back ({type(exc).__name__}: {exc}); "
             "nothing of it was written. Check free disk space and that the file is writable."
@@ -202,6 +301,8 @@ class StoreWriter:
         self._queue: deque[_Request[Any]] = deque()
         self._scheduled = False
         self._closed = False
+        self.on_rollback: list[Callable[[apsw.Connection], None]] = []
+        """Run on the writer thread after a failed transaction was rolled back."""
         self._ref = _WriterActor.start(self, conn)
 
     def _enqueue(self, request: _Request[Any]) -> None:
@@ -213,6 +314,9 @@ class StoreWriter:
                 return
             self._scheduled = True
         self._ref.tell(_FLUSH)
+
+    def _has_queued(self) -> bool:
+        return bool(self._queue)
 
     def _take_batch(self) -> tuple[list[_Request[Any]], bool]:
         """(the next batch, whether more requests remain queued after it)."""
@@ -263,6 +367,29 @@ class StoreWriter:
         """Enqueue ``work`` without waiting for it. A failure goes to ``on_error``
         (called on the writer thread), or is logged."""
         self._enqueue(_Request(work, after_commit, on_error, None, single_statement))
+
+    def submit_in(
+        self, group: WriteGroup[I, T], item: I, *, after_commit: Callable[[T], None] | None = None
+    ) -> Waiter[T]:
+        """Like :meth:`submit`, for an item of ``group``."""
+        waiter: Waiter[T] = Waiter()
+        self._enqueue(_Request(None, after_commit, None, waiter, True, group, item))
+        return waiter
+
+    def execute_in(self, group: WriteGroup[I, T], item: I, *, after_commit: Callable[[T], None] | None = None) -> T:
+        """Like :meth:`execute`, for an item of ``group``."""
+        return self.submit_in(group, item, after_commit=after_commit).wait()
+
+    def post_in(
+        self,
+        group: WriteGroup[I, T],
+        item: I,
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """Like :meth:`post`, for an item of ``group``."""
+        self._enqueue(_Request(None, after_commit, on_error, None, True, group, item))
 
     def stop(self) -> None:
         """Commit what is queued, close the connection, stop the actor; idempotent."""

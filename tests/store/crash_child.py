@@ -106,13 +106,15 @@ def recover(db: str) -> None:
         pause = threading.Event()
         while hub.outbox_records(pending_only=True):
             pause.wait(0.005)
-        sink = [message.json()["id"] for message in hub.kept_messages(SINK)]
-        worker_left = [message.id for message in hub.kept_messages(WORKER)]
+    # Read the outcome as the next boot sees it: from the file alone.
+    with ok.Runtime.start(store=db) as rt:
+        hub = rt.hub
+        assert isinstance(hub, SqliteEventHub)
         last = hub.system.get_last_value("crew.last")
         result = {
             "processed": processed_ids(hub),
-            "sink": sink,
-            "worker_left": worker_left,
+            "sink": [message.json()["id"] for message in hub.kept_messages(SINK)],
+            "worker_left": [message.id for message in hub.kept_messages(WORKER)],
             "last_value": None if last is None else last.json()["id"],
         }
     emit("RESULT " + json.dumps(result))

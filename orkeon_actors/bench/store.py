@@ -1,0 +1,166 @@
+"""``orkeon bench store``: durable post throughput beside raw apsw, measured in one run.
+
+* **durable posts**: ``THREADS`` threads each post to one mailbox of a hub opened with
+  ``Runtime.start(store=...)`` (WAL, ``synchronous=FULL``), each thread blocking on its
+  own ``post`` until its transaction committed. Group commit only pays off with
+  concurrency: the writer commits whatever the threads queued meanwhile in one
+  transaction. The writer's batch sizes are recorded.
+* **raw apsw**: the same rows (the ``mailboxes`` rows those posts wrote, same columns,
+  same schema and indexes), inserted with ``executemany`` in transactions of exactly the
+  batch sizes the writer achieved, on a connection with the same durability, in a file
+  of the same directory (same disk). No hub, no actor, no thread.
+
+Both files live in a temporary directory under the current working directory, removed
+afterwards. Target (issue #6): ``durable_post_vs_raw`` >= 0.50. Latencies are the
+time one ``post`` call took, as seen by its caller.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import apsw
+
+from orkeon_actors.bench.registry import BenchResult, register
+from orkeon_actors.runtime import Runtime
+from orkeon_actors.store import SqliteEventHub, StoreConfig
+from orkeon_actors.store.connection import open_connection
+from orkeon_actors.store.schema import migrate
+
+__all__ = ["durable_posts", "raw_batched_inserts"]
+
+THREADS = 8
+MAILBOX = "agent://bench-store/sink"
+_ROWS = (
+    "SELECT mailbox_address, message_id, payload, metadata, received_at, seq, topic, source_crew_id, "
+    "source_agent_id, target_crew_id, correlation_id, published_at, schema_id FROM mailboxes ORDER BY seq"
+)
+_RAW_INSERT = (
+    "INSERT INTO mailboxes (mailbox_address, message_id, payload, metadata, received_at, seq, topic, "
+    "source_crew_id, source_agent_id, target_crew_id, correlation_id, published_at, schema_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def durable_posts(
+    directory: str, threads: int, per_thread: int
+) -> tuple[float, list[float], Counter[int], list[tuple[Any, ...]]]:
+    """(posts/s, per-post latencies in s, the writer's batch sizes, the rows written)."""
+    path = os.path.join(directory, "durable.db")
+    with Runtime.start(store=StoreConfig(path)) as rt:
+        hub = rt.hub
+        assert isinstance(hub, SqliteEventHub)
+        hub.register_mailbox(MAILBOX)
+        latencies: list[list[float]] = [[] for _ in range(threads)]
+        start = threading.Barrier(threads + 1)
+        payload = b'{"order":42,"amount":"12.50","currency":"EUR"}'
+
+        def post_all(index: int) -> None:
+            client = hub.bind(f"bench-poster-{index}", "poster")
+            mine = latencies[index]
+            clock = time.perf_counter
+            start.wait()
+            for _ in range(per_thread):
+                began = clock()
+                client.post(MAILBOX, payload)
+                mine.append(clock() - began)
+
+        workers = [threading.Thread(target=post_all, args=(i,), name=f"bench-poster-{i}") for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        before = Counter(hub.writer.stats.batch_sizes)
+        start.wait()
+        began = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - began
+        batches = hub.writer.stats.batch_sizes - before
+        with hub.readers.connection() as conn:
+            rows = [tuple(row) for row in conn.execute(_ROWS)]
+    flat = [latency for mine in latencies for latency in mine]
+    return threads * per_thread / elapsed, flat, batches, rows
+
+
+def raw_batched_inserts(directory: str, rows: list[tuple[Any, ...]], batches: Counter[int]) -> float:
+    """Rows/s of plain apsw: ``BEGIN; executemany(INSERT ...); COMMIT`` per batch, with
+    the batch sizes of ``batches`` (smallest first), WAL and ``synchronous=FULL``."""
+    config = StoreConfig(os.path.join(directory, "raw.db"))
+    conn = open_connection(config)
+    try:
+        migrate(conn, config.path)
+        sizes = sorted(batches.elements())
+        plan: list[list[tuple[Any, ...]]] = []
+        cursor = 0
+        for size in sizes:
+            plan.append(rows[cursor : cursor + size])
+            cursor += size
+        plan = [chunk for chunk in plan if chunk]
+        written = sum(len(chunk) for chunk in plan)
+        began = time.perf_counter()
+        for chunk in plan:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_RAW_INSERT, chunk)
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - began
+    finally:
+        conn.close()
+    return written / elapsed
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@register("store")
+def bench_store(quick: bool) -> BenchResult:
+    per_thread = 250 if quick else 1000
+    rounds = 3 if quick else 5
+    best_durable = best_raw = 0.0
+    latencies: list[float] = []
+    batch_means: list[float] = []
+    for _ in range(rounds):
+        directory = tempfile.mkdtemp(prefix="orkeon-bench-store-", dir=os.getcwd())
+        try:
+            durable, run_latencies, batches, rows = durable_posts(directory, THREADS, per_thread)
+            raw = raw_batched_inserts(directory, rows, batches)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        batch_means.append(sum(batches.elements()) / max(1, sum(batches.values())))
+        if durable > best_durable:
+            best_durable, latencies = durable, run_latencies
+        best_raw = max(best_raw, raw)
+    figures = {
+        "raw_apsw_batched_inserts_per_s": best_raw,
+        "durable_post_per_s": best_durable,
+        "durable_post_vs_raw": best_durable / best_raw,
+        "post_latency_p50_ms": 1000 * statistics.median(latencies),
+        "post_latency_p99_ms": 1000 * _percentile(latencies, 0.99),
+        "mean_batch": statistics.mean(batch_means),
+    }
+    units = {
+        "raw_apsw_batched_inserts_per_s": "rows/s (WAL, synchronous=FULL)",
+        "durable_post_per_s": f"posts/s ({THREADS} posting threads)",
+        "durable_post_vs_raw": "ratio (target >= 0.50)",
+        "post_latency_p50_ms": "ms",
+        "post_latency_p99_ms": "ms",
+        "mean_batch": "posts per transaction",
+    }
+    return BenchResult(
+        "store",
+        figures,
+        units,
+        notes=(
+            f"best of {rounds} rounds, each durable then raw; {THREADS} threads x {per_thread} posts to one "
+            f"mailbox, synchronous=FULL; raw = the same rows in the same batch sizes on the same disk "
+            f"({os.getcwd()}); sqlite {apsw.sqlite_lib_version()}"
+        ),
+    )
