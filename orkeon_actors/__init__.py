@@ -12,7 +12,7 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors, middleware, tools
+from orkeon_actors import acl, errors, middleware, store, tools
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -87,5 +87,6 @@ __all__ = [
     "acl",
     "errors",
     "middleware",
+    "store",
     "tools",
 ]
