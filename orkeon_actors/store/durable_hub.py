@@ -82,10 +82,9 @@ class SqliteEventHub(InMemoryEventHub):
         self.config = config
         self._store_closed = False
         self._acks = AckTracker()
-        # Live mailboxes and the sequence fence of their reload: a kept message with a
-        # sequence at or below the fence was handed over by the reload. Written on the
-        # writer thread only; read by posters (single dict reads are atomic).
-        self._live: dict[MailboxAddress, tuple[MailboxHandle, int]] = {}
+        # The live mailbox of each address, as of the last commit: written and read on
+        # the writer thread only, in commit order.
+        self._live: dict[MailboxAddress, MailboxHandle] = {}
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
@@ -141,20 +140,19 @@ class SqliteEventHub(InMemoryEventHub):
         key = str(address)
         now = self.clock.now()
 
-        def work(conn: apsw.Connection) -> tuple[list[Message], int]:
+        def work(conn: apsw.Connection) -> list[Message]:
             mailboxes.register(conn, key, now)
             kept = mailboxes.load_messages(conn, key)
             self._registry.addresses.add(key)
-            return kept, next(self._seq)  # every post committed before has a lower sequence
+            return kept
 
-        def install(loaded: tuple[list[Message], int]) -> None:
-            kept, fence = loaded
+        def install(kept: list[Message]) -> None:
             self._known.add(address)
             for message in kept:
                 handle.deliver(message)
-            self._live[address] = (handle, fence)
+            self._live[address] = handle
 
-        kept, _ = self.writer.execute(work, after_commit=install)
+        kept = self.writer.execute(work, after_commit=install)
         if kept:
             logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
 
@@ -165,8 +163,7 @@ class SqliteEventHub(InMemoryEventHub):
         self._acks.release(address)
 
         def forget(_: int) -> None:
-            live = self._live.get(address)
-            if live is not None and live[0] is handle:
+            if self._live.get(address) is handle:
                 del self._live[address]
             if address not in self._mailboxes:
                 self._known.discard(address)
@@ -187,22 +184,27 @@ class SqliteEventHub(InMemoryEventHub):
         if address is None:
             raise MailboxNotFoundError(address)
         key = str(address)
-        seq = self.writer.execute_in(self._insert_group, (key, mailboxes.insert_params(key, message)))
-        self._hand_to_live(message, address, seq)
+        live: list[MailboxHandle | None] = [None]
+
+        def capture(_: int) -> None:
+            live[0] = self._live.get(address)
+
+        self.writer.execute_in(self._insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture)
+        self._hand_to_live(message, live[0])
         return message
 
-    def _hand_to_live(self, message: Message, address: MailboxAddress, seq: int) -> None:
-        """After ``message`` committed with sequence ``seq``: hand it to the live mailbox
-        unless nobody holds it (it stays kept) or a reload already did (``seq`` at or
-        below the reload's fence). Runs in the poster's thread, off the writer's path;
-        one poster's messages are handed over in its ``post`` order. Raises
-        ``MailboxNotFoundError`` if the registration was closed meanwhile (its rows are
-        deleted by that close); after ``stop`` the message just stays kept."""
-        live = self._live.get(address)
-        if live is None or seq <= live[1]:
+    def _hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
+        """Hand a committed ``message`` to ``handle``, the mailbox that was live at its
+        commit (``None``: nobody held it then, it stays kept and the next registration
+        reloads it). A post does this in its own thread, off the writer's path, so one
+        poster's messages are handed over in its ``post`` order. Raises
+        ``MailboxNotFoundError`` if that registration was closed meanwhile (the close
+        deletes the row, so the message is neither delivered nor kept: the poster is
+        told); after ``stop`` the message just stays kept."""
+        if handle is None:
             return
         try:
-            live[0].deliver(message)
+            handle.deliver(message)
         except MailboxNotFoundError:
             if not self._stopped:
                 raise
@@ -235,10 +237,10 @@ class SqliteEventHub(InMemoryEventHub):
     # -- what the writer and the outbox call back -------------------------------------------
 
     def deliver_live(self, message: Message, seq: int) -> None:
-        """Writer thread, after an outbox dispatch committed ``message`` with sequence
-        ``seq``: hand it to its live mailbox (see :meth:`_hand_to_live`)."""
+        """Writer thread, after an outbox dispatch committed ``message`` (kept with
+        sequence ``seq``): hand it to its live mailbox (see :meth:`_hand_to_live`)."""
         if message.target_mailbox is not None:
-            self._hand_to_live(message, message.target_mailbox, seq)
+            self._hand_to_live(message, self._live.get(message.target_mailbox))
 
     def route_live(self, message: Message) -> None:
         self._router.route(message)

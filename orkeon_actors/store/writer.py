@@ -104,7 +104,10 @@ class _Request(Generic[T]):
         if self.waiter is not None:
             self.waiter.try_fail(error)
         elif self.on_error is not None:
-            self.on_error(error)
+            try:
+                self.on_error(error)
+            except Exception:  # a broken callback must not keep other callers waiting
+                logger.opt(exception=True).error("the error callback of a background store write failed")
         else:
             logger.opt(exception=error).error("a background store write failed")
 

@@ -3,6 +3,7 @@ consumption (at-least-once), registration that outlives the process."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import apsw
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import orkeon_actors as ok
 from orkeon_actors.errors import MailboxNotFoundError
+from tests.conftest import Background
 from tests.store.conftest import Opener, durable
 
 BOX = "agent://crew/worker"
@@ -216,3 +218,29 @@ def test_system_traffic_is_kept_too(open_store: Opener) -> None:
     with reg.reader() as reader:
         kept = reader.receive()
     assert kept.id == sent.id and kept.source_crew_id.is_system and kept.source_agent_id is None
+
+
+def test_a_post_racing_a_close_is_either_returned_by_the_close_or_refused(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The close deletes the committed row before the poster handed its message over:
+    the poster must be told (never a silent loss), and a new registration starts empty."""
+    hub = durable(open_store())
+    reg = hub.register_mailbox(BOX)
+    committed, release = threading.Event(), threading.Event()
+    hand_over = hub._hand_to_live
+
+    def paused(message: ok.Message, handle: object) -> None:
+        committed.set()
+        release.wait(10)
+        hand_over(message, handle)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hub, "_hand_to_live", paused)
+    post = Background(lambda: hub.bind("sender", "s").post(BOX, "racing"))
+    assert committed.wait(10)
+    assert reg.close() == []
+    again = hub.register_mailbox(BOX)
+    release.set()
+    with pytest.raises(MailboxNotFoundError):
+        post.get()
+    assert again.depth() == 0 and hub.kept_messages(BOX) == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -30,7 +30,7 @@ def _rows(writer: StoreWriter) -> list[int]:
     return writer.execute(lambda conn: [int(r[0]) for r in conn.execute("SELECT n FROM t ORDER BY n")])
 
 
-def _insert(n: int):  # type: ignore[no-untyped-def]
+def _insert(n: int) -> Callable[[apsw.Connection], int]:
     def work(conn: apsw.Connection) -> int:
         conn.execute("INSERT INTO t VALUES (?)", (n,))
         return n
