@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 import attrs
@@ -61,11 +61,13 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.hub.async_wait import AsyncWait, PushSubscription, deliver_to_mailbox, push_subscription, wait_async
 from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.memory import REPLY_TOPIC
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
+from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import Budget
-from orkeon_actors.model.ids import AgentId, CrewId, new_ulid_str
-from orkeon_actors.model.message import Message
+from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
+from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
 from orkeon_actors.model.options import (
     FOREVER,
     FiniteWaitTimeout,
@@ -94,7 +96,15 @@ from orkeon_actors.tools import (
 from orkeon_actors.tools.event_hub_tools import _field_of
 from orkeon_actors.tools.payload import decode_payload
 
-__all__ = ["CrewActor", "CrewObserver", "EventBinding", "Activity"]
+__all__ = [
+    "CrewActor",
+    "CrewObserver",
+    "EventBinding",
+    "Activity",
+    "restore_crew",
+    "timed_out_message",
+    "wait_matches",
+]
 
 _FATAL = (BudgetExhaustedError, CancelledError, HubStoppedError)
 
@@ -166,6 +176,40 @@ class _Query:
     what: str
 
 
+@attrs.frozen(eq=False)
+class _Restore:
+    """Recompose the crew from ``snapshot`` instead of starting it (a wake)."""
+
+    snapshot: CrewSnapshot
+
+
+@attrs.frozen(eq=False)
+class _Deliver:
+    """A trigger for a parked agent (a topic message or reply that woke the crew)."""
+
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class _Passivate:
+    """Sleep request (lifecycle): see :meth:`CrewActor._passivate`."""
+
+    on_snapshot: Callable[[CrewSnapshot], None]
+    on_refused: Callable[[str], None]
+
+
+@attrs.frozen(eq=False)
+class _Resume:
+    """The sleep failed: re-arm every withdrawn wait and go on."""
+
+
+@attrs.frozen(eq=False)
+class _Release:
+    """The snapshot is durable: park the mailboxes, close the subscriptions, stop."""
+
+    on_released: Callable[[], None]
+
+
 class _AgentRuntime:
     """The live side of one agent: its definition, state, budget and hub handles.
     Touched only on the crew actor's thread."""
@@ -228,6 +272,7 @@ class CrewActor(pykka.ThreadingActor):
         acl: Any = None,
         observer: CrewObserver | None = None,
         activity: Activity | None = None,
+        on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -261,6 +306,8 @@ class CrewActor(pykka.ThreadingActor):
         self._crew_pump_token: str | None = None
         self._subscriptions: list[PushSubscription] = []
         self._deferred: list[Callable[[], None]] = []
+        self._on_activity = on_activity
+        self._passivated = False
 
     # -- public API (call through the actor ref) ---------------------------------------
 
@@ -320,7 +367,10 @@ class CrewActor(pykka.ThreadingActor):
             self._agents[agent.agent_id] = _AgentRuntime(agent, self)
 
     def on_stop(self) -> None:
-        self._release()
+        if self._passivated:
+            self._park_mailboxes()
+        else:
+            self._release()
 
     def on_receive(self, message: Any) -> Any:
         try:
@@ -332,6 +382,14 @@ class CrewActor(pykka.ThreadingActor):
     def _dispatch(self, message: Any) -> Any:
         if isinstance(message, _Query):
             return self._query(message.what)
+        if isinstance(message, _Passivate):
+            self._passivate(message)
+            return None
+        if isinstance(message, _Release):
+            self._passivated = True
+            self.actor_ref.stop(block=False)
+            message.on_released()
+            return None
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._after_finish(message)
             return None
@@ -344,6 +402,12 @@ class CrewActor(pykka.ThreadingActor):
                 self._mail(message)
             elif isinstance(message, _Bound):
                 self._bound(message)
+            elif isinstance(message, _Restore):
+                self._restore(message.snapshot)
+            elif isinstance(message, _Deliver):
+                self._deliver(message.message)
+            elif isinstance(message, _Resume):
+                self._rearm_all()
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 self._deferred.pop(0)()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
@@ -352,6 +416,8 @@ class CrewActor(pykka.ThreadingActor):
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
             self._set_status(CrewStatus.RUNNING if busy else CrewStatus.WAITING)
+        if self._on_activity is not None:
+            self._on_activity(self.crew_id, self.status)
         return None
 
     def _query(self, what: str) -> Any:
@@ -390,6 +456,155 @@ class CrewActor(pykka.ThreadingActor):
         for agent_id, runtime in self._agents.items():
             if runtime.state.status is AgentStatus.IDLE:
                 self._arm_pump(agent_id)
+
+    # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
+
+    def _restore(self, snapshot: CrewSnapshot) -> None:
+        """Recompose the crew from ``snapshot`` (its definitions come from the factory
+        that built this actor): agent states, orchestration state, budgets used; then
+        register the mailboxes (the durable hub reloads what was kept for them, oldest
+        first), re-arm every parked agent's wait with its remaining time, and deliver
+        the timeout message of a wait that expired meanwhile."""
+        if self.status is not CrewStatus.CREATED:
+            return
+        if snapshot.id != self.crew_id:
+            raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
+        self.orchestration = snapshot.orchestration
+        self.result = snapshot.result
+        for state in snapshot.agents:
+            runtime = self._agents.get(state.agent_id)
+            if runtime is None:
+                definition = self.orchestrator.restore_agent(self, state)
+                self.definitions[definition.agent_id] = definition
+                runtime = _AgentRuntime(definition, self)
+                self._agents[definition.agent_id] = runtime
+            runtime.state = state
+            runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
+            runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
+        self._set_status(CrewStatus.RUNNING)
+        self._crew_registration = self.hub.register_mailbox(self.address)
+        for runtime in self._agents.values():
+            runtime.registration = self.hub.register_mailbox(runtime.address)
+        for binding in self.bindings:
+            self._subscribe(binding)
+        self._arm_crew_pump()
+        self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+        self._rearm_all()
+
+    def _rearm_all(self) -> None:
+        """Re-arm the hub wait of every parked agent (and the pumps of idle agents) that
+        has none; a wait whose ``expires_at`` passed gets its timeout message now."""
+        if self._crew_pump is None and self._crew_registration is not None:
+            self._arm_crew_pump()
+        for agent_id, runtime in list(self._agents.items()):
+            state = runtime.state
+            if state.status is AgentStatus.IDLE:
+                self._serve_inbox_or_pump(agent_id)
+                continue
+            pending = state.pending
+            if state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
+                continue
+            if runtime.wait is not None:
+                continue
+            wait = pending.wait
+            now = self.hub.clock.now()
+            if wait.expires_at is not None and wait.expires_at <= now:
+                self._wait_done_now(runtime, timed_out_message(self.crew_id, wait, now))
+                continue
+            timeout: WaitTimeout = (
+                FOREVER if wait.expires_at is None else FiniteWaitTimeout((wait.expires_at - now).total_seconds())
+            )
+            self._rearm(runtime, wait, timeout)
+
+    def _rearm(self, runtime: _AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
+        kind = wait.kind
+        descriptor: WaitDescriptor
+        if isinstance(kind, OnTopic):
+            descriptor = WaitOnTopic(kind.topic, kind.metadata_match)
+        elif isinstance(kind, OnMailbox):
+            descriptor = WaitOnMailbox(kind.address)
+        else:
+            descriptor = WaitOnReply(kind.correlation)
+        agent_id = runtime.agent.agent_id
+        token = new_ulid_str()
+
+        def on_done(outcome: Message | BaseException) -> None:
+            self.tell(_WaitDone(agent_id, token, outcome))
+
+        try:
+            new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+        except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
+            self._wait_done_now(runtime, exc)
+            return
+        runtime.wait = new
+        runtime.wait_token = token
+
+    def _wait_done_now(self, runtime: _AgentRuntime, outcome: Message | BaseException) -> None:
+        token = new_ulid_str()
+        runtime.wait_token = token
+        self._wait_done(_WaitDone(runtime.agent.agent_id, token, outcome))
+
+    def _deliver(self, message: Message) -> None:
+        """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
+        that agent's live wait); a message nobody waits for any more is dropped."""
+        for runtime in self._agents.values():
+            pending = runtime.state.pending
+            if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
+                continue
+            if not wait_matches(pending.wait, self.crew_id, message):
+                continue
+            if runtime.wait is not None and not runtime.wait.cancel():
+                continue  # its live wait already took a message: that one wins
+            runtime.wait = None
+            self._wait_done_now(runtime, message)
+            return
+        logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
+
+    def _passivate(self, message: _Passivate) -> None:
+        """Sleep request. Refused (``on_refused(reason)``) unless the crew is waiting
+        for a message: every agent idle or parked, nothing queued for this actor. Else
+        ``on_snapshot(snapshot)`` is called (on this thread) *before* the live waits are
+        withdrawn, so a trigger published meanwhile is seen by the supervisor; if a
+        wait's outcome is already in flight, the sleep is refused and the waits re-armed."""
+        busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+        if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
+            message.on_refused(f"crew is {self.status.value}" + (" with work queued" if not busy else ""))
+            return
+        snapshot = self.snapshot()
+        message.on_snapshot(snapshot)
+        in_flight = False
+        for runtime in self._agents.values():
+            for attr in ("wait", "pump"):
+                wait = getattr(runtime, attr)
+                if wait is not None:
+                    if not wait.cancel():
+                        in_flight = True
+                    setattr(runtime, attr, None)
+        if self._crew_pump is not None:
+            if not self._crew_pump.cancel():
+                in_flight = True
+            self._crew_pump = None
+        if in_flight or not self.actor_inbox.empty():
+            message.on_refused("a message reached the crew while it was being snapshotted")
+
+    def _park_mailboxes(self) -> None:
+        """Passivated stop: release waits and subscriptions; the mailboxes stay durably
+        registered (their messages are kept in the store until the crew wakes)."""
+        from orkeon_actors.store.durable_hub import SqliteEventHub
+
+        self._release_waits()
+        hub = self.hub
+        registrations = [rt.registration for rt in self._agents.values()]
+        registrations.append(self._crew_registration)
+        for registration in registrations:
+            if registration is not None:
+                if isinstance(hub, SqliteEventHub):
+                    hub.park_mailbox(registration)
+                else:
+                    registration.close()
+        for runtime in self._agents.values():
+            runtime.registration = None
+        self._crew_registration = None
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
@@ -456,6 +671,8 @@ class CrewActor(pykka.ThreadingActor):
         """Replace the orchestration state (a transition, recorded in the trace)."""
         self.orchestration = state
         self.trace(None, "transition", reason)
+        if self._on_activity is not None:
+            self._on_activity(self.crew_id, self.status)
 
     def agent_state(self, agent_id: AgentId) -> AgentState:
         return self._agents[agent_id].state
@@ -911,6 +1128,63 @@ def start_crew(ref: pykka.ActorRef[CrewActor], activity: Activity | None = None)
     if activity is not None:
         activity.begin()
     ref.tell(_Start())
+
+
+def restore_crew(ref: pykka.ActorRef[CrewActor], snapshot: CrewSnapshot, activity: Activity | None = None) -> None:
+    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch."""
+    if activity is not None:
+        activity.begin()
+    ref.tell(_Restore(snapshot))
+
+
+def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Message:
+    """The ``WaitTimedOutMessage`` (spec §9.2) of ``wait``, expired while its crew slept.
+    Its id is derived from the wait id, so a restart produces the same message (and
+    ``processed_messages`` recognises it)."""
+    kind = wait.kind
+    original = (
+        kind.topic
+        if isinstance(kind, OnTopic)
+        else str(kind.address)
+        if isinstance(kind, OnMailbox)
+        else str(kind.correlation)
+    )
+    try:
+        message_id = MessageId(wait.wait_id)
+    except ValueError:
+        message_id = MessageId.new()
+    return Message(
+        message_id,
+        WAIT_TIMED_OUT_TOPIC,
+        CrewId.SYSTEM,
+        now,
+        b"",
+        FrozenMap(
+            {
+                "original_topic": original,
+                "original_wait_id": wait.wait_id,
+                "original_started_at": wait.started_at.isoformat(),
+            }
+        ),
+        None,
+        crew_id,
+    )
+
+
+def wait_matches(wait: PendingWait, crew_id: CrewId, message: Message) -> bool:
+    """Whether ``message`` satisfies ``wait`` of crew ``crew_id`` (topic pattern, scope
+    and metadata match; mailbox address; reply correlation)."""
+    kind = wait.kind
+    if isinstance(kind, OnTopic):
+        return (
+            not message.topic.startswith("_system.")
+            and topic_matches(kind.topic, message.topic)
+            and scope_allows(crew_id, message)
+            and metadata_allows(kind.metadata_match, message)
+        )
+    if isinstance(kind, OnMailbox):
+        return message.target_mailbox == kind.address
+    return message.correlation_id == kind.correlation and message.topic == REPLY_TOPIC
 
 
 def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:

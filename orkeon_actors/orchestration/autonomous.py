@@ -24,6 +24,7 @@ from orkeon_actors.orchestration.state import AgentNode, AgentTree, AutonomousSt
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor
+    from orkeon_actors.crew.state import AgentState
 
 __all__ = ["Autonomous", "DELEGATE_TOOL"]
 
@@ -118,6 +119,15 @@ class Autonomous(Orchestration):
         )
         parent, call_id = delegation.parent, delegation.call_id
         crew.defer(lambda: crew.resume_with(parent, call_id, {"agent_id": str(agent_id), "output": output}))
+
+    def restore_agent(self, crew: CrewActor, state: AgentState) -> Agent:
+        """A spawned sub-agent, recreated from the tree (its model from ``model_factory``)."""
+        node = next((n for n in self._state(crew).spawned.nodes if n.agent_id == state.agent_id), None)
+        if node is None:
+            return super().restore_agent(crew, state)
+        return Agent(
+            node.agent_id, self.model_factory(node.role, node.depth), role=node.role, budget=self.sub_agent_budget
+        )
 
 
 def _error(kind: str, message: str, field: str | None) -> dict[str, Any]:

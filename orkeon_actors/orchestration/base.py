@@ -22,7 +22,9 @@ from orkeon_actors.model.message import Message
 from orkeon_actors.orchestration.state import OrchestrationState
 
 if TYPE_CHECKING:
+    from orkeon_actors.crew.agent import Agent
     from orkeon_actors.crew.crew_actor import CrewActor
+    from orkeon_actors.crew.state import AgentState
 
 __all__ = ["Orchestration", "PARKED", "OrchestrationError"]
 
@@ -73,3 +75,12 @@ class Orchestration(abc.ABC):
     def on_tool_call(self, crew: CrewActor, agent_id: AgentId, call: ToolCall) -> dict[str, Any] | None:
         """Run a tool this mode offers: its result, ``PARKED``, or ``None`` if not ours."""
         return None
+
+    def restore_agent(self, crew: CrewActor, state: AgentState) -> Agent:
+        """The definition of an agent a snapshot holds but the crew's factory did not
+        declare (one this mode spawned at run time), for a wake. The base mode spawns
+        none, so such an agent is an error: the factory must declare every agent."""
+        raise OrchestrationError(
+            f"the snapshot of crew {crew.crew_id} holds agent {state.agent_id!r}, which its crew factory does not "
+            f"declare and the {self.mode} mode cannot recreate; declare it in the factory"
+        )

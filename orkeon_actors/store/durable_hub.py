@@ -36,7 +36,7 @@ from loguru import logger
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC, InMemoryEventHub
-from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.port import CallerContext, MailboxRegistration
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
@@ -85,6 +85,12 @@ class SqliteEventHub(InMemoryEventHub):
         # The live mailbox of each address, as of the last commit: written and read on
         # the writer thread only, in commit order.
         self._live: dict[MailboxAddress, MailboxHandle] = {}
+        # Addresses whose live mailbox was parked (its crew sleeps): posts are kept.
+        self._parked: set[MailboxAddress] = set()
+        self.dispatch_listeners: list[Callable[[Message], None]] = []
+        """Called with every message routed to topics, every reply, and every post kept
+        for a parked mailbox, on the thread that dispatched it (must not block): how the
+        lifecycle supervisor sees triggers for sleeping crews."""
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
@@ -148,6 +154,7 @@ class SqliteEventHub(InMemoryEventHub):
 
         def install(kept: list[Message]) -> None:
             self._known.add(address)
+            self._parked.discard(address)
             for message in kept:
                 handle.deliver(message)
             self._live[address] = handle
@@ -201,13 +208,66 @@ class SqliteEventHub(InMemoryEventHub):
         ``MailboxNotFoundError`` if that registration was closed meanwhile (the close
         deletes the row, so the message is neither delivered nor kept: the poster is
         told); after ``stop`` the message just stays kept."""
+        address = message.target_mailbox
         if handle is None:
+            if self.dispatch_listeners and address in self._known:
+                self._notify(message)  # kept for a mailbox nobody holds live (a sleeping crew's)
             return
         try:
             handle.deliver(message)
         except MailboxNotFoundError:
-            if not self._stopped:
+            if address in self._parked:
+                self._notify(message)  # parked meanwhile: the row is kept for the wake
+            elif not self._stopped:
                 raise
+
+    def _notify(self, message: Message) -> None:
+        for listener in self.dispatch_listeners:
+            listener(message)
+
+    def _route(self, message: Message) -> Message:
+        self._router.route(message)
+        if self.dispatch_listeners:
+            self._notify(message)
+        return message
+
+    def _deliver_reply(self, message: Message) -> Message:
+        super()._deliver_reply(message)
+        if self.dispatch_listeners:
+            self._notify(message)
+        return message
+
+    def park_mailbox(self, registration: MailboxRegistration) -> None:
+        """Release the live mailbox actor of ``registration`` but keep the address
+        durably registered (its crew goes to sleep): posts to it are kept in the store
+        and announced to :attr:`dispatch_listeners`; the next ``register_mailbox`` of the
+        address reloads them, oldest first. The message last handed to a consumer is
+        acknowledged (it was consumed). Never blocks on the writer."""
+        handle = getattr(registration, "_handle", None)
+        if not isinstance(handle, MailboxHandle):
+            raise TypeError(f"not a registration of this hub: {registration!r}")
+        address = handle.address
+        self._parked.add(address)
+        with self._mailboxes_lock:
+            if self._mailboxes.get(address) is handle:
+                del self._mailboxes[address]
+        previous = self._acks.release(address)
+        if previous is not None:
+            self._ack(address, previous)
+        handle.close()
+
+        def unlive(_: None) -> None:
+            if self._live.get(address) is handle:
+                del self._live[address]
+
+        try:
+            self.writer.post(lambda conn: None, after_commit=unlive)
+        except HubStoppedError:
+            logger.debug("mailbox {} parked after the runtime stopped", address)
+
+    def is_parked(self, address: MailboxAddress) -> bool:
+        """Whether ``address`` is parked (kept durably, no live mailbox)."""
+        return address in self._parked
 
     def _consume(self, receive: Next | None, message: Message) -> Message | None:
         consumed = super()._consume(receive, message)
@@ -243,7 +303,7 @@ class SqliteEventHub(InMemoryEventHub):
             self._hand_to_live(message, self._live.get(message.target_mailbox))
 
     def route_live(self, message: Message) -> None:
-        self._router.route(message)
+        self._route(message)
 
     def outbox_dispatched(self) -> None:
         self.purger.arm()

@@ -1,0 +1,161 @@
+"""``SqliteCrewStateStore``: crew snapshots and their ``pending_waits`` rows, on the
+durable hub's writer (spec §7.2, §11.1).
+
+A save is **one transaction**: the ``crew_snapshots`` row (state ``Asleep``), the
+replacement of the crew's ``pending_waits`` rows by the snapshot's waits, and the
+``processed_messages`` rows of the triggers the crew handled since it last woke (§11.2).
+Either all of it is written or none: a failed save leaves the previous snapshot and
+index intact (the supervisor then keeps the crew active).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import apsw
+
+from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
+from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.store import faults
+from orkeon_actors.store.codec import format_time
+from orkeon_actors.store.durable_hub import SqliteEventHub
+from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
+from orkeon_actors.store.unit_of_work import delete_crew
+
+__all__ = ["SqliteCrewStateStore", "wait_record"]
+
+_UPSERT = """
+INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (crew_id) DO UPDATE SET snapshot = excluded.snapshot, mode = excluded.mode,
+    schema_version = excluded.schema_version, snapshot_at = excluded.snapshot_at, state = excluded.state
+"""
+_PUT_WAIT = """
+INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id,
+                                      target_mailbox, correlation_id, metadata_match)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
+    """The ``pending_waits`` row of one of the crew's waits."""
+    kind = wait.kind
+    if isinstance(kind, OnTopic):
+        return PendingWaitRecord(
+            wait.wait_id,
+            crew_id,
+            PendingWaitKind.ON_TOPIC,
+            wait.started_at,
+            wait.expires_at,
+            topic=kind.topic,
+            target_crew_id=kind.target_crew_scope,
+            metadata_match=kind.metadata_match,
+        )
+    if isinstance(kind, OnMailbox):
+        return PendingWaitRecord(
+            wait.wait_id,
+            crew_id,
+            PendingWaitKind.ON_MAILBOX,
+            wait.started_at,
+            wait.expires_at,
+            target_mailbox=kind.address,
+        )
+    assert isinstance(kind, OnReply)
+    return PendingWaitRecord(
+        wait.wait_id,
+        crew_id,
+        PendingWaitKind.ON_REPLY,
+        wait.started_at,
+        wait.expires_at,
+        correlation_id=kind.correlation,
+    )
+
+
+class SqliteCrewStateStore:
+    """The :class:`~orkeon_actors.lifecycle.ports.CrewStateStore` of a durable hub.
+
+    ``save``/``delete`` block their caller until committed (never call them from an
+    actor thread); :meth:`save_async` is the non-blocking form the supervisor uses.
+    Fault point ``lifecycle.save`` is hit inside the save transaction (crash tests and
+    injected failures)."""
+
+    def __init__(self, hub: SqliteEventHub) -> None:
+        self.hub = hub
+
+    def _save_work(
+        self, crew_id: CrewId, snapshot: CrewSnapshot, processed: Sequence[str], state: CrewState
+    ) -> Callable[[apsw.Connection], None]:
+        body = to_json(snapshot).encode()
+        now = format_time(self.hub.clock.now())
+        row = (
+            str(crew_id),
+            body,
+            snapshot.mode,
+            snapshot.schema_version,
+            format_time(snapshot.snapshot_at),
+            state.value,
+        )
+        waits = [to_row(wait_record(crew_id, w)) for w in snapshot.pending_waits]
+        key = str(crew_id)
+
+        def work(conn: apsw.Connection) -> None:
+            conn.execute(_UPSERT, row)
+            conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (key,))
+            if waits:
+                conn.executemany(_PUT_WAIT, waits)
+            if processed:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)",
+                    [(message_id, key, now) for message_id in processed],
+                )
+            faults.hit("lifecycle.save")
+
+        return work
+
+    def save(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
+        """Write ``snapshot`` and its pending waits (state ``Asleep``); blocks until committed."""
+        self.hub.writer.execute(self._save_work(crew_id, snapshot, (), CrewState.ASLEEP))
+
+    def save_async(
+        self,
+        crew_id: CrewId,
+        snapshot: CrewSnapshot,
+        processed: Sequence[str],
+        on_saved: Callable[[], None],
+        on_error: Callable[[BaseException], None],
+        state: CrewState = CrewState.ASLEEP,
+    ) -> None:
+        """Queue the save without waiting: ``on_saved`` runs on the writer thread after
+        the commit, ``on_error`` with the error if the transaction failed (nothing
+        written)."""
+        self.hub.writer.post(
+            self._save_work(crew_id, snapshot, processed, state),
+            after_commit=lambda _: on_saved(),
+            on_error=on_error,
+        )
+
+    def load(self, crew_id: CrewId) -> CrewSnapshot | None:
+        """The crew's last snapshot, or ``None``. Raises ``SnapshotVersionError`` for a
+        snapshot this release cannot read."""
+        record = self.hub.load_snapshot(crew_id)
+        if record is None:
+            return None
+        return from_json(record.snapshot.decode())
+
+    def delete(self, crew_id: CrewId) -> None:
+        """Delete the crew's snapshot, its waits and its processed rows; blocks."""
+        self.hub.writer.execute(lambda conn: delete_crew(conn, str(crew_id)))
+
+    def delete_async(self, crew_id: CrewId) -> None:
+        self.hub.writer.post(lambda conn: delete_crew(conn, str(crew_id)))
+
+    def mark_failed_async(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
+        """Keep a failed crew for audit (state ``Failed``, no pending waits)."""
+        work = self._save_work(crew_id, snapshot, (), CrewState.FAILED)
+
+        def fail(conn: apsw.Connection) -> None:
+            work(conn)
+            conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (str(crew_id),))
+
+        self.hub.writer.post(fail)

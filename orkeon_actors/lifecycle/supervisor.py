@@ -1,0 +1,812 @@
+"""``CrewSupervisor``: one actor owning the lifecycle of every crew (spec §7).
+
+States: ``Active`` → ``Snapshotting`` → ``Asleep`` → ``Activating`` → ``Active``, and
+``Completed`` / ``Failed``. The supervisor actor serialises every transition; it never
+waits for another actor (it *tells* crews, the store writer calls back after commit).
+
+* **Sleep** (explicit, idle, or over the ``max_active`` cap): the crew (on its own
+  thread) refuses unless it is waiting for a message; else it hands its snapshot over,
+  withdraws its live waits, and the snapshot plus its ``pending_waits`` rows are written
+  in one transaction. On failure the crew re-arms its waits and stays active. After the
+  commit its mailboxes are *parked* (kept durably, no actor) and the actor stops: a
+  sleeping crew owns zero actors and zero threads.
+* **Wake**: a post kept for a parked mailbox, a published message matching a sleeping
+  wait (topic pattern, scope, metadata), a reply to a sleeping requester, or a finite
+  expiry found by the durable wait scheduler. The crew is rebuilt by the factory
+  registered under its name, restored from its snapshot, and the trigger delivered to
+  the waiting agent as its tool result (a timeout as §9.2's ``WaitTimedOutMessage``).
+  Triggers arriving while a crew snapshots or activates are kept and delivered in order.
+* **Lazy boot**: starting reads only the wait index (distinct topic patterns, a window
+  of the nearest expiries, mailboxes holding kept posts); nothing wakes except crews
+  with an expiry already past or kept mail.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+import pykka
+from loguru import logger
+
+from orkeon_actors.crew.agent import Agent
+from orkeon_actors.crew.crew_actor import (
+    CrewActor,
+    CrewObserver,
+    EventBinding,
+    _Deliver,
+    _Passivate,
+    _Release,
+    _Resume,
+    restore_crew,
+    start_crew,
+    wait_matches,
+)
+from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.state import CrewStatus, OnTopic
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
+from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
+from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
+from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import FrozenMap, Message
+from orkeon_actors.orchestration.base import Orchestration
+from orkeon_actors.runtime import Runtime
+from orkeon_actors.store.codec import format_time
+from orkeon_actors.store.durable_hub import SqliteEventHub
+
+__all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
+
+
+@attrs.frozen
+class CrewBlueprint:
+    """What a factory returns: everything code (models, tools) a crew is made of. The
+    snapshot holds the data; the blueprint the definitions (spec §8: agents are data,
+    their models are not)."""
+
+    agents: Sequence[Agent]
+    orchestration: Orchestration
+    cls: type[CrewActor] = CrewActor
+    bindings: Sequence[EventBinding] = ()
+    idle_timeout: float | None = None
+    observer: CrewObserver | None = None
+
+
+CrewFactory = Callable[[CrewId], CrewBlueprint]
+"""``factory(crew_id) -> CrewBlueprint``, registered under the crew's name."""
+
+
+class LifecycleStats:
+    """Observability: the asleep gauge, sleep/wake counters, activation latencies."""
+
+    def __init__(self) -> None:
+        self.asleep = 0
+        self.sleeps = 0
+        self.wakes = 0
+        self.sleep_failures = 0
+        self.sleep_refusals = 0
+        self.expiries = 0
+        self.wake_latencies: deque[float] = deque(maxlen=100_000)
+        """Seconds from the trigger reaching the supervisor to the restore told to the crew."""
+
+    def as_dict(self) -> dict[str, Any]:
+        lat = sorted(self.wake_latencies)
+
+        def pct(p: float) -> float | None:
+            return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else None
+
+        return {
+            "asleep": self.asleep,
+            "sleeps": self.sleeps,
+            "wakes": self.wakes,
+            "sleep_failures": self.sleep_failures,
+            "sleep_refusals": self.sleep_refusals,
+            "expiries": self.expiries,
+            "wake_latency_p50": pct(0.5),
+            "wake_latency_p99": pct(0.99),
+        }
+
+
+class _Entry:
+    __slots__ = ("buffered", "finished", "idle_timeout", "name", "ref", "sleepers", "state", "timer", "triggers")
+
+    def __init__(self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None) -> None:
+        self.name = name
+        self.ref = ref
+        self.state = LifecycleState.ACTIVE
+        self.idle_timeout = idle_timeout
+        self.buffered: list[Message] = []
+        self.triggers: list[str] = []
+        self.sleepers: list[Future[bool]] = []
+        self.timer: TimerHandle | None = None
+        self.finished = False
+
+
+# -- actor messages -------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class _Call:
+    fn: Callable[[], Any]
+    future: Future[Any]
+
+
+@attrs.frozen(eq=False)
+class _Dispatched:
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class _Snapshotted:
+    crew_id: CrewId
+    snapshot: CrewSnapshot
+
+
+@attrs.frozen(eq=False)
+class _Refused:
+    crew_id: CrewId
+    reason: str
+
+
+@attrs.frozen(eq=False)
+class _Saved:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class _SaveFailed:
+    crew_id: CrewId
+    error: BaseException
+
+
+@attrs.frozen(eq=False)
+class _Released:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class _IdleCheck:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class _Finished:
+    crew_id: CrewId
+    status: CrewStatus
+
+
+@attrs.frozen(eq=False)
+class _Tick:
+    pass
+
+
+class _Shared:
+    """State read on other threads without a hop (publishers, crews): the topic
+    patterns of sleeping or snapshotting waits, the crews that are live, last touches."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.patterns: Counter[str] = Counter()
+        self.pattern_view: tuple[str, ...] = ()
+        self.snapshotting: dict[CrewId, CrewSnapshot] = {}
+        self.live: set[CrewId] = set()
+        self.touched: dict[CrewId, float] = {}
+        self.status: dict[CrewId, CrewStatus] = {}
+
+    def add_patterns(self, patterns: Sequence[str]) -> None:
+        with self.lock:
+            self.patterns.update(patterns)
+            self.pattern_view = tuple(self.patterns)
+
+    def remove_patterns(self, patterns: Sequence[str]) -> None:
+        with self.lock:
+            self.patterns.subtract(patterns)
+            for p in patterns:
+                if self.patterns[p] <= 0:
+                    del self.patterns[p]
+            self.pattern_view = tuple(self.patterns)
+
+
+def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
+    return [w.kind.topic for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)]
+
+
+class _SupervisorActor(pykka.ThreadingActor):
+    def __init__(self, sup: CrewSupervisor) -> None:
+        super().__init__()
+        self.sup = sup
+        self.hub = sup.hub
+        self.store = sup.store
+        self.shared = sup.shared
+        self.stats = sup.stats
+        self.entries: dict[CrewId, _Entry] = {}
+        self.heap: list[tuple[str, str, str]] = []  # (expires_at text, wait_id, crew_id)
+        self.horizon: tuple[str, str] = ("", "")
+        self.timer: TimerHandle | None = None
+        self.timer_at: float | None = None
+        sup._actor_obj = self
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            self._dispatch(message)
+        except Exception:  # supervision: one bad transition must not stop the supervisor
+            logger.opt(exception=True).error("lifecycle supervisor failed handling {!r}", message)
+        return None
+
+    def _dispatch(self, message: Any) -> None:
+        if isinstance(message, _Call):
+            try:
+                message.future.set_result(message.fn())
+            except Exception as exc:
+                message.future.set_exception(exc)
+        elif isinstance(message, _Dispatched):
+            self._dispatched(message.message)
+        elif isinstance(message, _Snapshotted):
+            self._snapshotted(message.crew_id, message.snapshot)
+        elif isinstance(message, _Refused):
+            self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
+        elif isinstance(message, _SaveFailed):
+            self._back_to_active(message.crew_id, f"snapshot write failed: {message.error}", failed=True)
+        elif isinstance(message, _Saved):
+            self._saved(message.crew_id)
+        elif isinstance(message, _Released):
+            self._released(message.crew_id)
+        elif isinstance(message, _IdleCheck):
+            self._idle_check(message.crew_id)
+        elif isinstance(message, _Finished):
+            self._finished(message.crew_id, message.status)
+        elif isinstance(message, _Tick):
+            self._tick()
+
+    # -- boot -------------------------------------------------------------------------
+
+    def boot(self) -> int:
+        """Lazy boot: the topic patterns, a window of expiries, crews with kept mail."""
+        rows = self.hub.readers.query("SELECT topic, count(*) FROM pending_waits WHERE kind = 'OnTopic' GROUP BY topic")
+        with self.shared.lock:
+            for topic, count in rows:
+                self.shared.patterns[str(topic)] = int(count)
+            self.shared.pattern_view = tuple(self.shared.patterns)
+        [(asleep,)] = self.hub.readers.query("SELECT count(DISTINCT crew_id) FROM pending_waits")
+        self.stats.asleep = int(asleep)
+        self._refill()
+        kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
+        crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
+        for crew in sorted(c for c in crews if c is not None):
+            if self.hub.load_snapshot(crew) is not None:
+                self._wake(CrewId(crew), None, time.perf_counter())
+        return int(asleep)
+
+    # -- spawning ---------------------------------------------------------------------
+
+    def spawn(self, name: str, crew_id: CrewId) -> CrewId:
+        if crew_id in self.entries:
+            raise InvalidArgumentError(f"crew {crew_id} is already running here")
+        if self.hub.load_snapshot(crew_id) is not None:
+            raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
+        entry = self._start(name, crew_id)
+        start_crew(entry.ref)
+        self._activated(crew_id, entry)
+        return crew_id
+
+    def _start(self, name: str, crew_id: CrewId) -> _Entry:
+        factory = self.sup.factories.get(name)
+        if factory is None:
+            raise InvalidArgumentError(
+                f"no crew factory registered under {name!r}: call supervisor.register_factory({name!r}, fn) first"
+            )
+        bp = factory(crew_id)
+        ref = bp.cls.start(
+            self.hub,
+            agents=bp.agents,
+            orchestration=bp.orchestration,
+            name=name,
+            crew_id=crew_id,
+            bindings=bp.bindings,
+            idle_timeout=bp.idle_timeout,
+            observer=bp.observer,
+            on_activity=self.sup._on_activity,
+        )
+        timeout = bp.idle_timeout if bp.idle_timeout is not None else self.sup.idle_timeout
+        if timeout is None:
+            timeout = bp.cls.idle_timeout
+        entry = _Entry(name, ref, timeout)
+        self.entries[crew_id] = entry
+        with self.shared.lock:
+            self.shared.live.add(crew_id)
+            self.shared.touched[crew_id] = self.hub.clock.monotonic()
+            self.shared.status[crew_id] = CrewStatus.CREATED
+        return entry
+
+    def _activated(self, crew_id: CrewId, entry: _Entry) -> None:
+        entry.state = LifecycleState.ACTIVE
+        self._arm_idle(crew_id, entry)
+        self._enforce_cap()
+
+    # -- sleep ------------------------------------------------------------------------
+
+    def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+            if future is not None:
+                future.set_result(entry is None and self._asleep_in_store(crew_id))
+            return
+        entry.state = LifecycleState.SNAPSHOTTING
+        if future is not None:
+            entry.sleepers.append(future)
+        logger.debug("crew {}: Active -> Snapshotting ({})", crew_id, reason.value)
+        me = self.actor_ref
+        shared = self.shared
+
+        def on_snapshot(snapshot: CrewSnapshot) -> None:  # the crew's thread, before its waits go
+            with shared.lock:
+                shared.snapshotting[crew_id] = snapshot
+            shared.add_patterns(_topic_patterns(snapshot))
+            me.tell(_Snapshotted(crew_id, snapshot))
+
+        entry.ref.tell(_Passivate(on_snapshot, lambda why: me.tell(_Refused(crew_id, why))))
+
+    def _asleep_in_store(self, crew_id: CrewId) -> bool:
+        return bool(self.hub.readers.query("SELECT 1 FROM pending_waits WHERE crew_id = ? LIMIT 1", (str(crew_id),)))
+
+    def _snapshotted(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
+            return
+        me = self.actor_ref
+        self.store.save_async(
+            crew_id,
+            snapshot,
+            list(entry.triggers),
+            on_saved=lambda: me.tell(_Saved(crew_id)),
+            on_error=lambda exc: me.tell(_SaveFailed(crew_id, exc)),
+        )
+
+    def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
+            return
+        if failed:
+            self.stats.sleep_failures += 1
+            logger.warning("crew {}: sleep failed, stays active ({})", crew_id, why)
+        else:
+            self.stats.sleep_refusals += 1
+            logger.debug("crew {}: sleep {}", crew_id, why)
+        with self.shared.lock:
+            snapshot = self.shared.snapshotting.pop(crew_id, None)
+        if snapshot is not None:
+            self.shared.remove_patterns(_topic_patterns(snapshot))
+        entry.state = LifecycleState.ACTIVE
+        entry.ref.tell(_Resume())
+        for message in entry.buffered:
+            entry.ref.tell(_Deliver(message))
+        entry.buffered.clear()
+        for future in entry.sleepers:
+            future.set_result(False)
+        entry.sleepers.clear()
+        with self.shared.lock:
+            self.shared.touched[crew_id] = self.hub.clock.monotonic()
+        self._arm_idle(crew_id, entry)
+
+    def _saved(self, crew_id: CrewId) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None:
+            return
+        me = self.actor_ref
+        entry.ref.tell(_Release(lambda: me.tell(_Released(crew_id))))
+
+    def _released(self, crew_id: CrewId) -> None:
+        entry = self.entries.pop(crew_id, None)
+        if entry is None:
+            return
+        if entry.timer is not None:
+            entry.timer.cancel()
+        with self.shared.lock:
+            snapshot = self.shared.snapshotting.pop(crew_id, None)
+            self.shared.live.discard(crew_id)
+            self.shared.touched.pop(crew_id, None)
+            self.shared.status.pop(crew_id, None)
+        self.stats.sleeps += 1
+        self.stats.asleep += 1
+        logger.debug("crew {}: Snapshotting -> Asleep", crew_id)
+        if snapshot is not None:
+            for wait in snapshot.pending_waits:
+                if wait.expires_at is not None:
+                    self._schedule(crew_id, wait.wait_id, wait.expires_at)
+        for future in entry.sleepers:
+            future.set_result(True)
+        if entry.buffered:  # triggers that arrived while it snapshotted: wake at once
+            first, *rest = entry.buffered
+            self._wake(crew_id, first, time.perf_counter())
+            woken = self.entries.get(crew_id)
+            if woken is not None:
+                for message in rest:
+                    woken.ref.tell(_Deliver(message))
+
+    # -- wake -------------------------------------------------------------------------
+
+    def _wake(self, crew_id: CrewId, trigger: Message | None, started: float, *, expiry: bool = False) -> bool:
+        entry = self.entries.get(crew_id)
+        if entry is not None:
+            if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
+                entry.buffered.append(trigger)
+            return False
+        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
+            if self.hub.is_processed(trigger.id, crew_id):
+                logger.debug("crew {}: trigger {} already processed, ignored", crew_id, trigger.id)
+                return False
+        snapshot = self.store.load(crew_id)
+        if snapshot is None or (not snapshot.pending_waits and trigger is None and not expiry):
+            if snapshot is None:
+                return False
+        logger.debug("crew {}: Asleep -> Activating", crew_id)
+        entry = self._start(snapshot.name, crew_id)
+        entry.state = LifecycleState.ACTIVATING
+        self.shared.remove_patterns(_topic_patterns(snapshot))
+        now = self.hub.clock.now()
+        entry.triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
+        restore_crew(entry.ref, snapshot)
+        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
+            entry.triggers.append(str(trigger.id))
+            entry.ref.tell(_Deliver(trigger))
+        self.stats.wakes += 1
+        self.stats.asleep = max(0, self.stats.asleep - 1)
+        self.stats.wake_latencies.append(time.perf_counter() - started)
+        self._activated(crew_id, entry)
+        logger.debug("crew {}: Activating -> Active", crew_id)
+        return True
+
+    def _dispatched(self, message: Message) -> None:
+        started = time.perf_counter()
+        if message.topic in (POST_TOPIC, SEND_TOPIC):
+            address = message.target_mailbox
+            crew = address.crew_id if address is not None else None
+            if crew is not None and crew not in self.entries:
+                self._wake(CrewId(crew), message, started)
+            return
+        if message.topic == REPLY_TOPIC:
+            crew = message.target_crew_id
+            if crew is not None and crew not in self.entries and self._waits_on_reply(crew, message):
+                self._wake(crew, message, started)
+            return
+        patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
+        if not patterns:
+            return
+        for crew_id, entry in list(self.entries.items()):
+            if entry.state is LifecycleState.SNAPSHOTTING:
+                snapshot = self.shared.snapshotting.get(crew_id)
+                if snapshot is not None and any(wait_matches(w, crew_id, message) for w in snapshot.pending_waits):
+                    entry.buffered.append(message)
+        marks = ", ".join("?" * len(patterns))
+        rows = self.hub.readers.query(
+            f"SELECT DISTINCT crew_id, metadata_match FROM pending_waits WHERE kind = 'OnTopic' AND topic IN ({marks})",
+            tuple(patterns),
+        )
+        woken: set[CrewId] = set()
+        for crew_text, match in rows:
+            crew = CrewId(str(crew_id_text := crew_text))
+            if crew in woken or crew in self.entries or not scope_allows(crew, message):
+                continue
+            metadata = None if match is None else FrozenMap(_json_map(str(match)))
+            if not metadata_allows(metadata, message):
+                continue
+            del crew_id_text
+            if self._wake(crew, message, started):
+                woken.add(crew)
+
+    def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
+        rows = self.hub.readers.query(
+            "SELECT 1 FROM pending_waits WHERE crew_id = ? AND correlation_id = ? LIMIT 1",
+            (str(crew), str(message.correlation_id)),
+        )
+        return bool(rows)
+
+    # -- the durable wait scheduler ---------------------------------------------------
+
+    def _schedule(self, crew_id: CrewId, wait_id: str, expires_at: datetime) -> None:
+        key = (format_time(expires_at), wait_id)
+        if key <= self.horizon:
+            heapq.heappush(self.heap, (key[0], wait_id, str(crew_id)))
+            self._arm_timer()
+
+    def _refill(self) -> None:
+        """Load the next window of expiries (at most ``window_size`` rows, up to
+        ``window`` seconds ahead) from the ``pending_waits`` index."""
+        limit_text = format_time(self.hub.clock.now() + timedelta(seconds=self.sup.window))
+        rows = self.hub.readers.query(
+            "SELECT expires_at, wait_id, crew_id FROM pending_waits WHERE expires_at IS NOT NULL "
+            "AND (expires_at, wait_id) > (?, ?) AND expires_at <= ? ORDER BY expires_at, wait_id LIMIT ?",
+            (*self.horizon, limit_text, self.sup.window_size),
+        )
+        for expires, wait_id, crew in rows:
+            heapq.heappush(self.heap, (str(expires), str(wait_id), str(crew)))
+        if len(rows) >= self.sup.window_size:
+            last = rows[-1]
+            self.horizon = (str(last[0]), str(last[1]))
+        else:
+            self.horizon = (limit_text, "\uffff")
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        clock = self.hub.clock
+        now_text = format_time(clock.now())
+        if self.heap:
+            next_text = self.heap[0][0]
+        else:
+            next_text = self.horizon[0]
+        delay = max(0.0, (datetime.fromisoformat(next_text.replace("Z", "+00:00")) - clock.now()).total_seconds())
+        if next_text <= now_text:
+            delay = 0.0
+        at = clock.monotonic() + delay
+        if self.timer is not None and self.timer_at is not None and self.timer_at <= at:
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+        me = self.actor_ref
+        self.timer_at = at
+        self.timer = self.hub.scheduler.schedule_at(at, lambda: me.tell(_Tick()))
+
+    def _tick(self) -> None:
+        self.timer = None
+        self.timer_at = None
+        now_text = format_time(self.hub.clock.now())
+        started = time.perf_counter()
+        due: dict[str, list[str]] = {}
+        while self.heap and self.heap[0][0] <= now_text:
+            _, wait_id, crew = heapq.heappop(self.heap)
+            due.setdefault(crew, []).append(wait_id)
+        for crew, wait_ids in due.items():
+            crew_id = CrewId(crew)
+            if crew_id in self.entries:
+                continue
+            marks = ", ".join("?" * len(wait_ids))
+            if not self.hub.readers.query(
+                f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)
+            ):
+                continue  # woke and slept again meanwhile: those waits are gone
+            self.stats.expiries += 1
+            self._wake(crew_id, None, started, expiry=True)
+        if not self.heap or self.horizon[0] <= now_text:
+            self._refill()
+        else:
+            self._arm_timer()
+
+    # -- idle detection and the cap ---------------------------------------------------
+
+    def _arm_idle(self, crew_id: CrewId, entry: _Entry) -> None:
+        if entry.idle_timeout is None:
+            return
+        if entry.timer is not None:
+            entry.timer.cancel()
+        touched = self.shared.touched.get(crew_id, self.hub.clock.monotonic())
+        me = self.actor_ref
+        entry.timer = self.hub.scheduler.schedule_at(touched + entry.idle_timeout, lambda: me.tell(_IdleCheck(crew_id)))
+
+    def _idle_check(self, crew_id: CrewId) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+            return
+        entry.timer = None
+        assert entry.idle_timeout is not None
+        now = self.hub.clock.monotonic()
+        touched = self.shared.touched.get(crew_id, now)
+        if now >= touched + entry.idle_timeout and self.shared.status.get(crew_id) is CrewStatus.WAITING:
+            self.sleep(crew_id, SleepReason.IDLE, None)
+            return
+        with self.shared.lock:
+            if now >= touched + entry.idle_timeout:
+                self.shared.touched[crew_id] = now
+        self._arm_idle(crew_id, entry)
+
+    def _enforce_cap(self) -> None:
+        cap = self.sup.max_active
+        if cap is None:
+            return
+        active = [(c, e) for c, e in self.entries.items() if e.state is LifecycleState.ACTIVE and not e.finished]
+        excess = len(active) - cap
+        if excess <= 0:
+            return
+        waiting = [
+            (self.shared.touched.get(c, 0.0), c) for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING
+        ]
+        for _, crew_id in sorted(waiting)[:excess]:
+            self.sleep(crew_id, SleepReason.CAPACITY, None)
+
+    # -- completion -------------------------------------------------------------------
+
+    def _finished(self, crew_id: CrewId, status: CrewStatus) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.finished:
+            return
+        entry.finished = True
+        entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
+        if entry.timer is not None:
+            entry.timer.cancel()
+        logger.debug("crew {}: -> {}", crew_id, entry.state.value)
+        if status is CrewStatus.COMPLETED:
+            self.store.delete_async(crew_id)
+        elif self.hub.load_snapshot(crew_id) is not None:
+            self.store.delete_async(crew_id)
+
+    # -- queries ----------------------------------------------------------------------
+
+    def state_of(self, crew_id: CrewId) -> LifecycleState:
+        entry = self.entries.get(crew_id)
+        if entry is not None:
+            return entry.state
+        record = self.hub.load_snapshot(crew_id)
+        return LifecycleState.UNKNOWN if record is None else LifecycleState.ASLEEP
+
+    def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
+        entry = self.entries.get(crew_id)
+        return None if entry is None else entry.ref
+
+    def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
+        return self._wake(crew_id, trigger, time.perf_counter())
+
+    def on_stop(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        for entry in self.entries.values():
+            if entry.timer is not None:
+                entry.timer.cancel()
+            try:
+                entry.ref.stop(block=False)
+            except pykka.ActorDeadError:
+                continue
+
+
+def _json_map(text: str) -> dict[str, str]:
+    import json
+
+    value = json.loads(text)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+class CrewSupervisor:
+    """The lifecycle manager of one durable runtime (``Runtime.start(store=...)``).
+
+    ::
+
+        sup = CrewSupervisor.start(rt, idle_timeout=300, max_active=1000)
+        sup.register_factory("orders", lambda crew_id: CrewBlueprint(agents=[...], orchestration=...))
+        sup.spawn("orders", "orders-1")
+        sup.sleep("orders-1")            # True once asleep
+
+    A crew's *name* finds its factory at wake time: models and tools are code, not
+    data, so every process that may wake a crew registers the same factories before
+    messages arrive. ``idle_timeout`` (seconds, default: the blueprint's or class's)
+    puts waiting crews to sleep; ``max_active`` caps live crews (least recently used
+    waiting crews sleep first); ``window`` / ``window_size`` bound the expiries held in
+    memory. Blocking methods (``spawn``, ``sleep``, ``state``) block the caller's thread
+    only: never call them from an actor.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        idle_timeout: float | None = None,
+        max_active: int | None = None,
+        window: float = 60.0,
+        window_size: int = 10_000,
+    ) -> None:
+        hub = runtime.hub
+        if not isinstance(hub, SqliteEventHub):
+            raise InvalidArgumentError("crew sleep and wake need a durable runtime: Runtime.start(store='state.db')")
+        self.hub: SqliteEventHub = hub
+        self.store = SqliteCrewStateStore(hub)
+        self.idle_timeout = idle_timeout
+        self.max_active = max_active
+        self.window = window
+        self.window_size = window_size
+        self.factories: dict[str, CrewFactory] = {}
+        self.shared = _Shared()
+        self.stats = LifecycleStats()
+        self._actor_obj: _SupervisorActor | None = None
+        self._ref = _SupervisorActor.start(self)
+        self._stopped = False
+        hub.dispatch_listeners.append(self._on_dispatch)
+        self.booted_asleep: int = self._call(self._actor().boot)
+
+    @classmethod
+    def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
+        return cls(runtime, **options)
+
+    def _actor(self) -> _SupervisorActor:
+        actor = self._actor_obj  # the actor object; its methods only run inside _call, on its thread
+        assert actor is not None
+        return actor
+
+    def _call(self, fn: Callable[[], Any], timeout: float | None = 30.0) -> Any:
+        future: Future[Any] = Future()
+        self._ref.tell(_Call(fn, future))
+        return future.result(timeout)
+
+    # -- hooks (other threads) ----------------------------------------------------------
+
+    def _on_dispatch(self, message: Message) -> None:
+        topic = message.topic
+        if topic in (POST_TOPIC, SEND_TOPIC) or topic == REPLY_TOPIC:
+            target = message.target_crew_id
+            if target is not None and target in self.shared.live:
+                return
+        elif not any(topic_matches(p, topic) for p in self.shared.pattern_view):
+            return
+        try:
+            self._ref.tell(_Dispatched(message))
+        except pykka.ActorDeadError:
+            logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
+
+    def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
+        shared = self.shared
+        shared.touched[crew_id] = self.hub.clock.monotonic()
+        previous = shared.status.get(crew_id)
+        shared.status[crew_id] = status
+        if status in (CrewStatus.COMPLETED, CrewStatus.FAILED) and previous is not status:
+            try:
+                self._ref.tell(_Finished(crew_id, status))
+            except pykka.ActorDeadError:
+                return
+
+    # -- API ----------------------------------------------------------------------------
+
+    def register_factory(self, name: str, factory: CrewFactory) -> None:
+        """Register how to build crews named ``name`` (at spawn and at every wake)."""
+        self.factories[name] = factory
+
+    def spawn(self, name: str, crew_id: CrewId | str | None = None) -> CrewId:
+        """Start a new crew from the factory ``name``; returns its id."""
+        crew = CrewId(crew_id) if crew_id is not None else CrewId.new()
+        actor = self._actor()
+        result: CrewId = self._call(lambda: actor.spawn(name, crew))
+        return result
+
+    def sleep(self, crew_id: CrewId | str, reason: SleepReason = SleepReason.EXPLICIT, timeout: float = 30.0) -> bool:
+        """Passivate the crew; ``True`` once it is asleep (or already was), ``False`` if
+        it was not waiting for a message or its snapshot could not be written."""
+        future: Future[bool] = Future()
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        self._call(lambda: actor.sleep(crew, reason, future))
+        return future.result(timeout)
+
+    def wake(self, crew_id: CrewId | str, trigger: Message | None = None) -> None:
+        """Activate a sleeping crew now (its waits re-armed; ``trigger`` delivered)."""
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        self._call(lambda: actor.wake(crew, trigger))
+
+    def state(self, crew_id: CrewId | str) -> LifecycleState:
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        result: LifecycleState = self._call(lambda: actor.state_of(crew))
+        return result
+
+    def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
+        """The live crew actor, or ``None`` while it sleeps."""
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        result: pykka.ActorRef[CrewActor] | None = self._call(lambda: actor.ref_of(crew))
+        return result
+
+    def stop(self) -> None:
+        """Stop the supervisor and the live crews (their snapshots stay as last written)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._on_dispatch in self.hub.dispatch_listeners:
+            self.hub.dispatch_listeners.remove(self._on_dispatch)
+        self._ref.stop()

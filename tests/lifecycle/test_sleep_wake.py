@@ -1,0 +1,133 @@
+"""Spec §7, §16.2: sleep, wake on a message / an expiry, zero actors while asleep."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pykka
+
+from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, call, respond
+from orkeon_actors.hub.mailbox import MailboxActor
+from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
+from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.store import faults
+from orkeon_actors.testing import wait_until
+
+from .conftest import Env
+
+
+def _crew(*script: object) -> CrewBlueprint:
+    agent = Agent("a", ScriptedModel(list(script)))  # type: ignore[arg-type]
+    return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("go", agent.agent_id)]))
+
+
+def _result(env: Env, crew: str) -> dict[str, object]:
+    from orkeon_actors.crew import query_crew
+
+    snap = query_crew(env.live(crew), "snapshot")
+    data: dict[str, object] = json.loads(snap.agents[0].conversation[-2].content)
+    return data
+
+
+def _live_actors() -> int:
+    """Crew and mailbox actors alive (each owns one thread)."""
+    return sum(1 for cls in (CrewActor, MailboxActor) for r in pykka.ActorRegistry.get_by_class(cls) if r.is_alive())
+
+
+def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    assert env.settle("c1") is CrewStatus.WAITING
+    assert _live_actors() == 3  # the crew, crew://c1, agent://c1/a
+    threads = threading.active_count()
+    assert sup.sleep("c1") is True
+    assert sup.state("c1") is LifecycleState.ASLEEP
+    wait_until(lambda: _live_actors() == 0, what="no actor of c1")
+    wait_until(lambda: threading.active_count() == threads - 3, what="their three threads gone")
+    [wait] = env.hub.load_pending_waits("c1")
+    assert wait.expires_at is None and str(wait.target_mailbox) == "agent://c1/a"
+    env.hub.bind("other", "x").post("agent://c1/a", {"hello": 1})
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    result = _result(env, "c1")
+    assert result["timed_out"] is False and result["message"]["payload"] == {"hello": 1}  # type: ignore[index]
+    assert sup.stats.wakes == 1 and sup.stats.sleeps == 1
+
+
+def test_topic_message_wakes_a_sleeping_crew_and_is_its_tool_result(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(
+        call("wait_for_event", {"topic": "orders.*", "wait_forever": True, "metadata_match": {"k": "v"}}),
+        respond("done"),
+    )
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    env.settle("c1")
+    assert sup.sleep("c1")
+    client = env.hub.bind("pub")
+    client.publish("orders.new", {"n": 0}, options=None)  # metadata does not match: stays asleep
+    client.publish("other.new", {"n": 1})
+    assert sup.state("c1") is LifecycleState.ASLEEP
+    import orkeon_actors as ok
+
+    client.publish("orders.new", {"n": 2}, options=ok.PublishOptions(metadata={"k": "v"}))
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    assert _result(env, "c1")["message"]["payload"] == {"n": 2}  # type: ignore[index]
+
+
+def test_finite_wait_expiry_wakes_the_crew_with_the_timeout_message(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("wait_for_event", {"topic": "x.*", "timeout_ms": 60_000}), respond("t"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    env.settle("c1")
+    assert sup.sleep("c1")
+    env.clock.advance(59)
+    assert sup.state("c1") is LifecycleState.ASLEEP
+    env.clock.advance(2)
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    result = _result(env, "c1")
+    assert result["timed_out"] is True and result["metadata"]["original_topic"] == "x.*"  # type: ignore[index]
+    assert sup.stats.expiries == 1
+
+
+def test_forever_wait_never_enters_the_scheduler(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("wait_for_event", {"topic": "x.*", "wait_forever": True}), respond("m"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    env.settle("c1")
+    assert sup.sleep("c1")
+    env.clock.advance(10 * 365 * 86400)
+    assert sup.state("c1") is LifecycleState.ASLEEP and sup.stats.expiries == 0
+    env.hub.bind("p").publish("x.y", 1)
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+
+
+def test_a_failed_snapshot_write_keeps_the_crew_active(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    env.settle("c1")
+
+    def boom(point: str) -> None:
+        if point == "lifecycle.save":
+            raise OSError("disk full (injected)")
+
+    faults.install(boom)
+    try:
+        assert sup.sleep("c1") is False
+    finally:
+        faults.uninstall()
+    assert sup.state("c1") is LifecycleState.ACTIVE
+    assert env.hub.load_snapshot("c1") is None and sup.stats.sleep_failures == 1
+    env.hub.bind("o").post("agent://c1/a", "still here")  # its re-armed wait takes it
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    assert sup.sleep("c1") is False  # a completed crew does not sleep
+
+
+def test_a_busy_crew_refuses_to_sleep(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(respond("done"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    env.settle("c1", CrewStatus.COMPLETED)
+    assert sup.sleep("c1") is False
+    wait_until(lambda: env.hub.load_snapshot("c1") is None, what="completed crew deleted")
