@@ -429,6 +429,7 @@ class InMemoryEventHub(EventHub):
         payload: object,
         timeout: float,
         metadata: Mapping[str, str] | None,
+        listener: Waiter[Message] | None = None,
     ) -> tuple[Message, PendingRequest]:
         if to.scheme is Scheme.TOPIC:
             raise InvalidArgumentError(
@@ -438,7 +439,7 @@ class InMemoryEventHub(EventHub):
         if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
         correlation_id = CorrelationId.new()
-        request = PendingRequest(correlation_id, caller.crew_id, str(to))
+        request = PendingRequest(correlation_id, caller.crew_id, to, listener)
         message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
         self._replies.open(request)
         request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
@@ -474,9 +475,8 @@ class InMemoryEventHub(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        _, request = self._open_request(caller, to, payload, timeout, metadata)
         waiter: Waiter[Message] = Waiter()
-        request.listen(waiter)
+        _, request = self._open_request(caller, to, payload, timeout, metadata, waiter)
         try:
             return self._block(waiter, "on_reply", cancel)
         finally:

@@ -25,11 +25,17 @@ class PendingRequest:
 
     __slots__ = ("correlation_id", "listeners", "lock", "outcome", "requester_crew", "target", "timer")
 
-    def __init__(self, correlation_id: CorrelationId, requester_crew: CrewId, target: str) -> None:
+    def __init__(
+        self,
+        correlation_id: CorrelationId,
+        requester_crew: CrewId,
+        target: object,
+        listener: Waiter[Message] | None = None,
+    ) -> None:
         self.correlation_id = correlation_id
         self.requester_crew = requester_crew
-        self.target = target
-        self.listeners: list[Waiter[Message]] = []
+        self.target = target  # the request's mailbox address, for error messages
+        self.listeners: list[Waiter[Message]] = [] if listener is None else [listener]
         self.outcome: Message | BaseException | None = None
         self.timer: TimerHandle | None = None
         self.lock = threading.Lock()

@@ -101,7 +101,7 @@ class LocalBuffer(Generic[T]):
     counts it in :attr:`dropped`. ``None`` (the default) means unbounded.
     """
 
-    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "_maxlen", "_parked", "dropped", "filter")
+    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "_maxlen", "_parked", "_takers", "dropped", "filter")
 
     def __init__(self, maxlen: int | None = None) -> None:
         if maxlen is not None and maxlen < 1:
@@ -111,6 +111,7 @@ class LocalBuffer(Generic[T]):
         self._closed = False
         self._interrupt: BaseException | None = None
         self._maxlen = maxlen
+        self._takers = 0  # threads blocked in take(): only then does a push need to notify
         self._parked: Waiter[T] | None = None
         self.dropped = 0
 
@@ -141,7 +142,8 @@ class LocalBuffer(Generic[T]):
                 self._items.append(item)
             else:
                 self._append(item)
-            self._cond.notify()
+            if self._takers:
+                self._cond.notify()
             return True
 
     def push_many(self, items: list[T]) -> bool:
@@ -183,7 +185,11 @@ class LocalBuffer(Generic[T]):
                     return self._items.popleft()
                 if self._closed:
                     raise BufferClosed("buffer closed")
-                self._cond.wait()
+                self._takers += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._takers -= 1
 
     def take_nowait(self) -> T | None:
         with self._cond:
