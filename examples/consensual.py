@@ -6,18 +6,12 @@ The crew itself is ``orkeon_actors.sim.examples.build_consensual``: scripted age
 virtual clock, so it runs in well under a second whatever the waits it contains.
 """
 
-from orkeon_actors.sim.examples import run_example
+from orkeon_actors.sim.cli import run_simulate
 
 
 def main() -> int:
-    sim, crew = run_example("consensual")
-    try:
-        print(sim.trace.timeline())
-        status, result, failure = sim.result().crews[crew]
-        print(f"\n{crew}: {status.value}  result={result!r}" + (f"  failure={failure}" if failure else ""))
-        return 0 if failure is None else 1
-    finally:
-        sim.stop()
+    """Run the consensual example and print its timeline; 0 when the crew completed."""
+    return run_simulate("consensual")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def test_example_script_runs(path: Path, capsys: pytest.CaptureFixture[str]) -> 
     namespace = runpy.run_path(str(path))
     assert namespace["main"]() == 0
     out = capsys.readouterr().out
-    assert ": completed" in out
+    assert "-> completed" in out
 
 
 def test_orkeon_simulate_prints_a_timeline(capsys: pytest.CaptureFixture[str]) -> None:
