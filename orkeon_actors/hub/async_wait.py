@@ -30,8 +30,8 @@ from datetime import datetime
 
 import pykka
 
-from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError, UnknownCorrelationError
-from orkeon_actors.hub.memory import InMemoryEventHub, _TopicWait
+from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
+from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.hub.port import CallerContext, EventHub
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import Waiter
@@ -140,36 +140,8 @@ class AsyncWait:
         hub = self._hub
         descriptor = self.descriptor
         waiter: Waiter[Message] = Waiter()
-        listen: Callable[[Waiter[Message]], None] | None = None
-        if isinstance(descriptor, WaitOnTopic):
-            original = descriptor.topic
-            entry = _TopicWait(descriptor.topic, self.caller.crew_id, descriptor.metadata_match, waiter)
-            hub._router.add(entry)
-            cleanup: Callable[[], None] = lambda: hub._router.remove(entry)  # noqa: E731
-        elif isinstance(descriptor, WaitOnMailbox):
-            original = str(descriptor.address)
-            handle = hub._mailboxes.get(descriptor.address)
-            if handle is None:
-                raise MailboxNotFoundError(descriptor.address)
-            handle.add_waiter(waiter)
-            cleanup = lambda: handle.remove_waiter(waiter)  # noqa: E731
-        else:
-            original = str(descriptor.correlation)
-            request = hub._replies.get(descriptor.correlation)
-            if request is None:
-                raise UnknownCorrelationError(
-                    f"no request with correlation id {descriptor.correlation} is pending; "
-                    "wait on the correlation_id of a request you started with request()"
-                )
-            correlation = descriptor.correlation
-
-            def cleanup() -> None:
-                request.unlisten(waiter)
-                done, value, _ = waiter.peek()
-                if done and value is not None and not value.is_timeout:
-                    hub._replies.forget(correlation)  # the reply was consumed
-
-            listen = request.listen
+        registration = hub._register_wait(self.caller, descriptor, waiter)
+        original, cleanup = registration.original, registration.cleanup
         self._waiter = waiter
         self._cleanup = cleanup
         waiter.on_settled = lambda: self._on_settled(waiter)
@@ -181,8 +153,7 @@ class AsyncWait:
                     self.deadline, lambda: hub._expire_wait(waiter, caller, original, wait_id, started_at)
                 )
             )
-        if listen is not None:  # after the hooks: an already-answered request settles at once
-            listen(waiter)
+        registration.listen()  # after the hooks: an already-answered request settles at once
         if hub._stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
 

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
+import attrs
 from loguru import logger
 
 from orkeon_actors.errors import (
@@ -81,6 +82,18 @@ class _TopicWait:
 
     def offer(self, message: Message) -> None:
         self.waiter.try_complete(message)
+
+
+@attrs.frozen
+class WaitRegistration:
+    """Where a waiter was registered: its ``kind`` (``on_topic`` / ``on_mailbox`` /
+    ``on_reply``), the ``original`` name reported by a timeout (§9.2), how to undo the
+    registration, and how to start listening (reply waits only; a no-op otherwise)."""
+
+    kind: str
+    original: str
+    cleanup: Callable[[], None]
+    listen: Callable[[], None] = lambda: None
 
 
 class _MemorySubscription(Subscription):
@@ -537,6 +550,43 @@ class InMemoryEventHub(EventHub):
             if consumed is not None:
                 return consumed
 
+    def _register_wait(
+        self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]
+    ) -> WaitRegistration:
+        """Register ``waiter`` where ``descriptor``'s message will arrive: the topic
+        router, the mailbox actor, or the pending request. The blocking ``wait_for`` and
+        the non-blocking waits of :mod:`orkeon_actors.hub.async_wait` share this step.
+
+        A reply wait is hooked up by ``registration.listen()`` (an already answered
+        request settles the waiter at once, so the caller first finishes its own setup).
+        Raises ``MailboxNotFoundError`` / ``UnknownCorrelationError``.
+        """
+        if isinstance(descriptor, WaitOnTopic):
+            entry = _TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
+            self._router.add(entry)
+            return WaitRegistration("on_topic", descriptor.topic, lambda: self._router.remove(entry))
+        if isinstance(descriptor, WaitOnMailbox):
+            handle = self._mailboxes.get(descriptor.address)
+            if handle is None:
+                raise MailboxNotFoundError(descriptor.address)
+            handle.add_waiter(waiter)
+            return WaitRegistration("on_mailbox", str(descriptor.address), lambda: handle.remove_waiter(waiter))
+        correlation = descriptor.correlation
+        request = self._replies.get(correlation)
+        if request is None:
+            raise UnknownCorrelationError(
+                f"no request with correlation id {correlation} is pending; "
+                "wait on the correlation_id of a request you started with request()"
+            )
+
+        def cleanup() -> None:
+            request.unlisten(waiter)
+            settled, value, _ = waiter.peek()
+            if settled and value is not None and not value.is_timeout:
+                self._replies.forget(correlation)  # the reply was consumed
+
+        return WaitRegistration("on_reply", str(correlation), cleanup, lambda: request.listen(waiter))
+
     def _wait_once(
         self,
         caller: CallerContext,
@@ -547,35 +597,9 @@ class InMemoryEventHub(EventHub):
         cancel: CancelToken | None,
     ) -> Message:
         waiter: Waiter[Message] = Waiter()
-        cleanup: Callable[[], None]
-        if isinstance(descriptor, WaitOnTopic):
-            kind, original = "on_topic", descriptor.topic
-            entry = _TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
-            self._router.add(entry)
-            cleanup = lambda: self._router.remove(entry)  # noqa: E731
-        elif isinstance(descriptor, WaitOnMailbox):
-            kind, original = "on_mailbox", str(descriptor.address)
-            handle = self._mailboxes.get(descriptor.address)
-            if handle is None:
-                raise MailboxNotFoundError(descriptor.address)
-            handle.add_waiter(waiter)
-            cleanup = lambda: handle.remove_waiter(waiter)  # noqa: E731
-        else:
-            kind, original = "on_reply", str(descriptor.correlation)
-            request = self._replies.get(descriptor.correlation)
-            if request is None:
-                raise UnknownCorrelationError(
-                    f"no request with correlation id {descriptor.correlation} is pending; "
-                    "wait on the correlation_id of a request you started with request()"
-                )
-            request.listen(waiter)
-
-            def cleanup() -> None:
-                request.unlisten(waiter)
-                settled, value, _ = waiter.peek()
-                if settled and value is not None and not value.is_timeout:
-                    self._replies.forget(descriptor.correlation)  # the reply was consumed
-
+        registration = self._register_wait(caller, descriptor, waiter)
+        registration.listen()
+        kind, original, cleanup = registration.kind, registration.original, registration.cleanup
         timer: TimerHandle | None = None
         if deadline is not None:
             timer = self.scheduler.schedule_at(
