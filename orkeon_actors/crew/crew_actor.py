@@ -308,6 +308,7 @@ class CrewActor(pykka.ThreadingActor):
         self._deferred: list[Callable[[], None]] = []
         self._on_activity = on_activity
         self._passivated = False
+        self._on_released: Callable[[], None] | None = None
 
     # -- public API (call through the actor ref) ---------------------------------------
 
@@ -387,8 +388,8 @@ class CrewActor(pykka.ThreadingActor):
             return None
         if isinstance(message, _Release):
             self._passivated = True
+            self._on_released = message.on_released  # called by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
-            message.on_released()
             return None
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._after_finish(message)
@@ -605,6 +606,8 @@ class CrewActor(pykka.ThreadingActor):
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
+        if self._on_released is not None:
+            self._on_released()
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""

@@ -27,7 +27,7 @@ import heapq
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
@@ -687,7 +687,10 @@ class CrewSupervisor:
 
     A crew's *name* finds its factory at wake time: models and tools are code, not
     data, so every process that may wake a crew registers the same factories before
-    messages arrive. ``idle_timeout`` (seconds, default: the blueprint's or class's)
+    messages arrive: pass them as ``factories={name: fn}`` so they exist before the
+    boot wakes crews whose expiry passed or whose mailboxes hold posts (a wake whose
+    factory is missing is logged and the crew stays asleep). ``idle_timeout`` (seconds,
+    default: the blueprint's or class's)
     puts waiting crews to sleep; ``max_active`` caps live crews (least recently used
     waiting crews sleep first); ``window`` / ``window_size`` bound the expiries held in
     memory. Blocking methods (``spawn``, ``sleep``, ``state``) block the caller's thread
@@ -698,6 +701,7 @@ class CrewSupervisor:
         self,
         runtime: Runtime,
         *,
+        factories: Mapping[str, CrewFactory] | None = None,
         idle_timeout: float | None = None,
         max_active: int | None = None,
         window: float = 60.0,
@@ -712,7 +716,7 @@ class CrewSupervisor:
         self.max_active = max_active
         self.window = window
         self.window_size = window_size
-        self.factories: dict[str, CrewFactory] = {}
+        self.factories: dict[str, CrewFactory] = dict(factories or {})
         self.shared = _Shared()
         self.stats = LifecycleStats()
         self._actor_obj: _SupervisorActor | None = None

@@ -25,9 +25,7 @@ class Env:
 
     def boot(self, **options: Any) -> CrewSupervisor:
         self.rt = ok.Runtime.start(store=str(self.db), clock=self.clock)
-        self.sup = CrewSupervisor(self.rt, **options)
-        for name, factory in self.factories.items():
-            self.sup.register_factory(name, factory)
+        self.sup = CrewSupervisor(self.rt, factories=self.factories, **options)
         return self.sup
 
     def shutdown(self) -> None:
