@@ -46,6 +46,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
     # Import the suites so they register themselves.
     from orkeon_actors.bench import (
         hub,  # noqa: F401
+        lifecycle,  # noqa: F401
         sim,  # noqa: F401
         store,  # noqa: F401
     )
