@@ -9,9 +9,10 @@ from typing import Any
 import attrs
 import pytest
 from loguru import logger
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -63,10 +64,23 @@ def start_runtime() -> Iterator[StartRuntime]:
         rt.stop()
 
 
+class StartObserver(SpanProcessor):
+    """A span processor that acts on span start (counts the spans it saw start). The
+    telemetry stage cannot skip ``on_start`` for such a provider: it takes the SDK's
+    own span path."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.started.append(span.name)
+
+
 @attrs.define
 class Tracing:
     provider: TracerProvider
     exporter: InMemorySpanExporter
+    observer: StartObserver | None = None
 
     def spans(self, name: str | None = None) -> list[ReadableSpan]:
         spans = list(self.exporter.get_finished_spans())
@@ -78,12 +92,22 @@ class Tracing:
         return spans[0]
 
 
-@pytest.fixture
-def tracing() -> Iterator[Tracing]:
+@pytest.fixture(params=["lean", "sdk"])
+def tracing(request: pytest.FixtureRequest) -> Iterator[Tracing]:
+    """A provider exporting to memory. ``lean``: a plain simple processor, so the
+    telemetry stage records spans on its lean path; ``sdk``: plus a processor observing
+    span start, which makes it take the SDK's own span path. Every span test runs on
+    both and must see the same spans."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield Tracing(provider, exporter)
+    observer = None
+    if request.param == "sdk":
+        observer = StartObserver()
+        provider.add_span_processor(observer)
+    yield Tracing(provider, exporter, observer)
+    if observer is not None:
+        assert sorted(observer.started) == sorted(s.name for s in exporter.get_finished_spans())
     provider.shutdown()
 
 
