@@ -274,6 +274,44 @@ class _Decision:
     attributes are then exactly the stage's own)."""
 
 
+_TRACER_INTERNALS: Final = (
+    "_is_enabled",
+    "_tracer_metrics",
+    "_span_limits",
+    "_instrumentation_scope",
+    "instrumentation_info",
+    "span_processor",
+    "sampler",
+    "resource",
+    "id_generator",
+)
+_PARENT_BASED_INTERNALS: Final = (
+    "_root",
+    "_remote_parent_sampled",
+    "_remote_parent_not_sampled",
+    "_local_parent_sampled",
+    "_local_parent_not_sampled",
+)
+
+
+def _internals_known(tracer: SdkTracer) -> bool:
+    """Whether the SDK internals the lean path reads are there (tracer, multi-processor,
+    stock samplers)."""
+    if not all(hasattr(tracer, name) for name in _TRACER_INTERNALS):
+        return False
+    return hasattr(tracer.span_processor, "_span_processors") and _sampler_known(tracer.sampler)
+
+
+def _sampler_known(sampler: Sampler) -> bool:
+    should_sample = type(sampler).should_sample
+    if should_sample is ParentBased.should_sample:
+        parts = [getattr(sampler, name, None) for name in _PARENT_BASED_INTERNALS]
+        return all(isinstance(part, Sampler) and _sampler_known(part) for part in parts)
+    if should_sample is StaticSampler.should_sample:
+        return isinstance(getattr(sampler, "_decision", None), Decision)
+    return True  # TraceIdRatioBased is read through its public ``bound``; others are called
+
+
 class _LeanTracer:
     """Records the stage's spans without the SDK's per-span machinery, for a provider
     where that is indistinguishable from the SDK's own path (see :meth:`plan_for`).
@@ -312,10 +350,12 @@ class _LeanTracer:
     @staticmethod
     def plan_for(tracer: object) -> _LeanTracer | None:
         """A lean recorder for ``tracer``, or ``None`` when the SDK path must be taken:
-        not an SDK tracer (no-op or proxy provider), tracer disabled by its configurator,
-        the SDK's own tracer metrics enabled, or a span processor other than the SDK's
-        batch and simple processors (one that might act on span start)."""
-        if type(tracer) is not SdkTracer or not tracer._is_enabled():
+        not an SDK tracer (no-op or proxy provider), an SDK whose internals differ from
+        those this path reads (written against opentelemetry-sdk 1.45; the tests fail if
+        the installed SDK does not take the lean path), tracer disabled by its
+        configurator, the SDK's own tracer metrics enabled, or a span processor other
+        than the SDK's batch and simple processors (one that might act on span start)."""
+        if type(tracer) is not SdkTracer or not _internals_known(tracer) or not tracer._is_enabled():
             return None
         if not isinstance(tracer._tracer_metrics, NoOpTracerMetrics):
             return None

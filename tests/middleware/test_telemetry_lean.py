@@ -219,3 +219,18 @@ def test_the_message_copy_keeps_every_field(correlated: bool) -> None:
         "correlation_id",
         "schema_id",
     ], "Message gained or reordered a field: update telemetry._with_metadata"
+
+
+def test_the_installed_sdk_takes_the_lean_path_unless_a_processor_acts_on_start() -> None:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from tests.middleware.conftest import StartObserver
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+    assert _LeanTracer.plan_for(provider.get_tracer("t")) is not None, (
+        "the installed opentelemetry-sdk no longer matches the internals the lean span path reads"
+    )
+    provider.add_span_processor(StartObserver())
+    assert _LeanTracer.plan_for(provider.get_tracer("t")) is None
+    provider.shutdown()
