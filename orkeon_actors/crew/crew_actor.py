@@ -99,6 +99,7 @@ from orkeon_actors.tools.payload import decode_payload
 __all__ = [
     "CrewActor",
     "CrewObserver",
+    "DeliveryGate",
     "EventBinding",
     "Activity",
     "restore_crew",
@@ -113,6 +114,16 @@ class CrewObserver(Protocol):
     """Receives a crew's trace (the simulation's recorder implements it)."""
 
     def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None: ...
+
+
+class DeliveryGate(Protocol):
+    """Where a crew's actor messages go instead of its inbox when it has a gate (the
+    simulation's :class:`~orkeon_actors.sim.gate.SerialGate`): every delivery to the
+    crew (a wait's outcome, mail, a bound event, the start) is ``submit``-ted there, and
+    the gate decides when the crew receives it. Without a gate (the normal runtime)
+    deliveries are told to the actor directly."""
+
+    def submit(self, ref: pykka.ActorRef[Any], message: Any) -> None: ...
 
 
 class Activity:
@@ -273,6 +284,7 @@ class CrewActor(pykka.ThreadingActor):
         observer: CrewObserver | None = None,
         activity: Activity | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
+        gate: DeliveryGate | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -298,6 +310,7 @@ class CrewActor(pykka.ThreadingActor):
         self.bindings: list[EventBinding] = list(bindings)
         self.observer = observer
         self.activity = activity
+        self.gate = gate
         self.client: HubClient = hub.bind(self.crew_id)
         self.address = MailboxAddress.crew(self.crew_id)
         self._agents: dict[AgentId, _AgentRuntime] = {}
@@ -431,7 +444,12 @@ class CrewActor(pykka.ThreadingActor):
         raise ValueError(f"unknown crew query {what!r}")
 
     def tell(self, message: Any) -> None:
-        """Tell this crew (from any thread) and count it as in flight."""
+        """Tell this crew (from any thread) and count it as in flight; with a gate, hand
+        it to the gate instead (it counts it when it releases it)."""
+        gate = self.gate
+        if gate is not None:
+            gate.submit(self.actor_ref, message)
+            return
         if self.activity is not None:
             self.activity.begin()
         try:
@@ -1125,9 +1143,15 @@ class CrewActor(pykka.ThreadingActor):
 # -- helpers ----------------------------------------------------------------------------
 
 
-def start_crew(ref: pykka.ActorRef[CrewActor], activity: Activity | None = None) -> None:
+def start_crew(
+    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
+) -> None:
     """Begin a started crew actor (registers its mailboxes, starts its orchestration).
-    Pass the crew's ``activity`` counter if it has one."""
+    Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
+    start is then submitted to the gate like any other delivery)."""
+    if gate is not None:
+        gate.submit(ref, _Start())
+        return
     if activity is not None:
         activity.begin()
     ref.tell(_Start())

@@ -75,9 +75,11 @@ class AsyncWait:
 
     __slots__ = (
         "_cleanup",
+        "_early",
         "_hub",
         "_lock",
         "_on_done",
+        "_registering",
         "_settled",
         "_timers",
         "_unregister",
@@ -114,6 +116,8 @@ class AsyncWait:
         self._on_done = on_done
         self._lock = threading.Lock()
         self._settled = False
+        self._registering = False
+        self._early = False
         self._waiter: Waiter[Message] | None = None
         self._cleanup: Callable[[], None] | None = None
         self._timers: list[TimerHandle] = []
@@ -136,16 +140,35 @@ class AsyncWait:
     # -- internals ---------------------------------------------------------------------
 
     def _arm(self) -> None:
-        """Register one round of the wait (a fresh waiter)."""
+        """Register one round of the wait (a fresh waiter).
+
+        Registering may settle the waiter at once, on this thread (a message already
+        queued in an inline mailbox) or on another (a mailbox actor): the settle hook
+        then only notes it, and the outcome is handled here once the registration is
+        known, so its cleanup runs and no timer is left behind."""
         hub = self._hub
         descriptor = self.descriptor
         waiter: Waiter[Message] = Waiter()
-        registration = hub._register_wait(self.caller, descriptor, waiter)
-        original, cleanup = registration.original, registration.cleanup
         self._waiter = waiter
-        self._cleanup = cleanup
-        waiter.on_settled = lambda: self._on_settled(waiter)
+        self._cleanup = None
+        with self._lock:
+            self._registering = True
+            self._early = False
+        waiter.on_settled = lambda: self._settle_hook(waiter)
         hub._active_waiters[waiter] = self.kind
+        try:
+            registration = hub._register_wait(self.caller, descriptor, waiter)
+        except BaseException:
+            hub._active_waiters.pop(waiter, None)
+            raise
+        original = registration.original
+        self._cleanup = registration.cleanup
+        with self._lock:
+            self._registering = False
+            early = self._early
+        if early:
+            self._on_settled(waiter)
+            return
         if self.deadline is not None:
             caller, wait_id, started_at = self.caller, self.wait_id, self.started_at
             self._timers.append(
@@ -156,6 +179,13 @@ class AsyncWait:
         registration.listen()  # after the hooks: an already-answered request settles at once
         if hub._stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+
+    def _settle_hook(self, waiter: Waiter[Message]) -> None:
+        with self._lock:
+            if self._registering:
+                self._early = True  # handled by _arm once the registration is known
+                return
+        self._on_settled(waiter)
 
     def _on_settled(self, waiter: Waiter[Message]) -> None:
         hub = self._hub

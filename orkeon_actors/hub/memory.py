@@ -280,6 +280,9 @@ class InMemoryEventHub(EventHub):
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
         self.on_wait_timed_out: Callable[[Message], None] | None = None
+        self.inline_mailboxes = False
+        """Mailboxes registered from now on run their logic on the caller's thread (no
+        actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
@@ -382,7 +385,7 @@ class InMemoryEventHub(EventHub):
                 raise MailboxAlreadyRegisteredError(
                     f"a mailbox is already registered at {address}; close the existing registration first"
                 )
-            handle = MailboxHandle(address, owner)
+            handle = MailboxHandle(address, owner, inline=self.inline_mailboxes)
             self._mailboxes[address] = handle
         try:
             self._mailbox_opened(handle)
