@@ -48,6 +48,7 @@ from orkeon_actors.crew.state import (
     PendingToolCall,
     PendingWait,
     TaskAssignment,
+    TopicCursorState,
 )
 from orkeon_actors.errors import (
     BudgetExhaustedError,
@@ -59,7 +60,14 @@ from orkeon_actors.errors import (
     ToolValidationError,
     UnknownCorrelationError,
 )
-from orkeon_actors.hub.async_wait import AsyncWait, PushSubscription, deliver_to_mailbox, push_subscription, wait_async
+from orkeon_actors.hub.async_wait import (
+    AsyncWait,
+    PushSubscription,
+    deliver_to_mailbox,
+    push_subscription,
+    receive_async,
+    wait_async,
+)
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.memory import REPLY_TOPIC
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
@@ -93,6 +101,7 @@ from orkeon_actors.tools import (
     structure_request,
     unstructure,
 )
+from orkeon_actors.tools.cursors import Cursor
 from orkeon_actors.tools.event_hub_tools import _field_of
 from orkeon_actors.tools.payload import decode_payload
 
@@ -231,7 +240,13 @@ class _AgentRuntime:
         self.budget = _make_budget(agent.budget, crew)
         self.client: HubClient = crew.hub.bind(crew.crew_id, agent.agent_id)
         self.address = MailboxAddress.agent(crew.crew_id, agent.agent_id)
-        self.tools = EventHubTools(self.client, cancel=self.budget.token, register_own_mailbox=False)
+        self.tools = EventHubTools(
+            self.client,
+            cancel=self.budget.token,
+            register_own_mailbox=False,
+            max_cursors=agent.max_cursors,
+            max_buffered=agent.max_buffered,
+        )
         self.registration: MailboxRegistration | None = None
         self.wait: AsyncWait | None = None
         self.wait_token: str | None = None
@@ -497,7 +512,11 @@ class CrewActor(pykka.ThreadingActor):
                 self.definitions[definition.agent_id] = definition
                 runtime = _AgentRuntime(definition, self)
                 self._agents[definition.agent_id] = runtime
-            runtime.state = state
+            runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
+            for saved in state.cursors:
+                runtime.tools.topic_cursors.restore(
+                    saved.topic, saved.metadata_match, saved.buffered, saved.missed, saved.recent
+                )
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
         self._set_status(CrewStatus.RUNNING)
@@ -550,8 +569,16 @@ class CrewActor(pykka.ThreadingActor):
         def on_done(outcome: Message | BaseException) -> None:
             self.tell(_WaitDone(agent_id, token, outcome))
 
+        cursor = self._cursor_of(runtime, wait, open_it=True)
         try:
-            new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+            if cursor is not None:
+                ready = cursor.poll()
+                if ready is not None:  # the cursor holds events: the wait resolves now
+                    self._wait_done_now(runtime, ready)
+                    return
+                new = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, on_done)
+            else:
+                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
             self._wait_done_now(runtime, exc)
             return
@@ -565,19 +592,69 @@ class CrewActor(pykka.ThreadingActor):
 
     def _deliver(self, message: Message) -> None:
         """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
-        that agent's live wait); a message nobody waits for any more is dropped."""
+        that agent's live wait; a ``wait_for_event`` gets it through its cursor, which
+        ignores a message it already handed out or holds). A message no parked agent
+        waits for any more goes to an agent cursor it matches, else is dropped."""
         for runtime in self._agents.values():
             pending = runtime.state.pending
             if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
                 continue
             if not wait_matches(pending.wait, self.crew_id, message):
                 continue
+            cursor = self._cursor_of(runtime, pending.wait)
+            if cursor is not None and runtime.wait is not None:
+                cursor.offer(message)  # the live wait on the cursor takes it (or already has)
+                return
             if runtime.wait is not None and not runtime.wait.cancel():
                 continue  # its live wait already took a message: that one wins
             runtime.wait = None
             self._wait_done_now(runtime, message)
             return
+        if self._offer_to_cursors(message):
+            return
         logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
+
+    # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
+
+    def _cursor_of(self, runtime: _AgentRuntime, wait: PendingWait, *, open_it: bool = False) -> Cursor | None:
+        """The cursor a parked ``wait_for_event`` reads (opened if ``open_it``: a wait
+        re-armed after a restore), ``None`` for any other wait."""
+        pending = runtime.state.pending
+        kind = wait.kind
+        if not isinstance(kind, OnTopic) or pending is None or pending.call.name != "wait_for_event":
+            return None
+        cursors = runtime.tools.topic_cursors
+        if open_it:
+            return cursors.open(kind.topic, kind.metadata_match)
+        return cursors.get(kind.topic, kind.metadata_match)
+
+    def _offer_to_cursors(self, message: Message) -> bool:
+        """Buffer ``message`` in the first agent cursor it matches (one that reached the
+        crew another way than through that cursor); whether one took it."""
+        for runtime in self._agents.values():
+            for cursor in runtime.tools.topic_cursors.cursors():
+                topic, match = cursor.key
+                if (
+                    not message.topic.startswith("_system.")
+                    and topic_matches(topic, message.topic)
+                    and scope_allows(self.crew_id, message)
+                    and metadata_allows(match, message)
+                ):
+                    return cursor.offer(message)
+        return False
+
+    def _cursor_states(self, runtime: _AgentRuntime) -> tuple[TopicCursorState, ...]:
+        """``runtime``'s open cursors as data, least recently used first."""
+        return tuple(
+            TopicCursorState(
+                cursor.key[0],
+                cursor.key[1],
+                tuple(cursor.pending()),
+                cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
+                tuple(cursor.recent),
+            )
+            for cursor in runtime.tools.topic_cursors.cursors()
+        )
 
     def _passivate(self, message: _Passivate) -> None:
         """Sleep request. Refused (``on_refused(reason)``) unless the crew is waiting
@@ -659,6 +736,7 @@ class CrewActor(pykka.ThreadingActor):
                 if wait is not None:
                     wait.cancel()
             runtime.wait = runtime.pump = None
+            runtime.tools.topic_cursors.close()  # the snapshot (if any) holds what they had
         if self._crew_pump is not None:
             self._crew_pump.cancel()
             self._crew_pump = None
@@ -921,8 +999,14 @@ class CrewActor(pykka.ThreadingActor):
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
             descriptor: WaitDescriptor
             timeout: WaitTimeout
+            cursor: Cursor | None = None
             if name == "wait_for_event":
                 wreq = structure_request(arguments, WaitForEventRequest)
+                cursor = runtime.tools.topic_cursors.open(wreq.topic, wreq.metadata_match)
+                ready = cursor.poll()
+                if ready is not None:  # published since the previous call: no need to park
+                    self.trace(runtime.agent.agent_id, "message", _describe_message(ready))
+                    return _result(WaitForEventResponse(False, message=ready, missed=cursor.take_missed()))
                 descriptor = WaitOnTopic(wreq.topic, wreq.metadata_match)
                 timeout = _wait_timeout(wreq.wait_forever, wreq.timeout_ms)
             elif name == "receive_message":
@@ -956,7 +1040,7 @@ class CrewActor(pykka.ThreadingActor):
                 assert sent.correlation_id is not None
                 descriptor = WaitOnReply(sent.correlation_id)
                 timeout = FiniteWaitTimeout(seconds)
-            return self._park(runtime, call, descriptor, timeout)
+            return self._park(runtime, call, descriptor, timeout, cursor)
         except ValueError as exc:
             if isinstance(exc, EventHubError):
                 return _error_result(exc, _field_of(name, exc))
@@ -968,7 +1052,16 @@ class CrewActor(pykka.ThreadingActor):
         except EventHubError as exc:
             return _error_result(exc, _field_of(name, exc))
 
-    def _park(self, runtime: _AgentRuntime, call: ToolCall, descriptor: WaitDescriptor, timeout: WaitTimeout) -> Any:
+    def _park(
+        self,
+        runtime: _AgentRuntime,
+        call: ToolCall,
+        descriptor: WaitDescriptor,
+        timeout: WaitTimeout,
+        cursor: Cursor | None = None,
+    ) -> Any:
+        """Park the agent on ``descriptor`` (on ``cursor``'s subscription for a
+        ``wait_for_event``: what the cursor receives from now on resolves it)."""
         agent_id = runtime.agent.agent_id
         token = new_ulid_str()
 
@@ -977,7 +1070,10 @@ class CrewActor(pykka.ThreadingActor):
 
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
-        wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+        if cursor is not None:
+            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, on_done)
+        else:
+            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         runtime.wait = wait
         runtime.wait_token = token
         expires = (
@@ -1008,6 +1104,8 @@ class CrewActor(pykka.ThreadingActor):
         if pending is None or pending.wait is None or runtime.wait_token != message.wait_id:
             if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
+            elif isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox is None:
+                self._offer_to_cursors(outcome)  # a withdrawn cursor wait's late message: back to the cursor
             return
         runtime.wait = None
         runtime.wait_token = None
@@ -1015,9 +1113,15 @@ class CrewActor(pykka.ThreadingActor):
         if isinstance(outcome, _FATAL):
             self._agent_failed(runtime, outcome)
             return
+        missed = 0
+        cursor = self._cursor_of(runtime, pending.wait)
+        if cursor is not None:
+            if isinstance(outcome, Message) and not outcome.is_timeout:
+                cursor.handed_out(outcome)
+            missed = cursor.take_missed()
         if isinstance(outcome, Message):
             self.trace(runtime.agent.agent_id, "message", _describe_message(outcome))
-        result = _format_wait_result(call.name, pending.wait.kind, outcome)
+        result = _format_wait_result(call.name, pending.wait.kind, outcome, missed)
         self._inject(runtime, call, result)
 
     def _inject(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
@@ -1113,7 +1217,10 @@ class CrewActor(pykka.ThreadingActor):
     def snapshot(self) -> CrewSnapshot:
         """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
         ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
-        agents = tuple(rt.state for rt in self._agents.values())
+        agents = tuple(
+            attrs.evolve(rt.state, cursors=cursors) if (cursors := self._cursor_states(rt)) else rt.state
+            for rt in self._agents.values()
+        )
         waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
         mailboxes = tuple(
             MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox
@@ -1157,8 +1264,17 @@ def start_crew(
     ref.tell(_Start())
 
 
-def restore_crew(ref: pykka.ActorRef[CrewActor], snapshot: CrewSnapshot, activity: Activity | None = None) -> None:
-    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch."""
+def restore_crew(
+    ref: pykka.ActorRef[CrewActor],
+    snapshot: CrewSnapshot,
+    activity: Activity | None = None,
+    gate: DeliveryGate | None = None,
+) -> None:
+    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
+    (through its ``gate`` if it has one)."""
+    if gate is not None:
+        gate.submit(ref, _Restore(snapshot))
+        return
     if activity is not None:
         activity.begin()
     ref.tell(_Restore(snapshot))
@@ -1234,7 +1350,7 @@ def _error_result(exc: BaseException, field: str | None) -> dict[str, Any]:
     return _result(ToolErrorResult(ToolError(type(exc).__name__, str(exc), field)))
 
 
-def _format_wait_result(name: str, kind: object, outcome: Message | BaseException) -> dict[str, Any]:
+def _format_wait_result(name: str, kind: object, outcome: Message | BaseException, missed: int = 0) -> dict[str, Any]:
     if name == "send_request":
         assert isinstance(kind, OnReply)
         if isinstance(outcome, (SendTimeoutError, UnknownCorrelationError)) or (
@@ -1252,8 +1368,8 @@ def _format_wait_result(name: str, kind: object, outcome: Message | BaseExceptio
             return _result(ReceiveMessageResponse(True, metadata=outcome.metadata))
         return _result(ReceiveMessageResponse(False, message=outcome))
     if outcome.is_timeout:
-        return _result(WaitForEventResponse(True, metadata=outcome.metadata))
-    return _result(WaitForEventResponse(False, message=outcome))
+        return _result(WaitForEventResponse(True, metadata=outcome.metadata, missed=missed))
+    return _result(WaitForEventResponse(False, message=outcome, missed=missed))
 
 
 def _short(text: str, limit: int = 120) -> str:

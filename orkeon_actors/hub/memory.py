@@ -136,6 +136,19 @@ class _MemorySubscription(Subscription):
                 out.append(consumed)
         return out
 
+    def poll(self) -> Message | None:
+        while (message := self._buffer.take_nowait()) is not None:
+            consumed = self._hub._consume(self._receive, message)
+            if consumed is not None:
+                return consumed
+        return None
+
+    def inject(self, message: Message) -> None:
+        self._buffer.push(message)
+
+    def pending(self) -> list[Message]:
+        return self._buffer.peek_all()
+
     def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
         hub = self._hub
         wait_timeout = coerce_wait_timeout(timeout)

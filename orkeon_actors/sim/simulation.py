@@ -37,7 +37,7 @@ from typing import Any
 import pykka
 
 from orkeon_actors.crew.agent import Agent
-from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, start_crew
+from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, restore_crew, start_crew
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.async_wait import flush_mailboxes
@@ -117,6 +117,38 @@ class Simulation:
         self.crews[crew_id] = ref
         start_crew(ref, gate=self.gate)  # held: the crew starts when the simulation runs
         return str(crew_id)
+
+    def restore(
+        self,
+        snapshot: CrewSnapshot,
+        *,
+        agents: Sequence[Agent],
+        orchestration: Orchestration,
+        crew_class: type[CrewActor] = CrewActor,
+        **options: Any,
+    ) -> str:
+        """Recompose a crew from ``snapshot`` (its agents and orchestration are code:
+        pass the same definitions), as a wake does. A live crew with the same id is
+        stopped first (its mailboxes closed: what they held is gone; the snapshot's
+        inboxes and cursors are restored). Returns the crew id."""
+        crew_id = str(snapshot.id)
+        old = self.crews.pop(crew_id, None)
+        if old is not None:
+            old.stop()
+        ref = crew_class.start(
+            self.runtime.hub,
+            agents=agents,
+            orchestration=orchestration,
+            name=snapshot.name,
+            crew_id=crew_id,
+            observer=self.trace,
+            activity=self.activity,
+            gate=self.gate,
+            **options,
+        )
+        self.crews[crew_id] = ref
+        restore_crew(ref, snapshot, gate=self.gate)
+        return crew_id
 
     # -- running -----------------------------------------------------------------------
 
