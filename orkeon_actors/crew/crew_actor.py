@@ -17,7 +17,13 @@ Guarantees:
   on) marks the crew ``FAILED`` with the cause in :attr:`CrewActor.failure`, cancels its
   waits and reports to the observer; the actor stays alive to answer queries and other
   crews are unaffected;
-* :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`.
+* an agent's ``wait_for_event`` reads its cursor for ``(topic, metadata_match)`` (the
+  tools' :mod:`~orkeon_actors.tools.cursors`): what is published between two calls is
+  returned by the next ones, in order, once each (bounded; drops reported as
+  ``missed``); a call parks only on an empty cursor, so a crew waiting for a message
+  never sits on an unread event of the topic it waits on;
+* :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
+  agents' cursors (and what they hold) included; a restore reopens them.
 """
 
 from __future__ import annotations

@@ -207,6 +207,8 @@ class AsyncWait:
             self._finish(None)
             return
         if error is not None:
+            if isinstance(error, BufferClosed) and self._source is not None:
+                error = self._source._closed_error()  # the subscription closed while we waited
             self._finish(error)
             return
         assert value is not None
