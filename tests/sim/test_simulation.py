@@ -148,3 +148,14 @@ def test_schema_versions_and_migrators() -> None:
         assert from_dict(old) == from_dict(data)
     finally:
         unregister_migrator(0)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    names=st.lists(st.sampled_from(sorted(EXAMPLES)), min_size=1, max_size=4),
+    workers=st.integers(1, 5),
+    seed=st.integers(0, 1_000),
+)
+def test_any_mix_of_crews_and_seed_runs_the_same_twice(names: list[str], workers: int, seed: int) -> None:
+    builders = [EXAMPLES[n] for n in names] + [lambda sim: _fan_in(sim, workers)]
+    assert _run(seed, *builders) == _run(seed, *builders)
