@@ -582,7 +582,9 @@ class CrewActor(pykka.ThreadingActor):
                 if ready is not None:  # the cursor holds events: the wait resolves now
                     self._wait_done_now(runtime, ready)
                     return
-                new = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, on_done)
+                new = receive_async(
+                    self.hub, cursor.subscription, timeout, runtime.budget.token, _recording(cursor, on_done)
+                )
             else:
                 new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
@@ -599,8 +601,9 @@ class CrewActor(pykka.ThreadingActor):
     def _deliver(self, message: Message) -> None:
         """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
         that agent's live wait; a ``wait_for_event`` gets it through its cursor, which
-        ignores a message it already handed out or holds). A message no parked agent
-        waits for any more goes to an agent cursor it matches, else is dropped."""
+        ignores a message it already handed out or holds). The other agents' cursors it
+        matches buffer it too, as their subscriptions would have had the crew been
+        awake. A message nothing matches any more is dropped."""
         for runtime in self._agents.values():
             pending = runtime.state.pending
             if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
@@ -610,15 +613,15 @@ class CrewActor(pykka.ThreadingActor):
             cursor = self._cursor_of(runtime, pending.wait)
             if cursor is not None and runtime.wait is not None:
                 cursor.offer(message)  # the live wait on the cursor takes it (or already has)
-                return
-            if runtime.wait is not None and not runtime.wait.cancel():
-                continue  # its live wait already took a message: that one wins
-            runtime.wait = None
-            self._wait_done_now(runtime, message)
+            else:
+                if runtime.wait is not None and not runtime.wait.cancel():
+                    continue  # its live wait already took a message: that one wins
+                runtime.wait = None
+                self._wait_done_now(runtime, message)
+            self._offer_to_cursors(message, [rt for rt in self._agents.values() if rt is not runtime])
             return
-        if self._offer_to_cursors(message):
-            return
-        logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
+        if not self._offer_to_cursors(message, list(self._agents.values())):
+            logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
 
     # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
 
@@ -634,20 +637,18 @@ class CrewActor(pykka.ThreadingActor):
             return cursors.open(kind.topic, kind.metadata_match)
         return cursors.get(kind.topic, kind.metadata_match)
 
-    def _offer_to_cursors(self, message: Message) -> bool:
-        """Buffer ``message`` in the first agent cursor it matches (one that reached the
-        crew another way than through that cursor); whether one took it."""
-        for runtime in self._agents.values():
+    def _offer_to_cursors(self, message: Message, runtimes: Sequence[_AgentRuntime]) -> bool:
+        """Buffer ``message`` (one that reached the crew another way than through these
+        cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
+        if message.topic.startswith("_system.") or not scope_allows(self.crew_id, message):
+            return False
+        taken = False
+        for runtime in runtimes:
             for cursor in runtime.tools.topic_cursors.cursors():
                 topic, match = cursor.key
-                if (
-                    not message.topic.startswith("_system.")
-                    and topic_matches(topic, message.topic)
-                    and scope_allows(self.crew_id, message)
-                    and metadata_allows(match, message)
-                ):
-                    return cursor.offer(message)
-        return False
+                if topic_matches(topic, message.topic) and metadata_allows(match, message):
+                    taken = cursor.offer(message) or taken
+        return taken
 
     def _cursor_states(self, runtime: _AgentRuntime) -> tuple[TopicCursorState, ...]:
         """``runtime``'s open cursors as data, least recently used first."""
@@ -657,7 +658,7 @@ class CrewActor(pykka.ThreadingActor):
                 cursor.key[1],
                 tuple(cursor.pending()),
                 cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
-                tuple(cursor.recent),
+                tuple(cursor.recent_ids()),
             )
             for cursor in runtime.tools.topic_cursors.cursors()
         )
@@ -1077,7 +1078,8 @@ class CrewActor(pykka.ThreadingActor):
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
         if cursor is not None:
-            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, on_done)
+            taken = _recording(cursor, on_done)
+            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, taken)
         else:
             wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         runtime.wait = wait
@@ -1111,7 +1113,7 @@ class CrewActor(pykka.ThreadingActor):
             if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
             elif isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox is None:
-                self._offer_to_cursors(outcome)  # a withdrawn cursor wait's late message: back to the cursor
+                self._offer_to_cursors(outcome, [runtime])  # a withdrawn cursor wait's late message: back
             return
         runtime.wait = None
         runtime.wait_token = None
@@ -1354,6 +1356,19 @@ def _result(dto: object) -> dict[str, Any]:
 
 def _error_result(exc: BaseException, field: str | None) -> dict[str, Any]:
     return _result(ToolErrorResult(ToolError(type(exc).__name__, str(exc), field)))
+
+
+def _recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]) -> Callable[[Any], None]:
+    """``on_done`` of a wait on ``cursor``: the message it took is recorded as handed out
+    there and then (on the taker's thread), so the same message offered again before the
+    crew handled the outcome (a wake's trigger) is not buffered a second time."""
+
+    def done(outcome: Message | BaseException) -> None:
+        if isinstance(outcome, Message) and not outcome.is_timeout:
+            cursor.handed_out(outcome)
+        on_done(outcome)
+
+    return done
 
 
 def _format_wait_result(name: str, kind: object, outcome: Message | BaseException, missed: int = 0) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class Cursor:
     restored cursor) a backlog served first. Thread-safe as far as its subscription is;
     the backlog and the counters belong to the one consumer of the cursor."""
 
-    __slots__ = ("backlog", "busy", "carried_missed", "key", "recent", "reported_dropped", "subscription")
+    __slots__ = ("_lock", "backlog", "busy", "carried_missed", "key", "recent", "reported_dropped", "subscription")
 
     def __init__(self, key: CursorKey, subscription: Subscription) -> None:
         self.key = key
@@ -66,6 +66,7 @@ class Cursor:
         self.backlog: deque[Message] = deque()
         self.carried_missed = 0
         self.recent: deque[str] = deque(maxlen=RECENT_IDS)
+        self._lock = threading.Lock()  # guards ``recent``: a wait's taker records on its own thread
 
     def take_missed(self) -> int:
         """Messages dropped since the last call (reported once)."""
@@ -84,14 +85,25 @@ class Cursor:
         return message
 
     def handed_out(self, message: Message) -> None:
-        """Record that ``message`` was returned by this cursor."""
-        self.recent.append(str(message.id))
+        """Record that ``message`` was taken from this cursor (any thread)."""
+        key = str(message.id)
+        with self._lock:
+            if not self.recent or self.recent[-1] != key:
+                self.recent.append(key)
+
+    def recent_ids(self) -> list[str]:
+        """Ids of the messages taken last, oldest first."""
+        with self._lock:
+            return list(self.recent)
 
     def offer(self, message: Message) -> bool:
         """Buffer ``message`` (one that matches the cursor but reached its consumer by
         another path, e.g. a wake's trigger) unless this cursor already handed it out or
         holds it. Returns whether it was buffered."""
-        if str(message.id) in self.recent or any(m.id == message.id for m in self.pending()):
+        key = str(message.id)
+        with self._lock:
+            seen = key in self.recent
+        if seen or any(m.id == message.id for m in self.pending()):
             return False
         self.subscription.inject(message)  # a wait parked on the subscription takes it at once
         return True

@@ -186,3 +186,25 @@ def test_cursors_are_per_topic_and_metadata_match() -> None:
         publisher.publish("jobs", {"for": "a"}, PublishOptions(metadata={"k": "a"}))
         sim.run()
         assert _answer(sim, crew) == [{"for": "a"}, {"for": "b"}]
+
+
+def test_a_wake_trigger_reaches_a_parked_cursor_wait_once_even_if_delivered_again() -> None:
+    """The lifecycle hands a waking crew its trigger (``_Deliver``); it may hand the same
+    message again (it was also buffered while the crew snapshotted): read once."""
+    from orkeon_actors.crew.crew_actor import _Deliver
+
+    def policy(request: ModelRequest) -> ModelResponse:
+        results = _results(request)
+        if len(results) < 3:
+            return call("wait_for_event", {"topic": "orders", "timeout_ms": 1_000})
+        return respond(json.dumps([r.get("message", {}).get("payload") for r in results]))
+
+    with Simulation() as sim:
+        crew = _spawn(sim, "woken", Agent("a", ScriptedModel(policy=policy)))
+        sim.run(until=0.5)
+        published = sim.runtime.hub.bind("shop").publish("elsewhere", {"n": 1})
+        trigger = attrs.evolve(published, topic="orders")
+        sim.gate.submit(sim.crews[crew], _Deliver(trigger))
+        sim.gate.submit(sim.crews[crew], _Deliver(trigger))
+        sim.run()
+        assert _answer(sim, crew) == [{"n": 1}, None, None]
