@@ -68,6 +68,10 @@ class Agent:
     * ``budget``: limits; exhaustion cancels the agent's waits with
       ``BudgetExhaustedError`` and its crew records why.
     * ``max_turns``: model calls per task before the agent fails (a runaway script).
+    * ``max_cursors`` / ``max_buffered``: the memory bound of its ``wait_for_event``
+      loop, as for the tools (:mod:`orkeon_actors.tools.cursors`): cursors per agent
+      (least recently used closed first) and unread events per cursor (oldest dropped
+      first, reported once as ``missed``).
     """
 
     agent_id: AgentId = attrs.field(converter=_agent_id)
@@ -78,8 +82,14 @@ class Agent:
     budget: BudgetLimits = BudgetLimits()
     hub_tools: bool = True
     max_turns: int = 50
+    max_cursors: int = 16
+    max_buffered: int = 10_000
 
     def __attrs_post_init__(self) -> None:
+        for name in ("max_cursors", "max_buffered"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"agent {self.agent_id}: {name} must be a positive int, got {value!r}")
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise ValueError(f"agent {self.agent_id} has two tools with the same name: {names}")

@@ -17,7 +17,13 @@ Guarantees:
   on) marks the crew ``FAILED`` with the cause in :attr:`CrewActor.failure`, cancels its
   waits and reports to the observer; the actor stays alive to answer queries and other
   crews are unaffected;
-* :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`.
+* an agent's ``wait_for_event`` reads its cursor for ``(topic, metadata_match)`` (the
+  tools' :mod:`~orkeon_actors.tools.cursors`): what is published between two calls is
+  returned by the next ones, in order, once each (bounded; drops reported as
+  ``missed``); a call parks only on an empty cursor, so a crew waiting for a message
+  never sits on an unread event of the topic it waits on;
+* :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
+  agents' cursors (and what they hold) included; a restore reopens them.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from orkeon_actors.crew.state import (
     PendingToolCall,
     PendingWait,
     TaskAssignment,
+    TopicCursorState,
 )
 from orkeon_actors.errors import (
     BudgetExhaustedError,
@@ -59,7 +66,14 @@ from orkeon_actors.errors import (
     ToolValidationError,
     UnknownCorrelationError,
 )
-from orkeon_actors.hub.async_wait import AsyncWait, PushSubscription, deliver_to_mailbox, push_subscription, wait_async
+from orkeon_actors.hub.async_wait import (
+    AsyncWait,
+    PushSubscription,
+    deliver_to_mailbox,
+    push_subscription,
+    receive_async,
+    wait_async,
+)
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.memory import REPLY_TOPIC
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
@@ -93,12 +107,14 @@ from orkeon_actors.tools import (
     structure_request,
     unstructure,
 )
+from orkeon_actors.tools.cursors import Cursor
 from orkeon_actors.tools.event_hub_tools import _field_of
 from orkeon_actors.tools.payload import decode_payload
 
 __all__ = [
     "CrewActor",
     "CrewObserver",
+    "DeliveryGate",
     "EventBinding",
     "Activity",
     "restore_crew",
@@ -113,6 +129,16 @@ class CrewObserver(Protocol):
     """Receives a crew's trace (the simulation's recorder implements it)."""
 
     def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None: ...
+
+
+class DeliveryGate(Protocol):
+    """Where a crew's actor messages go instead of its inbox when it has a gate (the
+    simulation's :class:`~orkeon_actors.sim.gate.SerialGate`): every delivery to the
+    crew (a wait's outcome, mail, a bound event, the start) is ``submit``-ted there, and
+    the gate decides when the crew receives it. Without a gate (the normal runtime)
+    deliveries are told to the actor directly."""
+
+    def submit(self, ref: pykka.ActorRef[Any], message: Any) -> None: ...
 
 
 class Activity:
@@ -220,7 +246,13 @@ class _AgentRuntime:
         self.budget = _make_budget(agent.budget, crew)
         self.client: HubClient = crew.hub.bind(crew.crew_id, agent.agent_id)
         self.address = MailboxAddress.agent(crew.crew_id, agent.agent_id)
-        self.tools = EventHubTools(self.client, cancel=self.budget.token, register_own_mailbox=False)
+        self.tools = EventHubTools(
+            self.client,
+            cancel=self.budget.token,
+            register_own_mailbox=False,
+            max_cursors=agent.max_cursors,
+            max_buffered=agent.max_buffered,
+        )
         self.registration: MailboxRegistration | None = None
         self.wait: AsyncWait | None = None
         self.wait_token: str | None = None
@@ -273,6 +305,7 @@ class CrewActor(pykka.ThreadingActor):
         observer: CrewObserver | None = None,
         activity: Activity | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
+        gate: DeliveryGate | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -298,6 +331,7 @@ class CrewActor(pykka.ThreadingActor):
         self.bindings: list[EventBinding] = list(bindings)
         self.observer = observer
         self.activity = activity
+        self.gate = gate
         self.client: HubClient = hub.bind(self.crew_id)
         self.address = MailboxAddress.crew(self.crew_id)
         self._agents: dict[AgentId, _AgentRuntime] = {}
@@ -431,7 +465,12 @@ class CrewActor(pykka.ThreadingActor):
         raise ValueError(f"unknown crew query {what!r}")
 
     def tell(self, message: Any) -> None:
-        """Tell this crew (from any thread) and count it as in flight."""
+        """Tell this crew (from any thread) and count it as in flight; with a gate, hand
+        it to the gate instead (it counts it when it releases it)."""
+        gate = self.gate
+        if gate is not None:
+            gate.submit(self.actor_ref, message)
+            return
         if self.activity is not None:
             self.activity.begin()
         try:
@@ -479,7 +518,11 @@ class CrewActor(pykka.ThreadingActor):
                 self.definitions[definition.agent_id] = definition
                 runtime = _AgentRuntime(definition, self)
                 self._agents[definition.agent_id] = runtime
-            runtime.state = state
+            runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
+            for saved in state.cursors:
+                runtime.tools.topic_cursors.restore(
+                    saved.topic, saved.metadata_match, saved.buffered, saved.missed, saved.recent
+                )
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
         self._set_status(CrewStatus.RUNNING)
@@ -532,8 +575,18 @@ class CrewActor(pykka.ThreadingActor):
         def on_done(outcome: Message | BaseException) -> None:
             self.tell(_WaitDone(agent_id, token, outcome))
 
+        cursor = self._cursor_of(runtime, wait, open_it=True)
         try:
-            new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+            if cursor is not None:
+                ready = cursor.poll()
+                if ready is not None:  # the cursor holds events: the wait resolves now
+                    self._wait_done_now(runtime, ready)
+                    return
+                new = receive_async(
+                    self.hub, cursor.subscription, timeout, runtime.budget.token, _recording(cursor, on_done)
+                )
+            else:
+                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
             self._wait_done_now(runtime, exc)
             return
@@ -547,19 +600,68 @@ class CrewActor(pykka.ThreadingActor):
 
     def _deliver(self, message: Message) -> None:
         """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
-        that agent's live wait); a message nobody waits for any more is dropped."""
+        that agent's live wait; a ``wait_for_event`` gets it through its cursor, which
+        ignores a message it already handed out or holds). The other agents' cursors it
+        matches buffer it too, as their subscriptions would have had the crew been
+        awake. A message nothing matches any more is dropped."""
         for runtime in self._agents.values():
             pending = runtime.state.pending
             if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
                 continue
             if not wait_matches(pending.wait, self.crew_id, message):
                 continue
-            if runtime.wait is not None and not runtime.wait.cancel():
-                continue  # its live wait already took a message: that one wins
-            runtime.wait = None
-            self._wait_done_now(runtime, message)
+            cursor = self._cursor_of(runtime, pending.wait)
+            if cursor is not None and runtime.wait is not None:
+                cursor.offer(message)  # the live wait on the cursor takes it (or already has)
+            else:
+                if runtime.wait is not None and not runtime.wait.cancel():
+                    continue  # its live wait already took a message: that one wins
+                runtime.wait = None
+                self._wait_done_now(runtime, message)
+            self._offer_to_cursors(message, [rt for rt in self._agents.values() if rt is not runtime])
             return
-        logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
+        if not self._offer_to_cursors(message, list(self._agents.values())):
+            logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
+
+    # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
+
+    def _cursor_of(self, runtime: _AgentRuntime, wait: PendingWait, *, open_it: bool = False) -> Cursor | None:
+        """The cursor a parked ``wait_for_event`` reads (opened if ``open_it``: a wait
+        re-armed after a restore), ``None`` for any other wait."""
+        pending = runtime.state.pending
+        kind = wait.kind
+        if not isinstance(kind, OnTopic) or pending is None or pending.call.name != "wait_for_event":
+            return None
+        cursors = runtime.tools.topic_cursors
+        if open_it:
+            return cursors.open(kind.topic, kind.metadata_match)
+        return cursors.get(kind.topic, kind.metadata_match)
+
+    def _offer_to_cursors(self, message: Message, runtimes: Sequence[_AgentRuntime]) -> bool:
+        """Buffer ``message`` (one that reached the crew another way than through these
+        cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
+        if message.topic.startswith("_system.") or not scope_allows(self.crew_id, message):
+            return False
+        taken = False
+        for runtime in runtimes:
+            for cursor in runtime.tools.topic_cursors.cursors():
+                topic, match = cursor.key
+                if topic_matches(topic, message.topic) and metadata_allows(match, message):
+                    taken = cursor.offer(message) or taken
+        return taken
+
+    def _cursor_states(self, runtime: _AgentRuntime) -> tuple[TopicCursorState, ...]:
+        """``runtime``'s open cursors as data, least recently used first."""
+        return tuple(
+            TopicCursorState(
+                cursor.key[0],
+                cursor.key[1],
+                tuple(cursor.pending()),
+                cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
+                tuple(cursor.recent_ids()),
+            )
+            for cursor in runtime.tools.topic_cursors.cursors()
+        )
 
     def _passivate(self, message: _Passivate) -> None:
         """Sleep request. Refused (``on_refused(reason)``) unless the crew is waiting
@@ -641,6 +743,7 @@ class CrewActor(pykka.ThreadingActor):
                 if wait is not None:
                     wait.cancel()
             runtime.wait = runtime.pump = None
+            runtime.tools.topic_cursors.close()  # the snapshot (if any) holds what they had
         if self._crew_pump is not None:
             self._crew_pump.cancel()
             self._crew_pump = None
@@ -903,8 +1006,14 @@ class CrewActor(pykka.ThreadingActor):
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
             descriptor: WaitDescriptor
             timeout: WaitTimeout
+            cursor: Cursor | None = None
             if name == "wait_for_event":
                 wreq = structure_request(arguments, WaitForEventRequest)
+                cursor = runtime.tools.topic_cursors.open(wreq.topic, wreq.metadata_match)
+                ready = cursor.poll()
+                if ready is not None:  # published since the previous call: no need to park
+                    self.trace(runtime.agent.agent_id, "message", _describe_message(ready))
+                    return _result(WaitForEventResponse(False, message=ready, missed=cursor.take_missed()))
                 descriptor = WaitOnTopic(wreq.topic, wreq.metadata_match)
                 timeout = _wait_timeout(wreq.wait_forever, wreq.timeout_ms)
             elif name == "receive_message":
@@ -938,7 +1047,7 @@ class CrewActor(pykka.ThreadingActor):
                 assert sent.correlation_id is not None
                 descriptor = WaitOnReply(sent.correlation_id)
                 timeout = FiniteWaitTimeout(seconds)
-            return self._park(runtime, call, descriptor, timeout)
+            return self._park(runtime, call, descriptor, timeout, cursor)
         except ValueError as exc:
             if isinstance(exc, EventHubError):
                 return _error_result(exc, _field_of(name, exc))
@@ -950,7 +1059,16 @@ class CrewActor(pykka.ThreadingActor):
         except EventHubError as exc:
             return _error_result(exc, _field_of(name, exc))
 
-    def _park(self, runtime: _AgentRuntime, call: ToolCall, descriptor: WaitDescriptor, timeout: WaitTimeout) -> Any:
+    def _park(
+        self,
+        runtime: _AgentRuntime,
+        call: ToolCall,
+        descriptor: WaitDescriptor,
+        timeout: WaitTimeout,
+        cursor: Cursor | None = None,
+    ) -> Any:
+        """Park the agent on ``descriptor`` (on ``cursor``'s subscription for a
+        ``wait_for_event``: what the cursor receives from now on resolves it)."""
         agent_id = runtime.agent.agent_id
         token = new_ulid_str()
 
@@ -959,7 +1077,11 @@ class CrewActor(pykka.ThreadingActor):
 
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
-        wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+        if cursor is not None:
+            taken = _recording(cursor, on_done)
+            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, taken)
+        else:
+            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
         runtime.wait = wait
         runtime.wait_token = token
         expires = (
@@ -990,6 +1112,8 @@ class CrewActor(pykka.ThreadingActor):
         if pending is None or pending.wait is None or runtime.wait_token != message.wait_id:
             if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
+            elif isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox is None:
+                self._offer_to_cursors(outcome, [runtime])  # a withdrawn cursor wait's late message: back
             return
         runtime.wait = None
         runtime.wait_token = None
@@ -997,9 +1121,15 @@ class CrewActor(pykka.ThreadingActor):
         if isinstance(outcome, _FATAL):
             self._agent_failed(runtime, outcome)
             return
+        missed = 0
+        cursor = self._cursor_of(runtime, pending.wait)
+        if cursor is not None:
+            if isinstance(outcome, Message) and not outcome.is_timeout:
+                cursor.handed_out(outcome)
+            missed = cursor.take_missed()
         if isinstance(outcome, Message):
             self.trace(runtime.agent.agent_id, "message", _describe_message(outcome))
-        result = _format_wait_result(call.name, pending.wait.kind, outcome)
+        result = _format_wait_result(call.name, pending.wait.kind, outcome, missed)
         self._inject(runtime, call, result)
 
     def _inject(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
@@ -1095,7 +1225,10 @@ class CrewActor(pykka.ThreadingActor):
     def snapshot(self) -> CrewSnapshot:
         """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
         ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
-        agents = tuple(rt.state for rt in self._agents.values())
+        agents = tuple(
+            attrs.evolve(rt.state, cursors=cursors) if (cursors := self._cursor_states(rt)) else rt.state
+            for rt in self._agents.values()
+        )
         waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
         mailboxes = tuple(
             MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox
@@ -1125,16 +1258,31 @@ class CrewActor(pykka.ThreadingActor):
 # -- helpers ----------------------------------------------------------------------------
 
 
-def start_crew(ref: pykka.ActorRef[CrewActor], activity: Activity | None = None) -> None:
+def start_crew(
+    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
+) -> None:
     """Begin a started crew actor (registers its mailboxes, starts its orchestration).
-    Pass the crew's ``activity`` counter if it has one."""
+    Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
+    start is then submitted to the gate like any other delivery)."""
+    if gate is not None:
+        gate.submit(ref, _Start())
+        return
     if activity is not None:
         activity.begin()
     ref.tell(_Start())
 
 
-def restore_crew(ref: pykka.ActorRef[CrewActor], snapshot: CrewSnapshot, activity: Activity | None = None) -> None:
-    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch."""
+def restore_crew(
+    ref: pykka.ActorRef[CrewActor],
+    snapshot: CrewSnapshot,
+    activity: Activity | None = None,
+    gate: DeliveryGate | None = None,
+) -> None:
+    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
+    (through its ``gate`` if it has one)."""
+    if gate is not None:
+        gate.submit(ref, _Restore(snapshot))
+        return
     if activity is not None:
         activity.begin()
     ref.tell(_Restore(snapshot))
@@ -1210,7 +1358,20 @@ def _error_result(exc: BaseException, field: str | None) -> dict[str, Any]:
     return _result(ToolErrorResult(ToolError(type(exc).__name__, str(exc), field)))
 
 
-def _format_wait_result(name: str, kind: object, outcome: Message | BaseException) -> dict[str, Any]:
+def _recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]) -> Callable[[Any], None]:
+    """``on_done`` of a wait on ``cursor``: the message it took is recorded as handed out
+    there and then (on the taker's thread), so the same message offered again before the
+    crew handled the outcome (a wake's trigger) is not buffered a second time."""
+
+    def done(outcome: Message | BaseException) -> None:
+        if isinstance(outcome, Message) and not outcome.is_timeout:
+            cursor.handed_out(outcome)
+        on_done(outcome)
+
+    return done
+
+
+def _format_wait_result(name: str, kind: object, outcome: Message | BaseException, missed: int = 0) -> dict[str, Any]:
     if name == "send_request":
         assert isinstance(kind, OnReply)
         if isinstance(outcome, (SendTimeoutError, UnknownCorrelationError)) or (
@@ -1228,8 +1389,8 @@ def _format_wait_result(name: str, kind: object, outcome: Message | BaseExceptio
             return _result(ReceiveMessageResponse(True, metadata=outcome.metadata))
         return _result(ReceiveMessageResponse(False, message=outcome))
     if outcome.is_timeout:
-        return _result(WaitForEventResponse(True, metadata=outcome.metadata))
-    return _result(WaitForEventResponse(False, message=outcome))
+        return _result(WaitForEventResponse(True, metadata=outcome.metadata, missed=missed))
+    return _result(WaitForEventResponse(False, message=outcome, missed=missed))
 
 
 def _short(text: str, limit: int = 120) -> str:

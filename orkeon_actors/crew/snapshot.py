@@ -48,9 +48,9 @@ __all__ = [
     "to_json",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The snapshot shape this release writes. Bump it on every shape change and register a
-migrator from the previous version."""
+migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``)."""
 
 
 class SnapshotVersionError(EventHubError):
@@ -160,6 +160,14 @@ def register_migrator(from_version: int) -> Callable[[Migrator], Migrator]:
 def unregister_migrator(from_version: int) -> None:
     """Remove a migrator (tests)."""
     _MIGRATORS.pop(from_version, None)
+
+
+@register_migrator(1)
+def _add_cursors(data: dict[str, Any]) -> dict[str, Any]:
+    """1 -> 2: agents gained ``cursors``; a version-1 crew had none open (its
+    ``wait_for_event`` waits were one-shot)."""
+    agents = [{**agent, "cursors": []} for agent in data.get("agents", [])]
+    return {**data, "agents": agents, "schema_version": 2}
 
 
 def to_dict(snapshot: CrewSnapshot) -> dict[str, Any]:

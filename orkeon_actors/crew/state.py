@@ -31,6 +31,7 @@ __all__ = [
     "PendingWait",
     "PendingWaitKind",
     "TaskAssignment",
+    "TopicCursorState",
 ]
 
 
@@ -122,10 +123,27 @@ class TaskAssignment:
 
 
 @attrs.frozen
+class TopicCursorState:
+    """An agent's ``wait_for_event`` cursor as data (spec §5.2; see
+    :mod:`orkeon_actors.tools.cursors`): its key (``topic`` pattern, ``metadata_match``),
+    the messages it held and had not handed out yet (``buffered``, oldest first: handed
+    out first after a restore), the drops not yet reported as ``missed``, and the ids of
+    the messages it handed out last (``recent``: a message offered again, a wake's
+    trigger say, is not handed out twice)."""
+
+    topic: str
+    metadata_match: FrozenMap | None = None
+    buffered: tuple[Message, ...] = ()
+    missed: int = 0
+    recent: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class AgentState:
     """Everything an agent is, as data: its conversation, its current task, the tool
     call it is parked on and the calls queued behind it, its budget, the messages the
-    crew took from its mailbox while it was busy (``inbox``), and why it failed."""
+    crew took from its mailbox while it was busy (``inbox``), its ``wait_for_event``
+    cursors (least recently used first), and why it failed."""
 
     agent_id: AgentId
     role: str
@@ -138,6 +156,7 @@ class AgentState:
     inbox: tuple[Message, ...] = ()
     turns: int = 0
     failure: str | None = None
+    cursors: tuple[TopicCursorState, ...] = ()
 
 
 @attrs.frozen

@@ -31,10 +31,10 @@ from datetime import datetime
 import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
-from orkeon_actors.hub.memory import InMemoryEventHub
-from orkeon_actors.hub.port import CallerContext, EventHub
+from orkeon_actors.hub.memory import InMemoryEventHub, WaitRegistration, _MemorySubscription
+from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.hub.scheduler import TimerHandle
-from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.hub.waiter import BufferClosed, Waiter
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CrewId, new_ulid_str
@@ -50,6 +50,7 @@ from orkeon_actors.model.options import (
 
 __all__ = [
     "AsyncWait",
+    "receive_async",
     "PushSubscription",
     "WaitOutcome",
     "deliver_to_mailbox",
@@ -75,10 +76,13 @@ class AsyncWait:
 
     __slots__ = (
         "_cleanup",
+        "_early",
         "_hub",
         "_lock",
         "_on_done",
+        "_registering",
         "_settled",
+        "_source",
         "_timers",
         "_unregister",
         "_waiter",
@@ -97,8 +101,10 @@ class AsyncWait:
         descriptor: WaitDescriptor,
         deadline: float | None,
         on_done: Callable[[WaitOutcome], None],
+        source: _MemorySubscription | None = None,
     ) -> None:
         self._hub = hub
+        self._source = source
         self.caller = caller
         self.descriptor = descriptor
         self.deadline = deadline
@@ -114,6 +120,8 @@ class AsyncWait:
         self._on_done = on_done
         self._lock = threading.Lock()
         self._settled = False
+        self._registering = False
+        self._early = False
         self._waiter: Waiter[Message] | None = None
         self._cleanup: Callable[[], None] | None = None
         self._timers: list[TimerHandle] = []
@@ -136,16 +144,38 @@ class AsyncWait:
     # -- internals ---------------------------------------------------------------------
 
     def _arm(self) -> None:
-        """Register one round of the wait (a fresh waiter)."""
+        """Register one round of the wait (a fresh waiter).
+
+        Registering may settle the waiter at once, on this thread (a message already
+        queued in an inline mailbox) or on another (a mailbox actor): the settle hook
+        then only notes it, and the outcome is handled here once the registration is
+        known, so its cleanup runs and no timer is left behind."""
         hub = self._hub
         descriptor = self.descriptor
         waiter: Waiter[Message] = Waiter()
-        registration = hub._register_wait(self.caller, descriptor, waiter)
-        original, cleanup = registration.original, registration.cleanup
         self._waiter = waiter
-        self._cleanup = cleanup
-        waiter.on_settled = lambda: self._on_settled(waiter)
+        self._cleanup = None
+        with self._lock:
+            self._registering = True
+            self._early = False
+        waiter.on_settled = lambda: self._settle_hook(waiter)
         hub._active_waiters[waiter] = self.kind
+        try:
+            if self._source is not None:
+                registration = _subscription_registration(self._source, waiter)
+            else:
+                registration = hub._register_wait(self.caller, descriptor, waiter)
+        except BaseException:
+            hub._active_waiters.pop(waiter, None)
+            raise
+        original = registration.original
+        self._cleanup = registration.cleanup
+        with self._lock:
+            self._registering = False
+            early = self._early
+        if early:
+            self._on_settled(waiter)
+            return
         if self.deadline is not None:
             caller, wait_id, started_at = self.caller, self.wait_id, self.started_at
             self._timers.append(
@@ -156,6 +186,13 @@ class AsyncWait:
         registration.listen()  # after the hooks: an already-answered request settles at once
         if hub._stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+
+    def _settle_hook(self, waiter: Waiter[Message]) -> None:
+        with self._lock:
+            if self._registering:
+                self._early = True  # handled by _arm once the registration is known
+                return
+        self._on_settled(waiter)
 
     def _on_settled(self, waiter: Waiter[Message]) -> None:
         hub = self._hub
@@ -170,13 +207,16 @@ class AsyncWait:
             self._finish(None)
             return
         if error is not None:
+            if isinstance(error, BufferClosed) and self._source is not None:
+                error = self._source._closed_error()  # the subscription closed while we waited
             self._finish(error)
             return
         assert value is not None
         if value.is_timeout or isinstance(self.descriptor, WaitOnReply):
             self._finish(value)
             return
-        consumed = hub._consume(hub._receive_wait, value)
+        receive = hub._receive_subscription if self._source is not None else hub._receive_wait
+        consumed = hub._consume(receive, value)
         if consumed is not None:
             self._finish(consumed)
             return
@@ -197,6 +237,23 @@ class AsyncWait:
 
     def __repr__(self) -> str:
         return f"AsyncWait({self.kind}, wait_id={self.wait_id}, settled={self._settled})"
+
+
+def _subscription_registration(subscription: _MemorySubscription, waiter: Waiter[Message]) -> WaitRegistration:
+    """Park ``waiter`` on ``subscription``'s buffer when listening: the oldest buffered
+    message settles it at once, else the next one routed to the subscription does."""
+    buffer = subscription._buffer
+
+    def listen() -> None:
+        try:
+            item = buffer.take_or_park(waiter)
+        except BufferClosed:
+            waiter.try_fail(subscription._closed_error())
+            return
+        if item is not None and not waiter.try_complete(item):
+            buffer.requeue_front(item)  # it timed out or was cancelled meanwhile: keep the item
+
+    return WaitRegistration("on_topic", subscription.pattern, lambda: buffer.unpark(waiter), listen)
 
 
 class _Withdrawn(Exception):
@@ -225,20 +282,59 @@ def wait_async(
     deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
     wait = AsyncWait(memory, caller, descriptor, deadline, on_done)
     wait._arm()
+    _watch_cancel(memory, wait, cancel)
+    return wait
+
+
+def _watch_cancel(memory: InMemoryEventHub, wait: AsyncWait, cancel: CancelToken | None) -> None:
+    """Settle ``wait`` with ``cancel``'s error when it fires (its deadline included)."""
+    if cancel is None:
+        return
+
+    def fire(error: BaseException) -> None:
+        waiter = wait._waiter
+        if waiter is not None:
+            waiter.try_fail(error)
+
+    wait._unregister = cancel.on_cancel(fire)
+    if cancel.deadline is not None and not cancel.cancelled:
+        wait._timers.append(memory.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
+    if wait.settled:  # settled while we registered: undo what _finish could not see
+        wait._unregister()
+        for timer in wait._timers:
+            timer.cancel()
+
+
+def receive_async(
+    hub: EventHub,
+    subscription: Subscription,
+    timeout: WaitTimeout,
+    cancel: CancelToken | None,
+    on_done: Callable[[WaitOutcome], None],
+) -> AsyncWait:
+    """The non-blocking :meth:`Subscription.receive`: register a wait for the next
+    message of ``subscription`` and return at once; ``on_done`` gets, exactly once, the
+    oldest buffered message (at once if one is buffered) or the next one routed to it
+    (after the subscription's receive stages), the hub's ``WaitTimedOutMessage`` (its
+    ``original_topic`` is the pattern; the subscription stays open, nothing is lost),
+    the token's error, ``HubStoppedError``, or ``InvalidArgumentError`` if the
+    subscription is closed. As for :func:`wait_async`, nothing after a successful
+    ``cancel()``: a message the withdrawn wait did not take stays buffered.
+
+    Raises at once ``HubStoppedError`` on a stopped hub and the token's error if
+    ``cancel`` already fired."""
+    memory = _memory_hub(hub)
+    if not isinstance(subscription, _MemorySubscription) or subscription._hub is not memory:
+        raise TypeError("receive_async needs a subscription of this in-memory hub")
+    if memory._stopped:
+        raise HubStoppedError("the runtime was stopped; start a new Runtime")
     if cancel is not None:
-
-        def fire(error: BaseException) -> None:
-            waiter = wait._waiter
-            if waiter is not None:
-                waiter.try_fail(error)
-
-        wait._unregister = cancel.on_cancel(fire)
-        if cancel.deadline is not None and not cancel.cancelled:
-            wait._timers.append(memory.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
-        if wait.settled:  # settled while we registered: undo what _finish could not see
-            wait._unregister()
-            for timer in wait._timers:
-                timer.cancel()
+        cancel.raise_if_cancelled()
+    deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
+    descriptor = WaitOnTopic(subscription.pattern, subscription.metadata_match)
+    wait = AsyncWait(memory, CallerContext(subscription.crew_id), descriptor, deadline, on_done, subscription)
+    wait._arm()
+    _watch_cancel(memory, wait, cancel)
     return wait
 
 

@@ -18,6 +18,12 @@ Guarantees:
   queued for the next consumer; a post either raises ``MailboxNotFoundError`` or is
   accepted by the actor; closing the mailbox returns every message nobody consumed.
 * No duplicate: each message is handed to exactly one consumer.
+
+Inline mode (``MailboxHandle(..., inline=True)``, what a
+:class:`~orkeon_actors.sim.Simulation` asks of its hub): the same :class:`MailboxActor`
+logic runs on the caller's thread instead of an actor thread (see :class:`_InlineRef`),
+so everything a post causes has happened when the post returns. Same guarantees; no
+thread per mailbox; meant for deterministic simulations, not for concurrent use.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections import deque
+from typing import Any
 
 import attrs
 import pykka
@@ -184,8 +191,55 @@ class MailboxActor(pykka.ThreadingActor):
         error = MailboxNotFoundError(self.address)
         while self._waiters:
             self._waiters.popleft().try_fail(error)
-        self.stop()
+        if not isinstance(self._handle.ref, _InlineRef):
+            self.stop()
         return leftovers
+
+
+class _InlineRef:
+    """Stands in for a mailbox actor's ``ActorRef`` in inline mode: ``tell`` runs the
+    actor's ``on_receive`` on the caller's thread. Messages told while one is being
+    handled (a waiter's callback posting again, say) are queued and handled right after
+    it by the same thread, in order: the actor's one-at-a-time FIFO semantics, without a
+    thread."""
+
+    __slots__ = ("_actor", "_draining", "_lock", "_queue")
+
+    def __init__(self, actor: MailboxActor) -> None:
+        self._actor = actor
+        self._lock = threading.Lock()
+        self._queue: deque[tuple[object, pykka.ThreadingFuture[Any] | None]] = deque()
+        self._draining = False
+
+    def tell(self, message: object) -> None:
+        self._run(message, None)
+
+    def ask(self, message: object, block: bool = False) -> pykka.ThreadingFuture[Any]:
+        future: pykka.ThreadingFuture[Any] = pykka.ThreadingFuture()
+        if not self._run(message, future):
+            raise RuntimeError("an inline mailbox cannot be asked from inside its own message handling")
+        return future
+
+    def _run(self, message: object, future: pykka.ThreadingFuture[Any] | None) -> bool:
+        """Queue ``message``; drain the queue unless a drain is in progress (then the
+        draining thread handles it). Returns whether this call drained."""
+        with self._lock:
+            self._queue.append((message, future))
+            if self._draining:
+                return False
+            self._draining = True
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._draining = False
+                    return True
+                item, reply = self._queue.popleft()
+            result = self._actor.on_receive(item)
+            if reply is not None:
+                reply.set(result)
+
+    def stop(self) -> None:
+        """Nothing to stop: no thread."""
 
 
 class _Mode(enum.Enum):
@@ -209,16 +263,20 @@ class MailboxHandle:
 
     __slots__ = ("address", "closed", "direct_reader", "in_flight", "lock", "mode", "owner", "ref", "staged")
 
-    def __init__(self, address: MailboxAddress, owner: object) -> None:
+    def __init__(self, address: MailboxAddress, owner: object, *, inline: bool = False) -> None:
         self.address = address
-        self.lock = threading.Lock()
+        # Inline, the actor's logic runs under this lock and may call back into the handle
+        # (a settled waiter withdrawing itself): the lock must be reentrant then.
+        self.lock: threading.Lock | threading.RLock = threading.RLock() if inline else threading.Lock()
         self.closed = False
         self.owner = owner
         self.mode = _Mode.TELL
         self.in_flight = 0  # posts told to the actor and not yet processed by it
         self.staged: deque[Message] = deque()
         self.direct_reader: LocalBuffer[Message] | None = None
-        self.ref: pykka.ActorRef[MailboxActor] = MailboxActor.start(address, self)
+        self.ref: pykka.ActorRef[MailboxActor] | _InlineRef = (
+            _InlineRef(MailboxActor(address, self)) if inline else MailboxActor.start(address, self)
+        )
 
     def deliver(self, message: Message) -> None:
         with self.lock:

@@ -136,6 +136,19 @@ class _MemorySubscription(Subscription):
                 out.append(consumed)
         return out
 
+    def poll(self) -> Message | None:
+        while (message := self._buffer.take_nowait()) is not None:
+            consumed = self._hub._consume(self._receive, message)
+            if consumed is not None:
+                return consumed
+        return None
+
+    def inject(self, message: Message) -> None:
+        self._buffer.push(message)
+
+    def pending(self) -> list[Message]:
+        return self._buffer.peek_all()
+
     def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
         hub = self._hub
         wait_timeout = coerce_wait_timeout(timeout)
@@ -280,6 +293,9 @@ class InMemoryEventHub(EventHub):
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
         self.on_wait_timed_out: Callable[[Message], None] | None = None
+        self.inline_mailboxes = False
+        """Mailboxes registered from now on run their logic on the caller's thread (no
+        actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
@@ -382,7 +398,7 @@ class InMemoryEventHub(EventHub):
                 raise MailboxAlreadyRegisteredError(
                     f"a mailbox is already registered at {address}; close the existing registration first"
                 )
-            handle = MailboxHandle(address, owner)
+            handle = MailboxHandle(address, owner, inline=self.inline_mailboxes)
             self._mailboxes[address] = handle
         try:
             self._mailbox_opened(handle)

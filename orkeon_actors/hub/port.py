@@ -62,6 +62,22 @@ class Subscription(abc.ABC):
         """Every message already buffered, without blocking (for polling loops)."""
 
     @abc.abstractmethod
+    def poll(self) -> Message | None:
+        """The oldest buffered message (after the receive stages), or ``None`` at once
+        when nothing is buffered. Never blocks."""
+
+    @abc.abstractmethod
+    def inject(self, message: Message) -> None:
+        """Buffer ``message`` as if it had just been routed here (a consumer handing the
+        subscription a matching message that reached it by another path). Ignored once
+        closed."""
+
+    @abc.abstractmethod
+    def pending(self) -> list[Message]:
+        """The buffered messages, oldest first, without consuming them (the receive
+        stages have not run on them yet): what a snapshot of a consumer records."""
+
+    @abc.abstractmethod
     def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
         """The next message: the oldest buffered one at once, else block for one.
 

@@ -136,15 +136,43 @@ class LocalBuffer(Generic[T]):
         with self._cond:
             if self._closed:
                 return False
-            if self._parked is not None and self._handed_to_parked(item):
+            parked = self._parked
+            if parked is None:
+                if self._maxlen is None:
+                    self._items.append(item)
+                else:
+                    self._append(item)
+                if self._takers:
+                    self._cond.notify()
                 return True
-            if self._maxlen is None:
-                self._items.append(item)
-            else:
-                self._append(item)
+            self._parked = None
+        # Hand the item to the parked waiter outside the lock: settling it runs its
+        # callbacks (a non-blocking wait's cleanup, receive stages, a re-park), which may
+        # use this buffer again.
+        if parked.try_complete(item):
+            return True
+        with self._cond:  # it had settled (timed out, cancelled): queue the item as usual
+            if self._closed:
+                return False
+            self._append(item)
             if self._takers:
                 self._cond.notify()
             return True
+
+    def requeue_front(self, item: T) -> None:
+        """Put back ``item``, taken but not handed out, as the oldest one (a waiter
+        that settled otherwise in the meantime refused it); dropped if closed, like
+        everything buffered at close."""
+        with self._cond:
+            if not self._closed:
+                self._items.appendleft(item)
+                if self._takers:
+                    self._cond.notify()
+
+    def peek_all(self) -> list[T]:
+        """The buffered items, oldest first, without taking them."""
+        with self._cond:
+            return list(self._items)
 
     def push_many(self, items: list[T]) -> bool:
         with self._cond:

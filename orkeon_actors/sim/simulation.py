@@ -7,14 +7,24 @@
         sim.run(until=3600)            # virtual seconds
         print(sim.trace.timeline())
 
-``run`` repeats: wait until every crew is quiescent (no actor message in flight, every
-mailbox actor drained, nothing changed meanwhile), stop if every crew finished, else jump
-the clock to the next timer (a finite wait's expiry, a budget deadline), never past
-``until``. Finite waits therefore expire at once in wall time. The trace is in canonical
-order and free of random ids: same seed and same crews give the same trace.
+``run`` repeats: release the crews' held deliveries one at a time until everything is
+quiescent (see :mod:`orkeon_actors.sim.gate`), stop if every crew finished, else jump the
+clock to the next timer (a finite wait's expiry, a budget deadline), never past
+``until``. Finite waits therefore expire at once in wall time.
 
-``seed`` feeds :attr:`Simulation.rng` (hand it to policy functions) and the crew ids
+Determinism: crews run one delivery at a time, in an order derived from virtual time and
+the causal order of submissions, never from thread timing; the hub's mailboxes run
+inline. So the same seed and the same crews give the same :meth:`Trace.events` (in
+recording order) and the same results, run after run. Ids minted at random (message,
+correlation and wait ids) are redacted from the trace; they never decide an order.
+
+``seed`` feeds :attr:`Simulation.rng` (hand it to policy functions: with one crew running
+at a time, the draws happen in the same order every run) and the crew ids
 (``{name}-{n}``), so nothing in a run depends on the wall clock.
+
+A simulated crew must not block its thread (no real I/O, no sleeps, no waiting on another
+crew from a policy or tool): the gate waits for it, and raises
+:class:`~orkeon_actors.sim.gate.SimulationStuckError` after ``quiet_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -27,15 +37,16 @@ from typing import Any
 import pykka
 
 from orkeon_actors.crew.agent import Agent
-from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, start_crew
+from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, restore_crew, start_crew
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.async_wait import flush_mailboxes
+from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
+from orkeon_actors.sim.gate import SerialGate
 from orkeon_actors.sim.trace import Trace
-from orkeon_actors.testing import wait_until
 
 __all__ = ["Simulation", "SimulationResult"]
 
@@ -67,13 +78,18 @@ class Simulation:
         self.runtime = runtime or Runtime.start(clock=self.clock)
         if not self.runtime.clock.is_virtual:
             raise ValueError("a Simulation needs a runtime on a VirtualClock")
+        if not isinstance(self.runtime.hub, InMemoryEventHub):
+            raise ValueError("a Simulation needs an in-memory hub (Runtime.start(clock=VirtualClock()))")
+        # Mailboxes registered from now on run inline: no mailbox thread races the crews.
+        self.runtime.hub.inline_mailboxes = True
         self.clock = self.runtime.clock  # type: ignore[assignment]
         self._origin = self.clock.monotonic()
         self.trace = Trace(lambda: self.clock.monotonic() - self._origin)
         self.activity = Activity()
+        self.quiet_timeout = quiet_timeout
+        self.gate = SerialGate(self.activity, timeout=quiet_timeout)
         self.crews: dict[str, pykka.ActorRef[Any]] = {}
         self._counter = 0
-        self.quiet_timeout = quiet_timeout
 
     def spawn(
         self,
@@ -95,23 +111,55 @@ class Simulation:
             crew_id=crew_id,
             observer=self.trace,
             activity=self.activity,
+            gate=self.gate,
             **options,
         )
         self.crews[crew_id] = ref
-        start_crew(ref, self.activity)
+        start_crew(ref, gate=self.gate)  # held: the crew starts when the simulation runs
         return str(crew_id)
+
+    def restore(
+        self,
+        snapshot: CrewSnapshot,
+        *,
+        agents: Sequence[Agent],
+        orchestration: Orchestration,
+        crew_class: type[CrewActor] = CrewActor,
+        **options: Any,
+    ) -> str:
+        """Recompose a crew from ``snapshot`` (its agents and orchestration are code:
+        pass the same definitions), as a wake does. A live crew with the same id is
+        stopped first (its mailboxes closed: what they held is gone; the snapshot's
+        inboxes and cursors are restored). Returns the crew id."""
+        crew_id = str(snapshot.id)
+        old = self.crews.pop(crew_id, None)
+        if old is not None:
+            old.stop()
+        ref = crew_class.start(
+            self.runtime.hub,
+            agents=agents,
+            orchestration=orchestration,
+            name=snapshot.name,
+            crew_id=crew_id,
+            observer=self.trace,
+            activity=self.activity,
+            gate=self.gate,
+            **options,
+        )
+        self.crews[crew_id] = ref
+        restore_crew(ref, snapshot, gate=self.gate)
+        return crew_id
 
     # -- running -----------------------------------------------------------------------
 
     def wait_quiescent(self) -> None:
-        """Block until nothing is in flight anywhere in the simulation."""
+        """Release held deliveries one at a time until nothing is held or in flight
+        anywhere in the simulation (at the current virtual time)."""
         while True:
-            wait_until(lambda: self.activity.in_flight == 0, self.quiet_timeout, "crews to go quiet")
-            before = self.activity.sequence
-            flush_mailboxes(self.runtime.hub)
-            for ref in list(self.crews.values()):
-                query_crew(ref, "status")
-            if self.activity.in_flight == 0 and self.activity.sequence == before:
+            self.gate.release_all()
+            before = self.gate.submitted
+            flush_mailboxes(self.runtime.hub)  # mailbox actors of a runtime passed in, if any
+            if self.gate.submitted == before and not len(self.gate):
                 return
 
     def statuses(self) -> dict[str, CrewStatus]:

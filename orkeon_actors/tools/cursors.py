@@ -19,44 +19,98 @@ for one ``(topic pattern, metadata_match)`` of one agent:
 
 Two concurrent waits on the same key would race for the same messages, so the second is
 refused rather than served arbitrarily.
+
+Crew agents use the same cursors (``CrewActor``): their parked ``wait_for_event`` is a
+non-blocking receive on the cursor's subscription
+(:func:`~orkeon_actors.hub.async_wait.receive_async`), and a cursor can be written down
+as data and reopened (:meth:`TopicCursors.restore`) with a *backlog* of the messages it
+held, served before anything the new subscription receives, the drops not yet reported,
+and the ids it recently handed out (so a message offered again, a wake's trigger say,
+is not handed out twice).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Iterable
 from typing import Final
 
 from orkeon_actors.errors import ToolValidationError
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.port import Subscription
-from orkeon_actors.model.message import FrozenMap
+from orkeon_actors.model.message import FrozenMap, Message
 
-__all__ = ["DEFAULT_MAX_BUFFERED", "DEFAULT_MAX_CURSORS", "Cursor", "CursorKey", "TopicCursors"]
+__all__ = ["DEFAULT_MAX_BUFFERED", "DEFAULT_MAX_CURSORS", "RECENT_IDS", "Cursor", "CursorKey", "TopicCursors"]
 
 DEFAULT_MAX_CURSORS: Final = 16
 DEFAULT_MAX_BUFFERED: Final = 10_000
+RECENT_IDS: Final = 64
+"""How many ids of messages handed out a cursor remembers (to refuse a repeat)."""
 
 CursorKey = tuple[str, FrozenMap | None]
 
 
 class Cursor:
-    """One open subscription and what was already reported of its drops."""
+    """One open subscription, what was already reported of its drops, and (for a
+    restored cursor) a backlog served first. Thread-safe as far as its subscription is;
+    the backlog and the counters belong to the one consumer of the cursor."""
 
-    __slots__ = ("busy", "key", "reported_dropped", "subscription")
+    __slots__ = ("_lock", "backlog", "busy", "carried_missed", "key", "recent", "reported_dropped", "subscription")
 
     def __init__(self, key: CursorKey, subscription: Subscription) -> None:
         self.key = key
         self.subscription = subscription
         self.busy = False
         self.reported_dropped = 0
+        self.backlog: deque[Message] = deque()
+        self.carried_missed = 0
+        self.recent: deque[str] = deque(maxlen=RECENT_IDS)
+        self._lock = threading.Lock()  # guards ``recent``: a wait's taker records on its own thread
 
     def take_missed(self) -> int:
         """Messages dropped since the last call (reported once)."""
         dropped = self.subscription.dropped
-        missed = dropped - self.reported_dropped
+        missed = dropped - self.reported_dropped + self.carried_missed
         self.reported_dropped = dropped
+        self.carried_missed = 0
         return missed
+
+    def poll(self) -> Message | None:
+        """The next message without waiting: the backlog's oldest, else the
+        subscription's oldest buffered one; ``None`` if there is none."""
+        message = self.backlog.popleft() if self.backlog else self.subscription.poll()
+        if message is not None:
+            self.handed_out(message)
+        return message
+
+    def handed_out(self, message: Message) -> None:
+        """Record that ``message`` was taken from this cursor (any thread)."""
+        key = str(message.id)
+        with self._lock:
+            if not self.recent or self.recent[-1] != key:
+                self.recent.append(key)
+
+    def recent_ids(self) -> list[str]:
+        """Ids of the messages taken last, oldest first."""
+        with self._lock:
+            return list(self.recent)
+
+    def offer(self, message: Message) -> bool:
+        """Buffer ``message`` (one that matches the cursor but reached its consumer by
+        another path, e.g. a wake's trigger) unless this cursor already handed it out or
+        holds it. Returns whether it was buffered."""
+        key = str(message.id)
+        with self._lock:
+            seen = key in self.recent
+        if seen or any(m.id == message.id for m in self.pending()):
+            return False
+        self.subscription.inject(message)  # a wait parked on the subscription takes it at once
+        return True
+
+    def pending(self) -> list[Message]:
+        """What the cursor holds, oldest first, without taking it."""
+        return [*self.backlog, *self.subscription.pending()]
 
 
 class TopicCursors:
@@ -104,6 +158,45 @@ class TopicCursors:
             self._cursors.move_to_end(key)
             cursor.busy = True
             return cursor
+
+    def open(self, topic: str, metadata_match: FrozenMap | None) -> Cursor:
+        """The cursor for ``(topic, metadata_match)``, opened if needed, marked most
+        recently used but *not* busy: for a consumer that serialises its own calls (a
+        crew agent, whose crew thread runs one tool call at a time). Raises
+        ``ValueError`` once closed."""
+        cursor = self.acquire(topic, metadata_match)
+        self.release(cursor)
+        return cursor
+
+    def get(self, topic: str, metadata_match: FrozenMap | None) -> Cursor | None:
+        """The open cursor for the key, if any (its recency unchanged)."""
+        with self._lock:
+            return self._cursors.get((topic, metadata_match or None))
+
+    def restore(
+        self,
+        topic: str,
+        metadata_match: FrozenMap | None,
+        backlog: Iterable[Message] = (),
+        missed: int = 0,
+        recent: Iterable[str] = (),
+    ) -> Cursor:
+        """Reopen a cursor written down earlier: a new subscription (it sees what is
+        published from now on), behind ``backlog`` (what the old one held), with
+        ``missed`` drops still to report and the ids it ``recent``-ly handed out. The
+        backlog is cut to ``max_buffered`` newest, the cut counted as missed."""
+        cursor = self.open(topic, metadata_match)
+        items = list(backlog)
+        excess = max(0, len(items) - self._max_buffered)
+        cursor.backlog.extend(items[excess:])
+        cursor.carried_missed += missed + excess
+        cursor.recent.extend(recent)
+        return cursor
+
+    def cursors(self) -> list[Cursor]:
+        """The open cursors, least recently used first."""
+        with self._lock:
+            return list(self._cursors.values())
 
     def release(self, cursor: Cursor) -> None:
         with self._lock:

@@ -315,6 +315,11 @@ class EventHubTools:
     # -- lifecycle ---------------------------------------------------------------------
 
     @property
+    def topic_cursors(self) -> TopicCursors:
+        """The ``wait_for_event`` cursors themselves (a crew drives them for its agents)."""
+        return self._cursors
+
+    @property
     def cursors(self) -> list[CursorKey]:
         """The open ``wait_for_event`` cursors as ``(topic, metadata_match)``, least
         recently used first."""
