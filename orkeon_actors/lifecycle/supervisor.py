@@ -387,7 +387,7 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
             if future is not None:
                 future.set_result(entry is None and self._asleep_in_store(crew_id))
             return
@@ -398,25 +398,32 @@ class _SupervisorActor(pykka.ThreadingActor):
         me = self.actor_ref
         shared = self.shared
         ledger = entry.ledger
+        taken: list[tuple[CrewSnapshot, tuple[tuple[str, str], ...]]] = []
 
         def on_snapshot(snapshot: CrewSnapshot) -> None:  # the crew's thread, before its waits go
-            # Every message consumed so far was handled (a consumed message still in
-            # flight to the crew makes the sleep refused), so the snapshot reflects them.
-            consumed = ledger.view()
+            taken.append((snapshot, ledger.view()))
             with shared.lock:
                 shared.snapshotting[crew_id] = snapshot
             shared.add_patterns(_topic_patterns(snapshot))
+
+        def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
+            # So every message in the ledger view was handled: the snapshot reflects it.
+            # (A message consumed but still in flight to the crew refuses the sleep, and
+            # nothing is saved: its row must stay until a snapshot reflects it.)
+            snapshot, consumed = taken[-1]
             _tell(me, _Snapshotted(crew_id, snapshot, consumed))
 
-        entry.ref.tell(_Passivate(on_snapshot, lambda why: _tell(me, _Refused(crew_id, why))))
+        entry.ref.tell(
+            _Passivate(on_snapshot, lambda why: _tell(me, _Refused(crew_id, why)), on_passivated=on_passivated)
+        )
 
     def _asleep_in_store(self, crew_id: CrewId) -> bool:
         return bool(self.hub.readers.query("SELECT 1 FROM pending_waits WHERE crew_id = ? LIMIT 1", (str(crew_id),)))
 
     def _snapshotted(self, crew_id: CrewId, snapshot: CrewSnapshot, consumed: tuple[tuple[str, str], ...]) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
+            return  # stopping: stop() gave up on it, it parks as it is
         me = self.actor_ref
         ledger = entry.ledger
 
@@ -742,13 +749,14 @@ class _SupervisorActor(pykka.ThreadingActor):
             futures.append(future)
         return futures
 
-    def stop_rest(self) -> tuple[list[Future[None]], list[pykka.Future[bool]]]:
+    def stop_rest(self, asked: bool) -> tuple[list[Future[None]], list[pykka.Future[bool]]]:
         """Stop every crew still live. A finished one releases its mailboxes. An
         unfinished one (it did not sleep) stops as a crash would, but without losing
         anything: its mailboxes are parked (they stay durably registered, consumed
         messages stay kept), so the next boot restores it from its last snapshot and
         redelivers them. Returns futures set once each crew parked, and once each
         finished crew stopped."""
+        self.shutting_down = True
         parked: list[Future[None]] = []
         stopped: list[pykka.Future[bool]] = []
         hub = self.hub
@@ -761,10 +769,11 @@ class _SupervisorActor(pykka.ThreadingActor):
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue
-            logger.warning(
-                "crew {}: did not sleep before the stop ({}); it restarts from its last snapshot",
+            (logger.warning if asked else logger.debug)(
+                "crew {}: parked at stop ({}{}); the next boot restores it from its last snapshot",
                 crew_id,
                 entry.state.value,
+                ", it did not sleep in time" if asked else "",
             )
             done: Future[None] = Future()
 
@@ -944,18 +953,21 @@ class CrewSupervisor:
         mailboxes *parked*, like after a crash but without one: the next boot restores
         it from its last snapshot and redelivers, in order, the messages it consumed
         since (a crew that never slept has no snapshot to restore and is not
-        recovered; the messages stay kept). Finished crews release their mailboxes.
-        Either way every unfinished crew's mailboxes stay durably registered: after a
-        restart, posts to them are accepted and wake the crew. Idempotent. A topic
-        message published meanwhile to a crew that is stopping is not kept (publishes
-        are live-only)."""
+        recovered; the messages stay kept). ``timeout=0`` asks no crew to sleep: every
+        live crew is parked at once (a fast stop that leaves the store as a crash would,
+        minus the crash). Finished crews release their mailboxes. Either way every
+        unfinished crew's mailboxes stay durably registered: after a restart, posts to
+        them are accepted and wake the crew. Idempotent. A topic message published
+        meanwhile to a crew that is stopping is not kept (publishes are live-only)."""
+        if timeout < 0:
+            raise InvalidArgumentError(f"stop(timeout={timeout}): give seconds >= 0 (0 parks every crew at once)")
         if self._stopped:
             return
         self._stopped = True
         actor = self._actor()
         deadline = time.monotonic() + timeout
         try:
-            while True:
+            while timeout > 0:
                 futures: list[Future[bool]] = self._call(actor.shutdown_round)
                 remaining = deadline - time.monotonic()
                 if not futures or remaining <= 0:
@@ -966,10 +978,15 @@ class CrewSupervisor:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(_SHUTDOWN_RETRY)  # a refusing crew is working: ask again shortly
-            parked, stopped = self._call(actor.stop_rest)
-            wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
+            parked, stopped = self._call(lambda: actor.stop_rest(asked=timeout > 0))
+            _, late = wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
+            if late:  # blocked in a tool or model call: it parks when that returns, if the hub still runs
+                logger.warning("{} crew(s) still busy at stop: parked when they return", len(late))
             for future in stopped:
-                future.get(timeout=_PARK_GRACE)
+                try:
+                    future.get(timeout=_PARK_GRACE)
+                except pykka.Timeout:
+                    logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
         finally:
             if self._on_dispatch in self.hub.dispatch_listeners:
                 self.hub.dispatch_listeners.remove(self._on_dispatch)
