@@ -52,6 +52,7 @@ def _received(lines: list[str]) -> list[int]:
         # two sleeps in between: only the posts consumed since the last one are kept
         (("spawn", "post:0-2", "seen:2", "sleep", "post:2-3", "seen:3", "sleep", "post:3-5", "seen:5"), 5, 2),
     ],
+    ids=["woken-from-its-first-snapshot", "slept-once-between", "slept-twice-between"],
 )
 def test_posts_a_woken_crew_consumed_are_redelivered_after_a_kill_and_processed_once(
     tmp_path: Path, before: tuple[str, ...], total: int, kept: int
