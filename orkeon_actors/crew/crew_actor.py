@@ -222,6 +222,9 @@ class _Passivate:
 
     on_snapshot: Callable[[CrewSnapshot], None]
     on_refused: Callable[[str], None]
+    on_passivated: Callable[[], None] | None = None
+    """Called (on the crew's thread) once the live waits are withdrawn and the sleep is
+    not refused: the snapshot reflects every message the crew consumed."""
 
 
 @attrs.frozen(eq=False)
@@ -689,6 +692,8 @@ class CrewActor(pykka.ThreadingActor):
             self._crew_pump = None
         if in_flight or not self.actor_inbox.empty():
             message.on_refused("a message reached the crew while it was being snapshotted")
+        elif message.on_passivated is not None:
+            message.on_passivated()
 
     def _park_mailboxes(self) -> None:
         """Passivated stop: release waits and subscriptions; the mailboxes stay durably

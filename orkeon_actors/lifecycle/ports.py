@@ -53,6 +53,8 @@ class SleepReason(enum.Enum):
     """The crew waited ``idle_timeout`` without activity (spec §7.1)."""
     CAPACITY = "capacity"
     """More crews were active than ``max_active``: least recently used first."""
+    SHUTDOWN = "shutdown"
+    """``CrewSupervisor.stop()``: every live crew is put to sleep before the stop."""
 
 
 @runtime_checkable

@@ -3,9 +3,13 @@ durable hub's writer (spec §7.2, §11.1).
 
 A save is **one transaction**: the ``crew_snapshots`` row (state ``Asleep``), the
 replacement of the crew's ``pending_waits`` rows by the snapshot's waits, and the
-``processed_messages`` rows of the triggers the crew handled since it last woke (§11.2).
-Either all of it is written or none: a failed save leaves the previous snapshot and
-index intact (the supervisor then keeps the crew active).
+``processed_messages`` rows of the triggers the crew handled since it last woke (§11.2),
+and the *acknowledgement* of the mailbox messages it consumed since its previous
+snapshot: their ``mailboxes`` rows are deleted and their ``processed_messages`` rows
+written in the same transaction. Either all of it is written or none: a failed save
+leaves the previous snapshot, index and kept messages intact (the supervisor then keeps
+the crew active), and a crash before the commit restores the previous snapshot with
+those messages delivered again, in order.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import apsw
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.store import faults
+from orkeon_actors.store import faults, mailboxes
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
@@ -36,6 +40,8 @@ INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expire
                                       target_mailbox, correlation_id, metadata_match)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+_PROCESSED = "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)"
 
 
 def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
@@ -84,7 +90,12 @@ class SqliteCrewStateStore:
         self.hub = hub
 
     def _save_work(
-        self, crew_id: CrewId, snapshot: CrewSnapshot, processed: Sequence[str], state: CrewState
+        self,
+        crew_id: CrewId,
+        snapshot: CrewSnapshot,
+        processed: Sequence[str],
+        state: CrewState,
+        consumed: Sequence[tuple[str, str]] = (),
     ) -> Callable[[apsw.Connection], None]:
         body = to_json(snapshot).encode()
         now = format_time(self.hub.clock.now())
@@ -98,17 +109,17 @@ class SqliteCrewStateStore:
         )
         waits = [to_row(wait_record(crew_id, w)) for w in snapshot.pending_waits]
         key = str(crew_id)
+        done = [*processed, *(message_id for _, message_id in consumed)]
 
         def work(conn: apsw.Connection) -> None:
             conn.execute(_UPSERT, row)
             conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (key,))
             if waits:
                 conn.executemany(_PUT_WAIT, waits)
-            if processed:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)",
-                    [(message_id, key, now) for message_id in processed],
-                )
+            if done:
+                conn.executemany(_PROCESSED, [(message_id, key, now) for message_id in done])
+            if consumed:
+                mailboxes.delete_messages(conn, consumed)
             faults.hit("lifecycle.save")
 
         return work
@@ -125,12 +136,14 @@ class SqliteCrewStateStore:
         on_saved: Callable[[], None],
         on_error: Callable[[BaseException], None],
         state: CrewState = CrewState.ASLEEP,
+        consumed: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Queue the save without waiting: ``on_saved`` runs on the writer thread after
         the commit, ``on_error`` with the error if the transaction failed (nothing
-        written)."""
+        written). ``consumed`` are the ``(mailbox address, message id)`` rows the
+        snapshot reflects: deleted (acknowledged) in the same transaction."""
         self.hub.writer.post(
-            self._save_work(crew_id, snapshot, processed, state),
+            self._save_work(crew_id, snapshot, processed, state, consumed),
             after_commit=lambda _: on_saved(),
             on_error=on_error,
         )
@@ -147,8 +160,26 @@ class SqliteCrewStateStore:
         """Delete the crew's snapshot, its waits and its processed rows; blocks."""
         self.hub.writer.execute(lambda conn: delete_crew(conn, str(crew_id)))
 
-    def delete_async(self, crew_id: CrewId) -> None:
-        self.hub.writer.post(lambda conn: delete_crew(conn, str(crew_id)))
+    def delete_async(
+        self,
+        crew_id: CrewId,
+        consumed: Sequence[tuple[str, str]] = (),
+        on_deleted: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue the deletion of a finished crew (snapshot, waits, processed rows) and,
+        in the same transaction, the acknowledgement of the ``consumed`` mailbox rows
+        its final state reflects; ``on_deleted`` runs after the commit. A crash before
+        the commit leaves the crew on its last snapshot with those messages kept: it is
+        woken again and finishes again."""
+        key = str(crew_id)
+        rows = list(consumed)
+
+        def work(conn: apsw.Connection) -> None:
+            delete_crew(conn, key)
+            if rows:
+                mailboxes.delete_messages(conn, rows)
+
+        self.hub.writer.post(work, after_commit=None if on_deleted is None else lambda _: on_deleted())
 
     def mark_failed_async(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
         """Keep a failed crew for audit (state ``Failed``, no pending waits)."""

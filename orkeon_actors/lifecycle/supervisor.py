@@ -19,6 +19,16 @@ waits for another actor (it *tells* crews, the store writer calls back after com
 * **Lazy boot**: starting reads only the wait index (distinct topic patterns, a window
   of the nearest expiries, mailboxes holding kept posts); nothing wakes except crews
   with an expiry already past or kept mail.
+* **Acknowledgement with the snapshot**: the hub defers the acknowledgement of every
+  mailbox message a managed crew consumes (``SqliteEventHub.defer_acks``); its row is
+  deleted, and its ``processed_messages`` row written, in the transaction of the crew's
+  next snapshot (or of its completion/failure record). A crash while the crew is active
+  restores it from its last snapshot and redelivers, in order, exactly the messages that
+  snapshot does not reflect.
+* **Stop** puts every live crew to sleep (graceful shutdown) and keeps the durable
+  registrations of every unfinished crew: after a restart each one is asleep (or, if it
+  could not sleep in time, restored from its last snapshot with its messages redelivered)
+  and posts to it are accepted and wake it.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,10 +73,17 @@ from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
+from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
+
+_SHUTDOWN_RETRY = 0.01
+"""Seconds ``stop()`` waits before asking a crew that refused to sleep (working) again."""
+_PARK_GRACE = 5.0
+"""Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
+park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
 
 
 @attrs.frozen
@@ -118,11 +136,29 @@ class LifecycleStats:
 
 
 class _Entry:
-    __slots__ = ("buffered", "finished", "idle_timeout", "name", "ref", "sleepers", "state", "timer", "triggers")
+    __slots__ = (
+        "buffered",
+        "finished",
+        "idle_timeout",
+        "ledger",
+        "name",
+        "ref",
+        "sleepers",
+        "state",
+        "stopping",
+        "timer",
+        "triggers",
+    )
 
-    def __init__(self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None) -> None:
+    def __init__(
+        self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None, ledger: ConsumedLedger
+    ) -> None:
         self.name = name
         self.ref = ref
+        self.ledger = ledger
+        """The mailbox messages the crew consumed that no snapshot reflects yet."""
+        self.stopping = False
+        """Stopped by ``CrewSupervisor.stop()`` (parked if unfinished)."""
         self.state = LifecycleState.ACTIVE
         self.idle_timeout = idle_timeout
         self.buffered: list[Message] = []
@@ -150,6 +186,8 @@ class _Dispatched:
 class _Snapshotted:
     crew_id: CrewId
     snapshot: CrewSnapshot
+    consumed: tuple[tuple[str, str], ...]
+    """The consumed mailbox rows the snapshot reflects (acknowledged by its save)."""
 
 
 @attrs.frozen(eq=False)
@@ -217,6 +255,14 @@ class _Shared:
             self.pattern_view = tuple(self.patterns)
 
 
+def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
+    """Tell the supervisor from a crew or writer thread; after its stop, drop it."""
+    try:
+        ref.tell(message)
+    except pykka.ActorDeadError:
+        logger.debug("lifecycle supervisor stopped: {!r} dropped", message)
+
+
 def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
     return [w.kind.topic for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)]
 
@@ -234,6 +280,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.horizon: tuple[str, str] = ("", "")
         self.timer: TimerHandle | None = None
         self.timer_at: float | None = None
+        self.shutting_down = False
         sup._actor_obj = self
 
     # -- dispatch ---------------------------------------------------------------------
@@ -254,7 +301,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, _Dispatched):
             self._dispatched(message.message)
         elif isinstance(message, _Snapshotted):
-            self._snapshotted(message.crew_id, message.snapshot)
+            self._snapshotted(message.crew_id, message.snapshot, message.consumed)
         elif isinstance(message, _Refused):
             self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
         elif isinstance(message, _SaveFailed):
@@ -308,6 +355,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                 f"no crew factory registered under {name!r}: call supervisor.register_factory({name!r}, fn) first"
             )
         bp = factory(crew_id)
+        ledger = self.hub.defer_acks(crew_id)  # before the crew registers its mailboxes
         ref = bp.cls.start(
             self.hub,
             agents=bp.agents,
@@ -322,7 +370,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         timeout = bp.idle_timeout if bp.idle_timeout is not None else self.sup.idle_timeout
         if timeout is None:
             timeout = bp.cls.idle_timeout
-        entry = _Entry(name, ref, timeout)
+        entry = _Entry(name, ref, timeout, ledger)
         self.entries[crew_id] = entry
         with self.shared.lock:
             self.shared.live.add(crew_id)
@@ -339,7 +387,7 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
             if future is not None:
                 future.set_result(entry is None and self._asleep_in_store(crew_id))
             return
@@ -349,29 +397,47 @@ class _SupervisorActor(pykka.ThreadingActor):
         logger.debug("crew {}: Active -> Snapshotting ({})", crew_id, reason.value)
         me = self.actor_ref
         shared = self.shared
+        ledger = entry.ledger
+        taken: list[tuple[CrewSnapshot, tuple[tuple[str, str], ...]]] = []
 
         def on_snapshot(snapshot: CrewSnapshot) -> None:  # the crew's thread, before its waits go
+            taken.append((snapshot, ledger.view()))
             with shared.lock:
                 shared.snapshotting[crew_id] = snapshot
             shared.add_patterns(_topic_patterns(snapshot))
-            me.tell(_Snapshotted(crew_id, snapshot))
 
-        entry.ref.tell(_Passivate(on_snapshot, lambda why: me.tell(_Refused(crew_id, why))))
+        def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
+            # So every message in the ledger view was handled: the snapshot reflects it.
+            # (A message consumed but still in flight to the crew refuses the sleep, and
+            # nothing is saved: its row must stay until a snapshot reflects it.)
+            snapshot, consumed = taken[-1]
+            _tell(me, _Snapshotted(crew_id, snapshot, consumed))
+
+        entry.ref.tell(
+            _Passivate(on_snapshot, lambda why: _tell(me, _Refused(crew_id, why)), on_passivated=on_passivated)
+        )
 
     def _asleep_in_store(self, crew_id: CrewId) -> bool:
         return bool(self.hub.readers.query("SELECT 1 FROM pending_waits WHERE crew_id = ? LIMIT 1", (str(crew_id),)))
 
-    def _snapshotted(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
+    def _snapshotted(self, crew_id: CrewId, snapshot: CrewSnapshot, consumed: tuple[tuple[str, str], ...]) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
+            return  # stopping: stop() gave up on it, it parks as it is
         me = self.actor_ref
+        ledger = entry.ledger
+
+        def on_saved() -> None:  # the writer thread, after the commit
+            ledger.acknowledged(consumed)
+            _tell(me, _Saved(crew_id))
+
         self.store.save_async(
             crew_id,
             snapshot,
             list(entry.triggers),
-            on_saved=lambda: me.tell(_Saved(crew_id)),
-            on_error=lambda exc: me.tell(_SaveFailed(crew_id, exc)),
+            on_saved=on_saved,
+            on_error=lambda exc: _tell(me, _SaveFailed(crew_id, exc)),
+            consumed=consumed,
         )
 
     def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
@@ -402,10 +468,10 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def _saved(self, crew_id: CrewId) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None:
+        if entry is None or entry.stopping:
             return
         me = self.actor_ref
-        entry.ref.tell(_Release(lambda: me.tell(_Released(crew_id))))
+        entry.ref.tell(_Release(lambda: _tell(me, _Released(crew_id))))
 
     def _released(self, crew_id: CrewId) -> None:
         entry = self.entries.pop(crew_id, None)
@@ -418,6 +484,9 @@ class _SupervisorActor(pykka.ThreadingActor):
             self.shared.live.discard(crew_id)
             self.shared.touched.pop(crew_id, None)
             self.shared.status.pop(crew_id, None)
+        self.hub.end_deferral(crew_id)
+        if len(entry.ledger):
+            logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
         self.stats.sleeps += 1
         self.stats.asleep += 1
         logger.debug("crew {}: Snapshotting -> Asleep", crew_id)
@@ -427,7 +496,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                     self._schedule(crew_id, wait.wait_id, wait.expires_at)
         for future in entry.sleepers:
             future.set_result(True)
-        if entry.buffered:  # triggers that arrived while it snapshotted: wake at once
+        if entry.buffered and not self.shutting_down:  # triggers that arrived while it snapshotted: wake at once
             first, *rest = entry.buffered
             self._wake(crew_id, first, time.perf_counter())
             woken = self.entries.get(crew_id)
@@ -442,6 +511,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is not None:
             if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
                 entry.buffered.append(trigger)
+            return False
+        if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
+            logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
             return False
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             if self.hub.is_processed(trigger.id, crew_id):
@@ -635,10 +707,13 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry.timer is not None:
             entry.timer.cancel()
         logger.debug("crew {}: -> {}", crew_id, entry.state.value)
-        if status is CrewStatus.COMPLETED:
-            self.store.delete_async(crew_id)
-        elif self.hub.load_snapshot(crew_id) is not None:
-            self.store.delete_async(crew_id)
+        # Its final state reflects every message it consumed: acknowledge them with the
+        # deletion of its snapshot (a crash before that commit wakes it from the
+        # snapshot again, those messages redelivered, and it finishes again).
+        ledger = entry.ledger
+        consumed = ledger.view()
+        self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
+        self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
 
     # -- queries ----------------------------------------------------------------------
 
@@ -656,14 +731,76 @@ class _SupervisorActor(pykka.ThreadingActor):
     def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
         return self._wake(crew_id, trigger, time.perf_counter())
 
+    # -- shutdown ---------------------------------------------------------------------
+
+    def shutdown_round(self) -> list[Future[bool]]:
+        """Stop waking crews; ask every unfinished live crew to sleep. Returns one
+        future per crew not asleep yet (``False``: refused or failed, ask again)."""
+        self.shutting_down = True
+        futures: list[Future[bool]] = []
+        for crew_id, entry in list(self.entries.items()):
+            if entry.finished or entry.stopping:
+                continue
+            future: Future[bool] = Future()
+            if entry.state is LifecycleState.SNAPSHOTTING:
+                entry.sleepers.append(future)
+            else:
+                self.sleep(crew_id, SleepReason.SHUTDOWN, future)
+            futures.append(future)
+        return futures
+
+    def stop_rest(self, asked: bool) -> tuple[list[Future[None]], list[pykka.Future[bool]]]:
+        """Stop every crew still live. A finished one releases its mailboxes. An
+        unfinished one (it did not sleep) stops as a crash would, but without losing
+        anything: its mailboxes are parked (they stay durably registered, consumed
+        messages stay kept), so the next boot restores it from its last snapshot and
+        redelivers them. Returns futures set once each crew parked, and once each
+        finished crew stopped."""
+        self.shutting_down = True
+        parked: list[Future[None]] = []
+        stopped: list[pykka.Future[bool]] = []
+        hub = self.hub
+        for crew_id, entry in self.entries.items():
+            if entry.stopping:
+                continue
+            entry.stopping = True
+            if entry.timer is not None:
+                entry.timer.cancel()
+            if entry.finished:
+                stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
+                continue
+            (logger.warning if asked else logger.debug)(
+                "crew {}: parked at stop ({}{}); the next boot restores it from its last snapshot",
+                crew_id,
+                entry.state.value,
+                ", it did not sleep in time" if asked else "",
+            )
+            done: Future[None] = Future()
+
+            def on_parked(crew: CrewId = crew_id, future: Future[None] = done) -> None:
+                hub.end_deferral(crew)
+                future.set_result(None)
+
+            try:
+                entry.ref.tell(_Release(on_parked))
+            except pykka.ActorDeadError:
+                on_parked()
+            parked.append(done)
+        return parked, stopped
+
     def on_stop(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
         for entry in self.entries.values():
             if entry.timer is not None:
                 entry.timer.cancel()
+            if entry.stopping:
+                continue  # stop() stopped it already
             try:
-                entry.ref.stop(block=False)
+                if entry.finished:
+                    entry.ref.stop(block=False)
+                else:  # the actor was stopped without CrewSupervisor.stop(): park, never unregister
+                    entry.ref.tell(_Release(lambda: None))
             except pykka.ActorDeadError:
                 continue
 
@@ -806,11 +943,51 @@ class CrewSupervisor:
         result: pykka.ActorRef[CrewActor] | None = self._call(lambda: actor.ref_of(crew))
         return result
 
-    def stop(self) -> None:
-        """Stop the supervisor and the live crews (their snapshots stay as last written)."""
+    def stop(self, timeout: float = 30.0) -> None:
+        """Graceful shutdown: put every live, unfinished crew to sleep, then stop.
+
+        From the call on no crew wakes (posts stay kept, expiries indexed: the next boot
+        wakes them). Each live crew is asked to sleep (``SleepReason.SHUTDOWN``); a crew
+        that refuses because it is working is asked again until it sleeps or
+        ``timeout`` seconds passed. A crew still not asleep then is stopped with its
+        mailboxes *parked*, like after a crash but without one: the next boot restores
+        it from its last snapshot and redelivers, in order, the messages it consumed
+        since (a crew that never slept has no snapshot to restore and is not
+        recovered; the messages stay kept). ``timeout=0`` asks no crew to sleep: every
+        live crew is parked at once (a fast stop that leaves the store as a crash would,
+        minus the crash). Finished crews release their mailboxes. Either way every
+        unfinished crew's mailboxes stay durably registered: after a restart, posts to
+        them are accepted and wake the crew. Idempotent. A topic message published
+        meanwhile to a crew that is stopping is not kept (publishes are live-only)."""
+        if timeout < 0:
+            raise InvalidArgumentError(f"stop(timeout={timeout}): give seconds >= 0 (0 parks every crew at once)")
         if self._stopped:
             return
         self._stopped = True
-        if self._on_dispatch in self.hub.dispatch_listeners:
-            self.hub.dispatch_listeners.remove(self._on_dispatch)
-        self._ref.stop()
+        actor = self._actor()
+        deadline = time.monotonic() + timeout
+        try:
+            while timeout > 0:
+                futures: list[Future[bool]] = self._call(actor.shutdown_round)
+                remaining = deadline - time.monotonic()
+                if not futures or remaining <= 0:
+                    break
+                done, _ = wait_futures(futures, timeout=remaining)
+                if all(f.result() for f in done) and len(done) == len(futures):
+                    continue  # all asleep: the next round finds none (or crews woken meanwhile)
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(_SHUTDOWN_RETRY)  # a refusing crew is working: ask again shortly
+            parked, stopped = self._call(lambda: actor.stop_rest(asked=timeout > 0))
+            _, late = wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
+            if late:  # blocked in a tool or model call: it parks when that returns, if the hub still runs
+                logger.warning("{} crew(s) still busy at stop: parked when they return", len(late))
+            for future in stopped:
+                try:
+                    future.get(timeout=_PARK_GRACE)
+                except pykka.Timeout:
+                    logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
+        finally:
+            if self._on_dispatch in self.hub.dispatch_listeners:
+                self.hub.dispatch_listeners.remove(self._on_dispatch)
+            self._ref.stop()

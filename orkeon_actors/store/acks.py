@@ -11,8 +11,16 @@ message last handed to a consumer of a mailbox is deleted when:
   ``processed_messages`` row: exactly-once processing);
 * ``hub.acknowledge(message)`` is called.
 
+A consumer whose *state* is durable elsewhere (a lifecycle-managed crew, restored from
+its snapshot after a crash) needs more: a message it consumed must stay kept until that
+state records it, else a crash restores the old state without the message. For such a
+consumer the hub *defers* acknowledgement (``hub.defer_acks(crew_id)``): every message
+its mailboxes hand out is appended to a :class:`ConsumedLedger` instead, and the rows are
+deleted only by the transaction that writes the crew's next snapshot (or its completion
+or failure record), together with their ``processed_messages`` rows.
+
 This module only tracks, per mailbox, which message is handed out and not yet
-acknowledged. Thread-safe.
+acknowledged, and the ledgers of deferring consumers. Thread-safe.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import threading
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import MessageId
 
-__all__ = ["AckTracker"]
+__all__ = ["AckTracker", "ConsumedLedger"]
 
 
 class AckTracker:
@@ -52,3 +60,38 @@ class AckTracker:
     def outstanding(self) -> dict[MailboxAddress, MessageId]:
         with self._lock:
             return dict(self._handed)
+
+
+class ConsumedLedger:
+    """The mailbox messages a deferring consumer (one crew) was handed and whose rows
+    are not yet deleted, in consumption order, as ``(address, message_id)``.
+
+    The hub appends (:meth:`add`) when one of the crew's mailboxes hands a message out;
+    the owner takes a :meth:`view` when it captures the state that reflects them, writes
+    the deletion of exactly those rows in the transaction holding that state, and only
+    after its commit calls :meth:`acknowledged`. A failed write leaves them in the
+    ledger (and their rows in the store): the next write acknowledges them.
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[tuple[str, str]] = []
+
+    def add(self, address: MailboxAddress, message_id: MessageId) -> None:
+        with self._lock:
+            self._rows.append((str(address), str(message_id)))
+
+    def view(self) -> tuple[tuple[str, str], ...]:
+        """The rows consumed so far and not yet acknowledged, oldest first."""
+        with self._lock:
+            return tuple(self._rows)
+
+    def acknowledged(self, rows: tuple[tuple[str, str], ...]) -> None:
+        """``rows`` (a :meth:`view`) were deleted by a committed transaction."""
+        done = set(rows)
+        with self._lock:
+            self._rows = [row for row in self._rows if row not in done]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._rows)

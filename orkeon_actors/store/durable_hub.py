@@ -13,7 +13,9 @@ router, waiters, replies, middleware) with durability around it:
   reaches it: FIFO per mailbox across restarts (spec §10.4, §16.2).
 * **consume** does not delete at once: a row is deleted when the message is
   *acknowledged* (see :mod:`orkeon_actors.store.acks`). A crash in between redelivers
-  it after the restart: at-least-once. A handler that must process each message exactly
+  it after the restart: at-least-once. For a crew whose state is durable elsewhere
+  (lifecycle-managed: :meth:`SqliteEventHub.defer_acks`) the rows it consumes are
+  deleted only with its next snapshot, never before. A handler that must process each message exactly
   once consumes it through a :class:`~orkeon_actors.store.unit_of_work.UnitOfWork`,
   whose commit records ``processed_messages``, its effects and the acknowledgement in
   one transaction.
@@ -44,7 +46,7 @@ from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import last_values, mailboxes
-from orkeon_actors.store.acks import AckTracker
+from orkeon_actors.store.acks import AckTracker, ConsumedLedger
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
@@ -82,6 +84,8 @@ class SqliteEventHub(InMemoryEventHub):
         self.config = config
         self._store_closed = False
         self._acks = AckTracker()
+        # Crews whose consumed mailbox rows are deleted with their next snapshot.
+        self._deferred: dict[CrewId, ConsumedLedger] = {}
         # The live mailbox of each address, as of the last commit: written and read on
         # the writer thread only, in commit order.
         self._live: dict[MailboxAddress, MailboxHandle] = {}
@@ -265,6 +269,26 @@ class SqliteEventHub(InMemoryEventHub):
         except HubStoppedError:
             logger.debug("mailbox {} parked after the runtime stopped", address)
 
+    def defer_acks(self, crew_id: CrewId | str) -> ConsumedLedger:
+        """From now on, a message handed out by any mailbox of ``crew_id`` (``crew://``
+        or ``agent://crew_id/...``) is *not* acknowledged when its consumer comes back,
+        parks or closes its reader: it is appended to the returned ledger and its row
+        stays kept until the owner deletes it in the transaction that makes the message's
+        effects durable (the lifecycle supervisor: the crew's next snapshot, or its
+        completion or failure record). A crash in between redelivers those messages, in
+        order, to the crew restored from its previous snapshot. Call it before the crew
+        registers its mailboxes; calling it again returns the same ledger."""
+        crew = CrewId(crew_id)
+        ledger = self._deferred.get(crew)
+        if ledger is None:
+            ledger = self._deferred[crew] = ConsumedLedger()
+        return ledger
+
+    def end_deferral(self, crew_id: CrewId | str) -> None:
+        """Stop deferring ``crew_id``'s acknowledgements (its live mailboxes are gone:
+        parked, closed, or the crew finished). Rows still in its ledger stay kept."""
+        self._deferred.pop(CrewId(crew_id), None)
+
     def is_parked(self, address: MailboxAddress) -> bool:
         """Whether ``address`` is parked (kept durably, no live mailbox)."""
         return address in self._parked
@@ -273,8 +297,11 @@ class SqliteEventHub(InMemoryEventHub):
         consumed = super()._consume(receive, message)
         address = message.target_mailbox
         if address is not None and message.topic in _MAILBOX_TOPICS:
+            ledger = None if address.crew_id is None else self._deferred.get(address.crew_id)
             if consumed is None:  # dropped by a receive stage: nobody will process it
                 self._ack(address, message.id)
+            elif ledger is not None:  # deleted with the crew's next snapshot
+                ledger.add(address, message.id)
             else:
                 previous = self._acks.handed(address, message.id)
                 if previous is not None:

@@ -1,6 +1,12 @@
 """A hypothesis state machine over one crew looping on ``receive_message``: posts,
-explicit sleeps and idle time passing (idle sleeps) in any order; every post is
-received once, in order, and the crew ends with the result of an uninterrupted run."""
+explicit sleeps, idle time passing (idle sleeps) and restarts of the runtime and
+supervisor on the same SQLite file in any order; every post is received once, in order,
+and the crew ends with the result of an uninterrupted run.
+
+Restarts are graceful (``CrewSupervisor.stop()`` puts the crew to sleep) or abrupt
+(``stop(timeout=0)`` parks it as it is: the store is left as a crash would leave it, and
+the next boot restores the crew from its last snapshot and redelivers the posts it
+consumed since). Real SIGKILLs are in ``test_crash_ack.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
@@ -51,6 +57,7 @@ class SleepWakeMachine(RuleBasedStateMachine):
         self.env.settle("c")  # its mailbox is registered
         self.posted: list[int] = []
         self.sleeps = 0
+        self.restarts = 0
 
     def _sup(self) -> Any:
         assert self.env.sup is not None
@@ -73,6 +80,23 @@ class SleepWakeMachine(RuleBasedStateMachine):
         sup = self._sup()  # an idle sleep it started has ended (asleep, or refused: active)
         wait_until(lambda: sup.state("c") in (LifecycleState.ACTIVE, LifecycleState.ASLEEP), what="c settled")
 
+    @rule()
+    def restart(self) -> None:
+        self._restart(timeout=30.0)
+
+    @precondition(lambda self: self.env.hub.load_snapshot("c") is not None)  # else nothing to restore
+    @rule()
+    def abrupt_restart(self) -> None:
+        self._restart(timeout=0.0)
+
+    def _restart(self, timeout: float) -> None:
+        self._sup().stop(timeout=timeout)
+        assert self.env.rt is not None
+        self.env.rt.stop()
+        self.env.sup = self.env.rt = None
+        self.env.boot(idle_timeout=5)
+        self.restarts += 1
+
     @invariant()
     def never_finished_early(self) -> None:
         assert self._sup().state("c") not in (LifecycleState.COMPLETED, LifecycleState.FAILED, LifecycleState.UNKNOWN)
@@ -90,7 +114,7 @@ class SleepWakeMachine(RuleBasedStateMachine):
 
 SleepWakeMachine.TestCase.settings = settings(
     max_examples=15,
-    stateful_step_count=12,
+    stateful_step_count=14,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

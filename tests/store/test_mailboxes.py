@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import orkeon_actors as ok
 from orkeon_actors.errors import MailboxNotFoundError
+from orkeon_actors.store import mailboxes
 from tests.conftest import Background
 from tests.store.conftest import Opener, durable
 
@@ -111,6 +112,33 @@ def test_explicit_acknowledgement(open_store: Opener) -> None:
 
     rt = open_store()
     assert _drain(rt.hub.register_mailbox(BOX)) == ["b"]
+
+
+def test_deferred_acknowledgement_keeps_a_crews_consumed_rows_until_their_owner_deletes_them(
+    open_store: Opener,
+) -> None:
+    rt = open_store()
+    hub = durable(rt)
+    ledger = hub.defer_acks("crew")
+    reg = hub.register_mailbox(BOX)
+    other = hub.register_mailbox("agent://other/worker")  # not deferred: acknowledged as usual
+    client = hub.bind("sender", "s")
+    for i in range(3):
+        client.post(BOX, i)
+        client.post("agent://other/worker", i)
+    consumed = [hub.bind("crew", "worker").wait_for(ok.WaitOnMailbox(BOX), 5) for _ in range(3)]
+    assert _drain(other) == [0, 1, 2]
+    hub.park_mailbox(reg)  # coming back and parking acknowledge nothing for a deferring crew
+    assert ledger.view() == tuple((BOX, str(m.id)) for m in consumed)
+    rt.stop()
+
+    rt = open_store()
+    hub = durable(rt)
+    assert [m.json() for m in hub.kept_messages(BOX)] == [0, 1, 2]  # redelivered after a restart
+    assert hub.kept_messages("agent://other/worker") == []
+    hub.writer.execute(lambda conn: mailboxes.delete_messages(conn, ledger.view()))  # the owner's commit
+    ledger.acknowledged(ledger.view())
+    assert hub.kept_messages(BOX) == [] and len(ledger) == 0
 
 
 def test_posts_to_a_registered_mailbox_are_kept_while_nobody_holds_it(open_store: Opener) -> None:
