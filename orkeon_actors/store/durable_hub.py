@@ -23,8 +23,10 @@ router, waiters, replies, middleware) with durability around it:
 * **publish** (without retain), **reply** and subscriptions stay live-only: a subscriber
   exists only while its process does.
 
-Boot: lock the file (one runtime per store), migrate the schema, reload the registry and
-the last values, start the writer, dispatch pending outbox rows, schedule the purge.
+Boot: lock the file (one runtime per store), migrate the schema, reload the last values,
+start the writer, dispatch pending outbox rows, schedule the purge. The mailbox registry
+is *not* loaded: it stays in SQLite, checked on demand (a primary-key read) through a
+bounded cache, so a store with a million sleeping crews boots in bounded memory.
 """
 
 from __future__ import annotations
@@ -112,9 +114,7 @@ class SqliteEventHub(InMemoryEventHub):
         try:
             self.schema_migrated_from, self.schema_version = migrate(conn, config.path)
             self._seq = mailboxes.next_sequence(conn)
-            registered = mailboxes.registered_addresses(conn)
-            self._known: set[MailboxAddress] = {MailboxAddress.parse(a) for a in registered}
-            self._registry = mailboxes.RegistryView(registered)
+            self._registry = mailboxes.RegistryCache(config.registry_cache)
             self._last_values.update(last_values.load_all(conn))
             pending = load_pending(conn)
             purge_due = purgeable_rows_exist(conn)
@@ -143,7 +143,10 @@ class SqliteEventHub(InMemoryEventHub):
     # -- hooks of the in-memory hub ------------------------------------------------------
 
     def _mailbox_exists(self, address: MailboxAddress) -> bool:
-        return address in self._mailboxes or address in self._known
+        """Live here, or durably registered (one indexed read of ``mailbox_registry``:
+        the registry is not held in memory). A pre-check only: the writer checks again
+        inside the transaction that keeps the post."""
+        return address in self._mailboxes or self.is_registered(address)
 
     def _mailbox_opened(self, handle: MailboxHandle) -> None:
         address = handle.address
@@ -153,11 +156,10 @@ class SqliteEventHub(InMemoryEventHub):
         def work(conn: apsw.Connection) -> list[Message]:
             mailboxes.register(conn, key, now)
             kept = mailboxes.load_messages(conn, key)
-            self._registry.addresses.add(key)
+            self._registry.add(key)
             return kept
 
         def install(kept: list[Message]) -> None:
-            self._known.add(address)
             self._parked.discard(address)
             for message in kept:
                 handle.deliver(message)
@@ -176,12 +178,10 @@ class SqliteEventHub(InMemoryEventHub):
         def forget(_: int) -> None:
             if self._live.get(address) is handle:
                 del self._live[address]
-            if address not in self._mailboxes:
-                self._known.discard(address)
 
         def work(conn: apsw.Connection) -> int:
             deleted = mailboxes.unregister(conn, key)
-            self._registry.addresses.discard(key)
+            self._registry.discard(key)
             return deleted
 
         try:
@@ -214,8 +214,8 @@ class SqliteEventHub(InMemoryEventHub):
         told); after ``stop`` the message just stays kept."""
         address = message.target_mailbox
         if handle is None:
-            if self.dispatch_listeners and address in self._known:
-                self._notify(message)  # kept for a mailbox nobody holds live (a sleeping crew's)
+            if self.dispatch_listeners:
+                self._notify(message)  # committed, so registered: kept for a mailbox nobody holds live
             return
         try:
             handle.deliver(message)
@@ -424,10 +424,19 @@ class SqliteEventHub(InMemoryEventHub):
         """Run the §11.4 purge now (it also runs every ``PurgePolicy.interval``)."""
         return self.purger.purge_now()
 
+    def is_registered(self, address: MailboxAddress | str) -> bool:
+        """Whether ``address`` is durably registered (live in this runtime or not), as
+        last committed: one indexed read of ``mailbox_registry``."""
+        with self.readers.connection() as conn:
+            return mailboxes.is_registered(conn, str(MailboxAddress.parse(address)))
+
     @property
     def durable_mailboxes(self) -> frozenset[MailboxAddress]:
-        """Addresses durably registered (live in this runtime or not)."""
-        return frozenset(self._known)
+        """Every address durably registered (live in this runtime or not), read from the
+        file: a full read of ``mailbox_registry``, for tools and tests (use
+        :meth:`is_registered` for one address)."""
+        with self.readers.connection() as conn:
+            return frozenset(MailboxAddress.parse(a) for a in mailboxes.registered_addresses(conn))
 
     # -- lifecycle ------------------------------------------------------------------------
 

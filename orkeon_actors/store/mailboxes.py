@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,7 +27,7 @@ from orkeon_actors.store.writer import WriteGroup
 __all__ = [
     "AckGroup",
     "InsertGroup",
-    "RegistryView",
+    "RegistryCache",
     "insert_message",
     "insert_params",
     "insert_prepared",
@@ -35,6 +36,7 @@ __all__ = [
     "delete_messages",
     "register",
     "unregister",
+    "is_registered",
     "registered_addresses",
     "next_sequence",
 ]
@@ -73,16 +75,51 @@ def _delete_ids_sql(ids: int) -> str:
 _DELETE = "DELETE FROM mailboxes WHERE mailbox_address = ? AND message_id = ?"
 
 
-class RegistryView:
-    """The durable registry as the writer sees it *inside* its transactions: register
-    and unregister work updates it as it writes, and a rolled-back transaction reloads
-    it (:meth:`reload` is a writer ``on_rollback`` hook). Writer thread only."""
+class RegistryCache:
+    """The durable registry as the writer sees it *inside* its transactions, without
+    holding it in memory: a bounded, least-recently-used set of addresses known to be
+    registered, backed by a lookup on the writer's own connection on a miss (so it sees
+    the registrations of the transaction in progress). Register and unregister work
+    update it as they write; a rolled-back transaction clears it (:meth:`reload` is a
+    writer ``on_rollback`` hook), since it may hold an address whose registration was
+    rolled back. Only positive answers are cached: a miss always asks SQLite, so an
+    address registered by another path is never refused. Writer thread only.
 
-    def __init__(self, addresses: Iterable[str]) -> None:
-        self.addresses = set(addresses)
+    ``capacity`` bounds the memory it holds, whatever the size of ``mailbox_registry``
+    (a million sleeping crews' mailboxes stay in SQLite)."""
+
+    def __init__(self, capacity: int = 65_536) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be positive, got {capacity}")
+        self.capacity = capacity
+        self._known: OrderedDict[str, None] = OrderedDict()
+
+    def contains(self, conn: apsw.Connection, address: str) -> bool:
+        """Whether ``address`` is durably registered (as of the writer's transaction)."""
+        known = self._known
+        if address in known:
+            known.move_to_end(address)
+            return True
+        if not is_registered(conn, address):
+            return False
+        self.add(address)
+        return True
+
+    def add(self, address: str) -> None:
+        known = self._known
+        known[address] = None
+        known.move_to_end(address)
+        if len(known) > self.capacity:
+            known.popitem(last=False)
+
+    def discard(self, address: str) -> None:
+        self._known.pop(address, None)
 
     def reload(self, conn: apsw.Connection) -> None:
-        self.addresses = set(registered_addresses(conn))
+        self._known.clear()
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 class InsertGroup(WriteGroup[tuple[str, tuple[Any, ...]], int]):
@@ -91,17 +128,17 @@ class InsertGroup(WriteGroup[tuple[str, tuple[Any, ...]], int]):
     item whose address is not durably registered fails alone with
     ``MailboxNotFoundError``."""
 
-    def __init__(self, registry: RegistryView, seq: Iterator[int]) -> None:
+    def __init__(self, registry: RegistryCache, seq: Iterator[int]) -> None:
         self._registry = registry
         self._seq = seq
 
     def apply(self, conn: apsw.Connection, items: list[tuple[str, tuple[Any, ...]]]) -> list[int | BaseException]:
-        registered = self._registry.addresses
+        registry = self._registry
         seq = self._seq
         rows: list[tuple[Any, ...]] = []
         outcomes: list[int | BaseException] = []
         for address, params in items:
-            if address in registered:
+            if registry.contains(conn, address):
                 number = next(seq)
                 rows.append((*params, number, params[4]))
                 outcomes.append(number)
@@ -194,7 +231,14 @@ def unregister(conn: apsw.Connection, address: str) -> int:
     return deleted
 
 
+def is_registered(conn: apsw.Connection, address: str) -> bool:
+    """Whether ``address`` has a ``mailbox_registry`` row (one primary-key lookup)."""
+    return conn.execute("SELECT 1 FROM mailbox_registry WHERE address = ?", (address,)).fetchone() is not None
+
+
 def registered_addresses(conn: apsw.Connection) -> list[str]:
+    """Every durably registered address (a full read: for tests and tools, never on a
+    hot path)."""
     return [str(row[0]) for row in conn.execute("SELECT address FROM mailbox_registry")]
 
 

@@ -3,7 +3,12 @@
 Version 1 is the contract of spec §11.1, table for table. Version 2 adds what the
 durable hub needs on top (never dropping a contract column): message envelopes and a
 FIFO sequence on ``mailboxes`` and ``outbox``, the durable mailbox registry, retained
-last values, and indexes for the purge.
+last values, and indexes for the purge. Version 3 indexes ``pending_waits`` for the
+lifecycle's lazy boot and wake at scale: a partial covering index of topic waits (the
+distinct patterns at boot, the sleeping crews a publish matches, without reading the
+other waits) and a covering index in the wait scheduler's ``(expires_at, wait_id)``
+order (a window of expiries is a range scan, never a sort), which replaces version 1's
+``expires_at`` index.
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -133,6 +138,14 @@ CREATE INDEX idx_pending_waits_crew ON pending_waits(crew_id);
 CREATE INDEX idx_processed_messages_crew ON processed_messages(crew_id, processed_at);
 """
 
+_V3 = """
+CREATE INDEX idx_pending_waits_on_topic
+    ON pending_waits(topic, target_crew_id, crew_id, metadata_match) WHERE kind = 'OnTopic';
+CREATE INDEX idx_pending_waits_expiry_order
+    ON pending_waits(expires_at, wait_id, crew_id) WHERE expires_at IS NOT NULL;
+DROP INDEX idx_pending_waits_expires;
+"""
+
 
 @attrs.frozen
 class Migration:
@@ -153,6 +166,7 @@ def _script(sql: str) -> Callable[[apsw.Connection], None]:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "spec §11.1 contract tables", _script(_V1)),
     Migration(2, "envelopes, FIFO sequence, mailbox registry, last values, purge indexes", _script(_V2)),
+    Migration(3, "wait indexes for a million sleeping crews: topic waits, expiry order", _script(_V3)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

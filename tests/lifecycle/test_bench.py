@@ -1,28 +1,76 @@
-"""``orkeon bench lifecycle`` runs end to end (its figures, not their values)."""
+"""``orkeon bench lifecycle`` runs end to end (its figures, not their values), and the
+stores it writes in bulk hold crews that really sleep, wake and complete."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import apsw
 import pytest
 
-from orkeon_actors.bench import run_suites
+from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.cli.main import main
+from orkeon_actors.crew import CrewStatus
+from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
+from orkeon_actors.runtime import Runtime
+from orkeon_actors.store.codec import format_time
+from orkeon_actors.testing import wait_until
+
+from .conftest import Env
 
 
-def test_the_lifecycle_bench_sleeps_boots_and_wakes_every_crew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    [result] = run_suites(["lifecycle"], quick=True)
-    assert result.suite == "lifecycle" and result.figures["crews"] == 50
-    assert set(result.figures) == set(result.units)
-    assert all(value > 0 for value in result.figures.values())
-    assert list(tmp_path.iterdir()) == []  # its store removed
-
-
-def test_orkeon_bench_lifecycle_prints_its_table(
+def test_orkeon_bench_lifecycle_measures_every_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    main(["bench", "lifecycle", "--quick"])
-    out = capsys.readouterr().out
-    assert "== lifecycle ==" in out and "wakes_per_s" in out
+    main(["bench", "lifecycle", "--quick", "--json"])
+    figures = json.loads(capsys.readouterr().out)["lifecycle"]
+    assert figures["boot_crews"] == 2_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
+    expected = {"sleeps_per_s", "populate_s", "boot_ms", "boot_rss_mb", "boot_rss_total_mb"}
+    expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s"}
+    assert expected <= set(figures)
+    assert all(figures[key] > 0 for key in expected - {"boot_rss_mb"})
+    assert list(tmp_path.iterdir()) == []  # its stores removed
+
+
+def test_a_bulk_written_store_holds_crews_that_wake_like_really_slept_ones(tmp_path: Path) -> None:
+    forever = bench.capture_template(str(tmp_path / "forever.db"), bench.FOREVER_NAME)
+    finite = bench.capture_template(str(tmp_path / "finite.db"), bench.FINITE_NAME)
+    assert finite.expires_at is not None and forever.expires_at is None
+
+    db = str(tmp_path / "bulk.db")
+    bench.populate(db, forever, ["f1", "f2", "f3"])
+    rt = Runtime.start(store=db)
+    sup = CrewSupervisor(rt, factories=bench.FACTORIES)
+    try:
+        assert sup.booted_asleep == 3 and sup.stats.wakes == 0
+        assert {w.crew_id for w in rt.hub.load_pending_waits()} == {"f1", "f2", "f3"}
+        assert len({w.wait_id for w in rt.hub.load_pending_waits()}) == 3  # fresh wait ids
+        delivered = bench.DELIVERIES.expect("f2")
+        rt.hub.bind("test", "poster").post("agent://f2/a", "wake up")
+        assert delivered.wait(10)
+        wait_until(lambda: sup.state("f2") is LifecycleState.COMPLETED, what="f2 completed")
+        assert bench.DELIVERIES.at["f2"][2] is False  # the post, not a timeout
+        assert sup.state("f1") is LifecycleState.ASLEEP and sup.state("f3") is LifecycleState.ASLEEP
+    finally:
+        sup.stop()
+        rt.stop()
+
+
+def test_bulk_written_finite_waits_expire_at_the_moved_instant(env: Env) -> None:
+    finite = bench.capture_template(str(env.db.parent / "finite.db"), bench.FINITE_NAME)
+    instant = env.clock.now()
+    bench.populate(str(env.db), finite, ["e1", "e2"], expires_at=instant)
+    conn = apsw.Connection(str(env.db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        expiries = conn.execute("SELECT crew_id, expires_at FROM pending_waits ORDER BY crew_id").fetchall()
+    finally:
+        conn.close()
+    assert expiries == [("e1", format_time(instant)), ("e2", format_time(instant))]
+    env.factories.update(bench.FACTORIES)
+    sup = env.boot()
+    for crew in ("e1", "e2"):  # already past at boot: woken at once with the timeout
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert bench.DELIVERIES.at[crew][2] is True
+    assert sup.stats.expiries == 2

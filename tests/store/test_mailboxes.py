@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import orkeon_actors as ok
-from orkeon_actors.errors import MailboxNotFoundError
-from orkeon_actors.store import mailboxes
+from orkeon_actors.errors import MailboxNotFoundError, StoreWriteError
+from orkeon_actors.store import StoreConfig, faults, mailboxes
 from tests.conftest import Background
 from tests.store.conftest import Opener, durable
 
@@ -272,3 +272,61 @@ def test_a_post_racing_a_close_is_either_returned_by_the_close_or_refused(
     with pytest.raises(MailboxNotFoundError):
         post.get()
     assert again.depth() == 0 and hub.kept_messages(BOX) == []
+
+
+def test_the_registry_stays_in_sqlite_and_the_writer_remembers_a_bounded_few(
+    open_store: Opener, store_path: Path
+) -> None:
+    boxes = [f"agent://crew{i}/worker" for i in range(6)]
+    rt = open_store()
+    for box in boxes:
+        rt.hub.register_mailbox(box)
+    rt.stop()
+
+    rt = open_store(store=StoreConfig(str(store_path), registry_cache=2))
+    hub = durable(rt)
+    assert len(hub._registry) == 0  # nothing of the registry loaded at boot
+    sender = hub.bind("sender", "s")
+    for box in boxes:
+        assert hub.is_registered(box)
+        sender.post(box, box)  # every registered address accepts posts, cached or not
+    assert len(hub._registry) == 2
+    assert not hub.is_registered("agent://crew/never-registered")
+    with pytest.raises(MailboxNotFoundError):
+        sender.post("agent://crew/never-registered", "x")
+    for box in boxes:
+        assert _drain(hub.register_mailbox(box)) == [box]
+
+
+def test_a_closed_registration_refuses_posts_even_when_it_was_cached(open_store: Opener) -> None:
+    rt = open_store()
+    hub = durable(rt)
+    reg = hub.register_mailbox(BOX)
+    sender = hub.bind("sender", "s")
+    sender.post(BOX, "kept")
+    reg.close()
+    assert not hub.is_registered(BOX)
+    with pytest.raises(MailboxNotFoundError):
+        sender.post(BOX, "after close")
+
+
+def test_a_registration_rolled_back_with_its_transaction_is_forgotten(open_store: Opener) -> None:
+    rt = open_store()
+    hub = durable(rt)
+    address = "agent://crew/rolled-back"
+
+    def fail_commit(point: str) -> None:
+        if point == "writer.before_commit":
+            raise OSError("injected I/O error")
+
+    faults.install(fail_commit)
+    try:
+        with pytest.raises(StoreWriteError, match="nothing of it was written"):
+            hub.register_mailbox(address)
+    finally:
+        faults.uninstall()
+    assert not hub.is_registered(address)
+    with pytest.raises(MailboxNotFoundError):
+        hub.bind("sender", "s").post(address, "x")
+    with pytest.raises(MailboxNotFoundError):  # the writer's own check, past the pre-check
+        hub.writer.execute_in(hub._insert_group, (address, ()))
