@@ -1,5 +1,6 @@
 """Crew sleep and wake (spec §7): ports, the SQLite state store, the supervisor."""
 
+from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger
 from orkeon_actors.lifecycle.ports import (
     CrewActivator,
     CrewLifecycleManager,
@@ -10,7 +11,7 @@ from orkeon_actors.lifecycle.ports import (
     WaitScheduler,
 )
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
-from orkeon_actors.lifecycle.supervisor import CrewBlueprint, CrewFactory, CrewSupervisor, LifecycleStats
+from orkeon_actors.lifecycle.supervisor import CrewBlueprint, CrewFactory, CrewSupervisor
 
 __all__ = [
     "CrewActivator",
@@ -25,4 +26,5 @@ __all__ = [
     "SleepReason",
     "SqliteCrewStateStore",
     "WaitScheduler",
+    "WakeTrigger",
 ]

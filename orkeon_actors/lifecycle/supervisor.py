@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
@@ -46,6 +46,7 @@ from typing import Any
 import attrs
 import pykka
 from loguru import logger
+from opentelemetry.metrics import MeterProvider
 
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import (
@@ -66,6 +67,7 @@ from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
 from orkeon_actors.model.address import MailboxAddress
@@ -104,37 +106,6 @@ CrewFactory = Callable[[CrewId], CrewBlueprint]
 """``factory(crew_id) -> CrewBlueprint``, registered under the crew's name."""
 
 
-class LifecycleStats:
-    """Observability: the asleep gauge, sleep/wake counters, activation latencies."""
-
-    def __init__(self) -> None:
-        self.asleep = 0
-        self.sleeps = 0
-        self.wakes = 0
-        self.sleep_failures = 0
-        self.sleep_refusals = 0
-        self.expiries = 0
-        self.wake_latencies: deque[float] = deque(maxlen=100_000)
-        """Seconds from the trigger reaching the supervisor to the restore told to the crew."""
-
-    def as_dict(self) -> dict[str, Any]:
-        lat = sorted(self.wake_latencies)
-
-        def pct(p: float) -> float | None:
-            return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else None
-
-        return {
-            "asleep": self.asleep,
-            "sleeps": self.sleeps,
-            "wakes": self.wakes,
-            "sleep_failures": self.sleep_failures,
-            "sleep_refusals": self.sleep_refusals,
-            "expiries": self.expiries,
-            "wake_latency_p50": pct(0.5),
-            "wake_latency_p99": pct(0.99),
-        }
-
-
 class _Entry:
     __slots__ = (
         "buffered",
@@ -142,6 +113,7 @@ class _Entry:
         "idle_timeout",
         "ledger",
         "name",
+        "reason",
         "ref",
         "sleepers",
         "state",
@@ -166,6 +138,7 @@ class _Entry:
         self.sleepers: list[Future[bool]] = []
         self.timer: TimerHandle | None = None
         self.finished = False
+        self.reason = SleepReason.EXPLICIT
 
 
 # -- actor messages -------------------------------------------------------------------
@@ -327,13 +300,13 @@ class _SupervisorActor(pykka.ThreadingActor):
                 self.shared.patterns[str(topic)] = int(count)
             self.shared.pattern_view = tuple(self.shared.patterns)
         [(asleep,)] = self.hub.readers.query("SELECT count(DISTINCT crew_id) FROM pending_waits")
-        self.stats.asleep = int(asleep)
+        self.stats.booted(int(asleep))
         self._refill()
         kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
         crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
         for crew in sorted(c for c in crews if c is not None):
             if self.hub.load_snapshot(crew) is not None:
-                self._wake(CrewId(crew), None, time.perf_counter())
+                self._wake(CrewId(crew), None, time.perf_counter(), cause=WakeTrigger.POST)
         return int(asleep)
 
     # -- spawning ---------------------------------------------------------------------
@@ -392,9 +365,10 @@ class _SupervisorActor(pykka.ThreadingActor):
                 future.set_result(entry is None and self._asleep_in_store(crew_id))
             return
         entry.state = LifecycleState.SNAPSHOTTING
+        entry.reason = reason
         if future is not None:
             entry.sleepers.append(future)
-        logger.debug("crew {}: Active -> Snapshotting ({})", crew_id, reason.value)
+        log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
         me = self.actor_ref
         shared = self.shared
         ledger = entry.ledger
@@ -445,11 +419,10 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
             return
         if failed:
-            self.stats.sleep_failures += 1
-            logger.warning("crew {}: sleep failed, stays active ({})", crew_id, why)
+            self.stats.sleep_failed()
         else:
-            self.stats.sleep_refusals += 1
-            logger.debug("crew {}: sleep {}", crew_id, why)
+            self.stats.sleep_refused()
+        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
         with self.shared.lock:
             snapshot = self.shared.snapshotting.pop(crew_id, None)
         if snapshot is not None:
@@ -487,9 +460,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.hub.end_deferral(crew_id)
         if len(entry.ledger):
             logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
-        self.stats.sleeps += 1
-        self.stats.asleep += 1
-        logger.debug("crew {}: Snapshotting -> Asleep", crew_id)
+        self.stats.slept(entry.reason)
+        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ASLEEP, reason=entry.reason.value)
         if snapshot is not None:
             for wait in snapshot.pending_waits:
                 if wait.expires_at is not None:
@@ -498,7 +470,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             future.set_result(True)
         if entry.buffered and not self.shutting_down:  # triggers that arrived while it snapshotted: wake at once
             first, *rest = entry.buffered
-            self._wake(crew_id, first, time.perf_counter())
+            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED)
             woken = self.entries.get(crew_id)
             if woken is not None:
                 for message in rest:
@@ -506,7 +478,15 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     # -- wake -------------------------------------------------------------------------
 
-    def _wake(self, crew_id: CrewId, trigger: Message | None, started: float, *, expiry: bool = False) -> bool:
+    def _wake(
+        self,
+        crew_id: CrewId,
+        trigger: Message | None,
+        started: float,
+        *,
+        expiry: bool = False,
+        cause: str | None = None,
+    ) -> bool:
         entry = self.entries.get(crew_id)
         if entry is not None:
             if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
@@ -523,7 +503,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         if snapshot is None or (not snapshot.pending_waits and trigger is None and not expiry):
             if snapshot is None:
                 return False
-        logger.debug("crew {}: Asleep -> Activating", crew_id)
+        if cause is None:
+            cause = WakeTrigger.EXPIRY if expiry else _cause_of(trigger)
+        log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
         self.shared.remove_patterns(_topic_patterns(snapshot))
@@ -533,11 +515,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             entry.triggers.append(str(trigger.id))
             entry.ref.tell(_Deliver(trigger))
-        self.stats.wakes += 1
-        self.stats.asleep = max(0, self.stats.asleep - 1)
-        self.stats.wake_latencies.append(time.perf_counter() - started)
+        self.stats.woke(cause, time.perf_counter() - started)
         self._activated(crew_id, entry)
-        logger.debug("crew {}: Activating -> Active", crew_id)
+        log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
         return True
 
     def _dispatched(self, message: Message) -> None:
@@ -648,7 +628,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                 f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)
             ):
                 continue  # woke and slept again meanwhile: those waits are gone
-            self.stats.expiries += 1
+            self.stats.expired()
             self._wake(crew_id, None, started, expiry=True)
         if not self.heap or self.horizon[0] <= now_text:
             self._refill()
@@ -703,10 +683,11 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.finished:
             return
         entry.finished = True
+        before = entry.state
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
         if entry.timer is not None:
             entry.timer.cancel()
-        logger.debug("crew {}: -> {}", crew_id, entry.state.value)
+        log_transition(crew_id, before, entry.state)
         # Its final state reflects every message it consumed: acknowledge them with the
         # deletion of its snapshot (a crash before that commit wakes it from the
         # snapshot again, those messages redelivered, and it finishes again).
@@ -729,7 +710,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         return None if entry is None else entry.ref
 
     def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
-        return self._wake(crew_id, trigger, time.perf_counter())
+        return self._wake(
+            crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
+        )
 
     # -- shutdown ---------------------------------------------------------------------
 
@@ -805,6 +788,16 @@ class _SupervisorActor(pykka.ThreadingActor):
                 continue
 
 
+def _cause_of(trigger: Message | None) -> str:
+    if trigger is None:
+        return WakeTrigger.EXPLICIT
+    if trigger.topic in (POST_TOPIC, SEND_TOPIC):
+        return WakeTrigger.POST
+    if trigger.topic == REPLY_TOPIC:
+        return WakeTrigger.REPLY
+    return WakeTrigger.TOPIC
+
+
 def _json_map(text: str) -> dict[str, str]:
     import json
 
@@ -830,7 +823,9 @@ class CrewSupervisor:
     default: the blueprint's or class's)
     puts waiting crews to sleep; ``max_active`` caps live crews (least recently used
     waiting crews sleep first); ``window`` / ``window_size`` bound the expiries held in
-    memory. Blocking methods (``spawn``, ``sleep``, ``state``) block the caller's thread
+    memory. ``meter_provider`` receives the lifecycle metrics (asleep gauge, sleep and
+    wake counters, wake latency histogram: :mod:`orkeon_actors.lifecycle.metrics`);
+    ``None`` uses the global provider. Blocking methods (``spawn``, ``sleep``, ``state``) block the caller's thread
     only: never call them from an actor.
     """
 
@@ -843,6 +838,7 @@ class CrewSupervisor:
         max_active: int | None = None,
         window: float = 60.0,
         window_size: int = 10_000,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         hub = runtime.hub
         if not isinstance(hub, SqliteEventHub):
@@ -855,7 +851,7 @@ class CrewSupervisor:
         self.window_size = window_size
         self.factories: dict[str, CrewFactory] = dict(factories or {})
         self.shared = _Shared()
-        self.stats = LifecycleStats()
+        self.stats = LifecycleStats(meter_provider)
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
