@@ -33,14 +33,12 @@ waits for another actor (it *tells* crews, the store writer calls back after com
 
 from __future__ import annotations
 
-import heapq
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -70,13 +68,13 @@ from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.acks import ConsumedLedger
-from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
@@ -249,11 +247,16 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.shared = sup.shared
         self.stats = sup.stats
         self.entries: dict[CrewId, _Entry] = {}
-        self.heap: list[tuple[str, str, str]] = []  # (expires_at text, wait_id, crew_id)
-        self.horizon: tuple[str, str] = ("", "")
-        self.timer: TimerHandle | None = None
-        self.timer_at: float | None = None
         self.shutting_down = False
+        me = self.actor_ref
+        self.waits = DurableWaitScheduler(
+            self.hub.readers,
+            self.hub.clock,
+            self.hub.scheduler,
+            lambda: _tell(me, _Tick()),
+            window=sup.window,
+            window_size=sup.window_size,
+        )
         sup._actor_obj = self
 
     # -- dispatch ---------------------------------------------------------------------
@@ -301,7 +304,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             self.shared.pattern_view = tuple(self.shared.patterns)
         [(asleep,)] = self.hub.readers.query("SELECT count(DISTINCT crew_id) FROM pending_waits")
         self.stats.booted(int(asleep))
-        self._refill()
+        self.waits.start()
         kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
         crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
         for crew in sorted(c for c in crews if c is not None):
@@ -465,7 +468,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         if snapshot is not None:
             for wait in snapshot.pending_waits:
                 if wait.expires_at is not None:
-                    self._schedule(crew_id, wait.wait_id, wait.expires_at)
+                    self.waits.schedule(crew_id, wait.wait_id, wait.expires_at)
         for future in entry.sleepers:
             future.set_result(True)
         if entry.buffered and not self.shutting_down:  # triggers that arrived while it snapshotted: wake at once
@@ -567,73 +570,13 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     # -- the durable wait scheduler ---------------------------------------------------
 
-    def _schedule(self, crew_id: CrewId, wait_id: str, expires_at: datetime) -> None:
-        key = (format_time(expires_at), wait_id)
-        if key <= self.horizon:
-            heapq.heappush(self.heap, (key[0], wait_id, str(crew_id)))
-            self._arm_timer()
-
-    def _refill(self) -> None:
-        """Load the next window of expiries (at most ``window_size`` rows, up to
-        ``window`` seconds ahead) from the ``pending_waits`` index."""
-        limit_text = format_time(self.hub.clock.now() + timedelta(seconds=self.sup.window))
-        rows = self.hub.readers.query(
-            "SELECT expires_at, wait_id, crew_id FROM pending_waits WHERE expires_at IS NOT NULL "
-            "AND (expires_at, wait_id) > (?, ?) AND expires_at <= ? ORDER BY expires_at, wait_id LIMIT ?",
-            (*self.horizon, limit_text, self.sup.window_size),
-        )
-        for expires, wait_id, crew in rows:
-            heapq.heappush(self.heap, (str(expires), str(wait_id), str(crew)))
-        if len(rows) >= self.sup.window_size:
-            last = rows[-1]
-            self.horizon = (str(last[0]), str(last[1]))
-        else:
-            self.horizon = (limit_text, "\uffff")
-        self._arm_timer()
-
-    def _arm_timer(self) -> None:
-        clock = self.hub.clock
-        now_text = format_time(clock.now())
-        if self.heap:
-            next_text = self.heap[0][0]
-        else:
-            next_text = self.horizon[0]
-        delay = max(0.0, (datetime.fromisoformat(next_text.replace("Z", "+00:00")) - clock.now()).total_seconds())
-        if next_text <= now_text:
-            delay = 0.0
-        at = clock.monotonic() + delay
-        if self.timer is not None and self.timer_at is not None and self.timer_at <= at:
-            return
-        if self.timer is not None:
-            self.timer.cancel()
-        me = self.actor_ref
-        self.timer_at = at
-        self.timer = self.hub.scheduler.schedule_at(at, lambda: me.tell(_Tick()))
-
     def _tick(self) -> None:
-        self.timer = None
-        self.timer_at = None
-        now_text = format_time(self.hub.clock.now())
         started = time.perf_counter()
-        due: dict[str, list[str]] = {}
-        while self.heap and self.heap[0][0] <= now_text:
-            _, wait_id, crew = heapq.heappop(self.heap)
-            due.setdefault(crew, []).append(wait_id)
-        for crew, wait_ids in due.items():
-            crew_id = CrewId(crew)
+        for crew_id in self.waits.due():
             if crew_id in self.entries:
                 continue
-            marks = ", ".join("?" * len(wait_ids))
-            if not self.hub.readers.query(
-                f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)
-            ):
-                continue  # woke and slept again meanwhile: those waits are gone
             self.stats.expired()
             self._wake(crew_id, None, started, expiry=True)
-        if not self.heap or self.horizon[0] <= now_text:
-            self._refill()
-        else:
-            self._arm_timer()
 
     # -- idle detection and the cap ---------------------------------------------------
 
@@ -772,8 +715,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         return parked, stopped
 
     def on_stop(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
+        self.waits.stop()
         for entry in self.entries.values():
             if entry.timer is not None:
                 entry.timer.cancel()

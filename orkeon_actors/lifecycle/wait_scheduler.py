@@ -1,0 +1,172 @@
+"""``DurableWaitScheduler``: the durable timers of sleeping crews' finite waits (spec
+§3.3 ``WaitScheduler``, §7.3, §9.2).
+
+The timers *are* the ``pending_waits`` rows (``expires_at``, written with each snapshot):
+nothing is lost across a crash, and nothing holds every wait in memory. The scheduler
+keeps a **window** in memory: the nearest expiries, at most ``window_size`` rows and at
+most ``window`` seconds ahead, read in ``(expires_at, wait_id)`` order from the covering
+index ``idx_pending_waits_expiry_order`` (schema version 3: a range scan, never a sort,
+whatever the number of sleeping crews). One timer on the runtime's scheduler fires at
+the earliest of them; when the window is used up (or its time span passed), the next
+window is read, starting after the last row read.
+
+An expiry written after the window was read but falling inside it must be
+:meth:`schedule`\\ d (the supervisor does it for every wait it puts to sleep); one
+beyond the window's end needs nothing, the next read finds it. ``FOREVER`` waits have
+no ``expires_at`` and never enter it.
+
+Not thread-safe: every method runs on its owner's thread (the supervisor actor). The
+timer only calls ``on_timer`` (from the scheduler's thread), which must hand the tick to
+that thread (the supervisor tells itself) and then call :meth:`due` there.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Final
+
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.store.codec import format_time
+from orkeon_actors.store.reader import ReaderPool
+
+__all__ = ["WINDOW_SQL", "DurableWaitScheduler"]
+
+WINDOW_SQL: Final = (
+    "SELECT expires_at, wait_id, crew_id FROM pending_waits WHERE expires_at IS NOT NULL "
+    "AND (expires_at, wait_id) > (?, ?) AND expires_at <= ? ORDER BY expires_at, wait_id LIMIT ?"
+)
+"""The next window of expiries after ``(expires_at, wait_id)``, up to a time, at most N rows."""
+
+_END: Final = "\uffff"
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class DurableWaitScheduler:
+    """The :class:`~orkeon_actors.lifecycle.ports.WaitScheduler` over the
+    ``pending_waits`` index (see the module docstring).
+
+    ``window`` (seconds, positive) and ``window_size`` (rows, positive) bound what is
+    held in memory; ``InvalidArgumentError`` otherwise."""
+
+    def __init__(
+        self,
+        readers: ReaderPool,
+        clock: Clock,
+        scheduler: Scheduler,
+        on_timer: Callable[[], None],
+        *,
+        window: float = 60.0,
+        window_size: int = 10_000,
+    ) -> None:
+        if not window > 0:
+            raise InvalidArgumentError(f"window must be a positive number of seconds, got {window!r}")
+        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
+            raise InvalidArgumentError(f"window_size must be a positive int, got {window_size!r}")
+        self._readers = readers
+        self._clock = clock
+        self._scheduler = scheduler
+        self._on_timer = on_timer
+        self.window = window
+        self.window_size = window_size
+        self._heap: list[tuple[str, str, str]] = []  # (expires_at text, wait_id, crew_id)
+        self._cancelled: set[str] = set()
+        self._horizon: tuple[str, str] = ("", "")  # the last (expires_at, wait_id) read
+        self._timer: TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._stopped = False
+
+    # -- the WaitScheduler port ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Read the first window (an expiry already past is due at once) and arm."""
+        self._refill()
+
+    def schedule(self, crew_id: CrewId, wait_id: str, expires_at: datetime) -> None:
+        """A wait just written to the index: hold it if it falls inside the window read."""
+        key = (format_time(expires_at), wait_id)
+        self._cancelled.discard(wait_id)
+        if key <= self._horizon:
+            heapq.heappush(self._heap, (key[0], wait_id, str(crew_id)))
+            self._arm()
+
+    def cancel(self, wait_id: str) -> None:
+        """Forget a held expiry (its wait was satisfied). Optional: :meth:`due` also
+        drops expiries whose wait is no longer in the index."""
+        if any(entry[1] == wait_id for entry in self._heap):
+            self._cancelled.add(wait_id)
+
+    def due(self) -> dict[CrewId, list[str]]:
+        """The timer fired: pop every held expiry that is due, keep those whose wait is
+        still in the index (a crew may have woken and slept again meanwhile), read the
+        next window if needed and re-arm. Returns ``{crew: [wait_id, ...]}``."""
+        self._timer = None
+        self._timer_at = None
+        if self._stopped:
+            return {}
+        now_text = format_time(self._clock.now())
+        popped: dict[CrewId, list[str]] = {}
+        while self._heap and self._heap[0][0] <= now_text:
+            _, wait_id, crew = heapq.heappop(self._heap)
+            if wait_id in self._cancelled:
+                self._cancelled.discard(wait_id)
+                continue
+            popped.setdefault(CrewId(crew), []).append(wait_id)
+        due: dict[CrewId, list[str]] = {}
+        for crew_id, wait_ids in popped.items():
+            marks = ", ".join("?" * len(wait_ids))
+            if self._readers.query(f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)):
+                due[crew_id] = wait_ids
+        if not self._heap or self._horizon[0] <= now_text:
+            self._refill()
+        else:
+            self._arm()
+        return due
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    @property
+    def held(self) -> int:
+        """How many expiries are held in memory (at most ``window_size`` plus those
+        scheduled since the last read)."""
+        return len(self._heap)
+
+    # -- the window -----------------------------------------------------------------------
+
+    def _refill(self) -> None:
+        limit_text = format_time(self._clock.now() + timedelta(seconds=self.window))
+        rows = self._readers.query(WINDOW_SQL, (*self._horizon, limit_text, self.window_size))
+        for expires, wait_id, crew in rows:
+            heapq.heappush(self._heap, (str(expires), str(wait_id), str(crew)))
+        if len(rows) >= self.window_size:
+            last = rows[-1]
+            self._horizon = (str(last[0]), str(last[1]))
+        else:
+            self._horizon = (limit_text, _END)
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._stopped:
+            return
+        clock = self._clock
+        now = clock.now()
+        next_text = self._heap[0][0] if self._heap else self._horizon[0]
+        delay = 0.0 if next_text <= format_time(now) else max(0.0, (_parse(next_text) - now).total_seconds())
+        at = clock.monotonic() + delay
+        if self._timer is not None and self._timer_at is not None and self._timer_at <= at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = self._scheduler.schedule_at(at, self._on_timer)
