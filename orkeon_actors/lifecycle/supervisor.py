@@ -64,7 +64,7 @@ from orkeon_actors.crew.state import CrewStatus, OnTopic
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
-from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
@@ -116,7 +116,6 @@ class _Entry:
         "sleepers",
         "state",
         "stopping",
-        "timer",
         "triggers",
     )
 
@@ -134,7 +133,6 @@ class _Entry:
         self.buffered: list[Message] = []
         self.triggers: list[str] = []
         self.sleepers: list[Future[bool]] = []
-        self.timer: TimerHandle | None = None
         self.finished = False
         self.reason = SleepReason.EXPLICIT
 
@@ -201,7 +199,7 @@ class _Tick:
 
 class _Shared:
     """State read on other threads without a hop (publishers, crews): the topic
-    patterns of sleeping or snapshotting waits, the crews that are live, last touches."""
+    patterns of sleeping or snapshotting waits, the crews that are live, their statuses."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -209,7 +207,6 @@ class _Shared:
         self.pattern_view: tuple[str, ...] = ()
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
-        self.touched: dict[CrewId, float] = {}
         self.status: dict[CrewId, CrewStatus] = {}
 
     def add_patterns(self, patterns: Sequence[str]) -> None:
@@ -246,6 +243,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.store = sup.store
         self.shared = sup.shared
         self.stats = sup.stats
+        self.idle = sup.idle
+        self.idle.on_idle(self._idle)
         self.entries: dict[CrewId, _Entry] = {}
         self.shutting_down = False
         me = self.actor_ref
@@ -287,7 +286,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, _Released):
             self._released(message.crew_id)
         elif isinstance(message, _IdleCheck):
-            self._idle_check(message.crew_id)
+            self.idle.check(message.crew_id)
         elif isinstance(message, _Finished):
             self._finished(message.crew_id, message.status)
         elif isinstance(message, _Tick):
@@ -348,15 +347,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             timeout = bp.cls.idle_timeout
         entry = _Entry(name, ref, timeout, ledger)
         self.entries[crew_id] = entry
+        self.idle.touch(crew_id)
         with self.shared.lock:
             self.shared.live.add(crew_id)
-            self.shared.touched[crew_id] = self.hub.clock.monotonic()
             self.shared.status[crew_id] = CrewStatus.CREATED
         return entry
 
     def _activated(self, crew_id: CrewId, entry: _Entry) -> None:
         entry.state = LifecycleState.ACTIVE
-        self._arm_idle(crew_id, entry)
+        self.idle.watch(crew_id, entry.idle_timeout)
         self._enforce_cap()
 
     # -- sleep ------------------------------------------------------------------------
@@ -369,6 +368,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             return
         entry.state = LifecycleState.SNAPSHOTTING
         entry.reason = reason
+        self.idle.pause(crew_id)
         if future is not None:
             entry.sleepers.append(future)
         log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
@@ -438,9 +438,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         for future in entry.sleepers:
             future.set_result(False)
         entry.sleepers.clear()
-        with self.shared.lock:
-            self.shared.touched[crew_id] = self.hub.clock.monotonic()
-        self._arm_idle(crew_id, entry)
+        self.idle.restart(crew_id)
 
     def _saved(self, crew_id: CrewId) -> None:
         entry = self.entries.get(crew_id)
@@ -453,12 +451,10 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.pop(crew_id, None)
         if entry is None:
             return
-        if entry.timer is not None:
-            entry.timer.cancel()
+        self.idle.forget(crew_id)
         with self.shared.lock:
             snapshot = self.shared.snapshotting.pop(crew_id, None)
             self.shared.live.discard(crew_id)
-            self.shared.touched.pop(crew_id, None)
             self.shared.status.pop(crew_id, None)
         self.hub.end_deferral(crew_id)
         if len(entry.ledger):
@@ -580,30 +576,15 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     # -- idle detection and the cap ---------------------------------------------------
 
-    def _arm_idle(self, crew_id: CrewId, entry: _Entry) -> None:
-        if entry.idle_timeout is None:
-            return
-        if entry.timer is not None:
-            entry.timer.cancel()
-        touched = self.shared.touched.get(crew_id, self.hub.clock.monotonic())
-        me = self.actor_ref
-        entry.timer = self.hub.scheduler.schedule_at(touched + entry.idle_timeout, lambda: me.tell(_IdleCheck(crew_id)))
-
-    def _idle_check(self, crew_id: CrewId) -> None:
+    def _idle(self, crew_id: CrewId) -> None:
+        """The idle detector's callback: sleep the crew if it waits for a message."""
         entry = self.entries.get(crew_id)
         if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
             return
-        entry.timer = None
-        assert entry.idle_timeout is not None
-        now = self.hub.clock.monotonic()
-        touched = self.shared.touched.get(crew_id, now)
-        if now >= touched + entry.idle_timeout and self.shared.status.get(crew_id) is CrewStatus.WAITING:
+        if self.shared.status.get(crew_id) is CrewStatus.WAITING:
             self.sleep(crew_id, SleepReason.IDLE, None)
-            return
-        with self.shared.lock:
-            if now >= touched + entry.idle_timeout:
-                self.shared.touched[crew_id] = now
-        self._arm_idle(crew_id, entry)
+        else:
+            self.idle.restart(crew_id)
 
     def _enforce_cap(self) -> None:
         cap = self.sup.max_active
@@ -613,10 +594,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         excess = len(active) - cap
         if excess <= 0:
             return
-        waiting = [
-            (self.shared.touched.get(c, 0.0), c) for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING
-        ]
-        for _, crew_id in sorted(waiting)[:excess]:
+        waiting = [c for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING]
+        for crew_id in self.idle.least_recently_touched(waiting, excess):
             self.sleep(crew_id, SleepReason.CAPACITY, None)
 
     # -- completion -------------------------------------------------------------------
@@ -628,8 +607,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry.finished = True
         before = entry.state
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
-        if entry.timer is not None:
-            entry.timer.cancel()
+        self.idle.forget(crew_id)
         log_transition(crew_id, before, entry.state)
         # Its final state reflects every message it consumed: acknowledge them with the
         # deletion of its snapshot (a crash before that commit wakes it from the
@@ -690,8 +668,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             if entry.stopping:
                 continue
             entry.stopping = True
-            if entry.timer is not None:
-                entry.timer.cancel()
+            self.idle.forget(crew_id)
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue
@@ -716,9 +693,8 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def on_stop(self) -> None:
         self.waits.stop()
+        self.idle.stop()
         for entry in self.entries.values():
-            if entry.timer is not None:
-                entry.timer.cancel()
             if entry.stopping:
                 continue  # stop() stopped it already
             try:
@@ -792,8 +768,13 @@ class CrewSupervisor:
         self.window = window
         self.window_size = window_size
         self.factories: dict[str, CrewFactory] = dict(factories or {})
+        if idle_timeout is not None and (isinstance(idle_timeout, bool) or not idle_timeout > 0):
+            raise InvalidArgumentError(
+                f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}"
+            )
         self.shared = _Shared()
         self.stats = LifecycleStats(meter_provider)
+        self.idle = CrewIdleDetector(hub.clock, hub.scheduler, self._idle_timer)
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
@@ -829,9 +810,15 @@ class CrewSupervisor:
         except pykka.ActorDeadError:
             logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
 
+    def _idle_timer(self, crew_id: CrewId) -> None:
+        try:
+            self._ref.tell(_IdleCheck(crew_id))
+        except pykka.ActorDeadError:
+            return
+
     def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
+        self.idle.touch(crew_id)
         shared = self.shared
-        shared.touched[crew_id] = self.hub.clock.monotonic()
         previous = shared.status.get(crew_id)
         shared.status[crew_id] = status
         if status in (CrewStatus.COMPLETED, CrewStatus.FAILED) and previous is not status:
