@@ -6,9 +6,12 @@
 * :class:`IdleDetector` -- ``touch`` on activity, a callback when a crew stays idle;
 * :class:`WaitScheduler` -- durable timers for the finite waits of sleeping crews.
 
-The implementations are :class:`~orkeon_actors.lifecycle.supervisor.CrewSupervisor`
-(manager, activator, idle detector and wait scheduler, all driven by one supervisor
-actor) and :class:`~orkeon_actors.lifecycle.state_store.SqliteCrewStateStore`.
+The implementations: :class:`~orkeon_actors.lifecycle.supervisor.CrewSupervisor`
+(the manager; activation still lives inside it),
+:class:`~orkeon_actors.lifecycle.state_store.SqliteCrewStateStore`,
+:class:`~orkeon_actors.lifecycle.idle.CrewIdleDetector` and
+:class:`~orkeon_actors.lifecycle.wait_scheduler.DurableWaitScheduler` (both composed by
+the supervisor, on its thread).
 """
 
 from __future__ import annotations

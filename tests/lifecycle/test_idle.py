@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.lifecycle import IdleDetector
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
@@ -95,3 +96,7 @@ def test_a_timeout_that_is_not_a_positive_number_is_refused(timeout: float) -> N
 def test_the_supervisor_refuses_a_bad_idle_timeout(env: Env) -> None:
     with pytest.raises(InvalidArgumentError, match="idle_timeout must be a positive number"):
         env.boot(idle_timeout=0)
+
+
+def test_it_implements_the_idle_detector_port() -> None:
+    assert isinstance(Rig().detector, IdleDetector)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.lifecycle import WaitScheduler
 from orkeon_actors.lifecycle.wait_scheduler import WINDOW_SQL, DurableWaitScheduler
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId, new_ulid_str
@@ -214,3 +215,7 @@ def test_every_finite_wait_is_due_exactly_once_never_early(
         assert sorted(fired) == sorted(expiry)  # each exactly once
     finally:
         store.close()
+
+
+def test_it_implements_the_wait_scheduler_port(store: Store) -> None:
+    assert isinstance(Rig(store).scheduler, WaitScheduler)
