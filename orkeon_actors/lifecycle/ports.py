@@ -7,11 +7,11 @@
 * :class:`WaitScheduler` -- durable timers for the finite waits of sleeping crews.
 
 The implementations: :class:`~orkeon_actors.lifecycle.supervisor.CrewSupervisor`
-(the manager; activation still lives inside it),
-:class:`~orkeon_actors.lifecycle.state_store.SqliteCrewStateStore`,
+(the manager), :class:`~orkeon_actors.lifecycle.state_store.SqliteCrewStateStore`,
+:class:`~orkeon_actors.lifecycle.activation.SnapshotActivator`,
 :class:`~orkeon_actors.lifecycle.idle.CrewIdleDetector` and
-:class:`~orkeon_actors.lifecycle.wait_scheduler.DurableWaitScheduler` (both composed by
-the supervisor, on its thread).
+:class:`~orkeon_actors.lifecycle.wait_scheduler.DurableWaitScheduler` (the last three
+composed by the supervisor, on its thread).
 """
 
 from __future__ import annotations
@@ -83,9 +83,10 @@ class CrewStateStore(Protocol):
 
 @runtime_checkable
 class CrewActivator(Protocol):
-    def activate(self, crew_id: CrewId, trigger: Message | None) -> bool:
-        """Recompose ``crew_id`` from its snapshot and deliver ``trigger``; ``False``
-        when there is nothing to activate (no snapshot, or already active)."""
+    def activate(self, crew_id: CrewId, trigger: Message | None) -> object | None:
+        """Recompose ``crew_id`` from its snapshot and deliver ``trigger``; the
+        activated crew (a handle of the implementation's), or ``None`` when there is
+        nothing to activate (no snapshot, or the trigger was already processed)."""
         ...
 
 

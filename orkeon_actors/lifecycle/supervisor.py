@@ -46,16 +46,12 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
-from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import (
     CrewActor,
-    CrewObserver,
-    EventBinding,
     _Deliver,
     _Passivate,
     _Release,
     _Resume,
-    restore_crew,
     start_crew,
     wait_matches,
 )
@@ -64,6 +60,7 @@ from orkeon_actors.crew.state import CrewStatus, OnTopic
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
+from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
@@ -72,7 +69,6 @@ from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
-from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.durable_hub import SqliteEventHub
@@ -84,24 +80,6 @@ _SHUTDOWN_RETRY = 0.01
 _PARK_GRACE = 5.0
 """Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
-
-
-@attrs.frozen
-class CrewBlueprint:
-    """What a factory returns: everything code (models, tools) a crew is made of. The
-    snapshot holds the data; the blueprint the definitions (spec §8: agents are data,
-    their models are not)."""
-
-    agents: Sequence[Agent]
-    orchestration: Orchestration
-    cls: type[CrewActor] = CrewActor
-    bindings: Sequence[EventBinding] = ()
-    idle_timeout: float | None = None
-    observer: CrewObserver | None = None
-
-
-CrewFactory = Callable[[CrewId], CrewBlueprint]
-"""``factory(crew_id) -> CrewBlueprint``, registered under the crew's name."""
 
 
 class _Entry:
@@ -243,6 +221,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.store = sup.store
         self.shared = sup.shared
         self.stats = sup.stats
+        self.activator = sup.activator
         self.idle = sup.idle
         self.idle.on_idle(self._idle)
         self.entries: dict[CrewId, _Entry] = {}
@@ -324,28 +303,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         return crew_id
 
     def _start(self, name: str, crew_id: CrewId) -> _Entry:
-        factory = self.sup.factories.get(name)
-        if factory is None:
-            raise InvalidArgumentError(
-                f"no crew factory registered under {name!r}: call supervisor.register_factory({name!r}, fn) first"
-            )
-        bp = factory(crew_id)
-        ledger = self.hub.defer_acks(crew_id)  # before the crew registers its mailboxes
-        ref = bp.cls.start(
-            self.hub,
-            agents=bp.agents,
-            orchestration=bp.orchestration,
-            name=name,
-            crew_id=crew_id,
-            bindings=bp.bindings,
-            idle_timeout=bp.idle_timeout,
-            observer=bp.observer,
-            on_activity=self.sup._on_activity,
-        )
-        timeout = bp.idle_timeout if bp.idle_timeout is not None else self.sup.idle_timeout
-        if timeout is None:
-            timeout = bp.cls.idle_timeout
-        entry = _Entry(name, ref, timeout, ledger)
+        crew = self.activator.build(name, crew_id)
+        entry = _Entry(name, crew.ref, crew.idle_timeout, crew.ledger)
         self.entries[crew_id] = entry
         self.idle.touch(crew_id)
         with self.shared.lock:
@@ -494,26 +453,18 @@ class _SupervisorActor(pykka.ThreadingActor):
         if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
             logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
             return False
-        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
-            if self.hub.is_processed(trigger.id, crew_id):
-                logger.debug("crew {}: trigger {} already processed, ignored", crew_id, trigger.id)
-                return False
-        snapshot = self.store.load(crew_id)
-        if snapshot is None or (not snapshot.pending_waits and trigger is None and not expiry):
-            if snapshot is None:
-                return False
+        snapshot = self.activator.load(crew_id, trigger)
+        if snapshot is None:
+            return False
         if cause is None:
             cause = WakeTrigger.EXPIRY if expiry else _cause_of(trigger)
         log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
         self.shared.remove_patterns(_topic_patterns(snapshot))
-        now = self.hub.clock.now()
-        entry.triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
-        restore_crew(entry.ref, snapshot)
-        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
-            entry.triggers.append(str(trigger.id))
-            entry.ref.tell(_Deliver(trigger))
+        entry.triggers = self.activator.restore(
+            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger), snapshot, trigger
+        )
         self.stats.woke(cause, time.perf_counter() - started)
         self._activated(crew_id, entry)
         log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
@@ -775,6 +726,9 @@ class CrewSupervisor:
         self.shared = _Shared()
         self.stats = LifecycleStats(meter_provider)
         self.idle = CrewIdleDetector(hub.clock, hub.scheduler, self._idle_timer)
+        self.activator = SnapshotActivator(
+            hub, self.store, self.factories, idle_timeout=idle_timeout, on_activity=self._on_activity
+        )
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
