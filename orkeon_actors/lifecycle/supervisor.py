@@ -29,6 +29,13 @@ waits for another actor (it *tells* crews, the store writer calls back after com
   registrations of every unfinished crew: after a restart each one is asleep (or, if it
   could not sleep in time, restored from its last snapshot with its messages redelivered)
   and posts to it are accepted and wake it.
+
+The supervisor composes the other ports' implementations, all driven on its thread:
+:class:`~orkeon_actors.lifecycle.activation.SnapshotActivator` (wake),
+:class:`~orkeon_actors.lifecycle.idle.CrewIdleDetector` (idle sleeps, the cap's LRU
+order), :class:`~orkeon_actors.lifecycle.wait_scheduler.DurableWaitScheduler`
+(expiries), and records :mod:`~orkeon_actors.lifecycle.metrics` (OpenTelemetry
+instruments, structured transition logs).
 """
 
 from __future__ import annotations
