@@ -65,17 +65,21 @@ class DurableWaitScheduler:
         *,
         window: float = 60.0,
         window_size: int = 10_000,
+        batch: int = 64,
     ) -> None:
         if not window > 0:
             raise InvalidArgumentError(f"window must be a positive number of seconds, got {window!r}")
         if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
             raise InvalidArgumentError(f"window_size must be a positive int, got {window_size!r}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InvalidArgumentError(f"batch must be a positive int, got {batch!r}")
         self._readers = readers
         self._clock = clock
         self._scheduler = scheduler
         self._on_timer = on_timer
         self.window = window
         self.window_size = window_size
+        self.batch = batch
         self._heap: list[tuple[str, str, str]] = []  # (expires_at text, wait_id, crew_id)
         self._cancelled: set[str] = set()
         self._horizon: tuple[str, str] = ("", "")  # the last (expires_at, wait_id) read
@@ -104,9 +108,12 @@ class DurableWaitScheduler:
             self._cancelled.add(wait_id)
 
     def due(self) -> dict[CrewId, list[str]]:
-        """The timer fired: pop every held expiry that is due, keep those whose wait is
-        still in the index (a crew may have woken and slept again meanwhile), read the
-        next window if needed and re-arm. Returns ``{crew: [wait_id, ...]}``."""
+        """The timer fired: pop the held expiries that are due, for at most ``batch``
+        crews, keep those whose wait is still in the index (a crew may have woken and
+        slept again meanwhile), read the next window if needed and re-arm (at once if
+        more are due: a burst of expiries is handed over ``batch`` crews per tick, so
+        the owner handles other messages in between). Returns ``{crew: [wait_id,
+        ...]}``."""
         self._timer = None
         self._timer_at = None
         if self._stopped:
@@ -114,6 +121,8 @@ class DurableWaitScheduler:
         now_text = format_time(self._clock.now())
         popped: dict[CrewId, list[str]] = {}
         while self._heap and self._heap[0][0] <= now_text:
+            if len(popped) >= self.batch and CrewId(self._heap[0][2]) not in popped:
+                break
             _, wait_id, crew = heapq.heappop(self._heap)
             if wait_id in self._cancelled:
                 self._cancelled.discard(wait_id)
@@ -124,7 +133,7 @@ class DurableWaitScheduler:
             marks = ", ".join("?" * len(wait_ids))
             if self._readers.query(f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)):
                 due[crew_id] = wait_ids
-        if not self._heap or self._horizon[0] <= now_text:
+        if not self._heap or (self._horizon[0] <= now_text and self._heap[0][0] > now_text):
             self._refill()
         else:
             self._arm()

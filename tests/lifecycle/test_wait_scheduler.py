@@ -79,13 +79,13 @@ class Store:
 
 
 class Rig:
-    def __init__(self, store: Store, *, window: float = 60.0, window_size: int = 10_000) -> None:
+    def __init__(self, store: Store, *, window: float = 60.0, window_size: int = 10_000, batch: int = 64) -> None:
         self.store = store
         self.clock = VirtualClock(START)
         self.timers = ManualScheduler(self.clock)
         self.ticks = 0
         self.scheduler = DurableWaitScheduler(
-            store.readers, self.clock, self.timers, self._tick, window=window, window_size=window_size
+            store.readers, self.clock, self.timers, self._tick, window=window, window_size=window_size, batch=batch
         )
 
     def _tick(self) -> None:
@@ -143,6 +143,18 @@ def test_memory_holds_one_window_and_the_next_is_read_when_it_is_used_up(store: 
     assert seen == waits
 
 
+def test_a_burst_of_expiries_is_handed_over_a_batch_of_crews_per_tick(store: Store) -> None:
+    waits = [store.add(f"c{i:02d}", START + timedelta(seconds=10)) for i in range(10)]
+    rig = Rig(store, batch=3)
+    rig.scheduler.start()
+    rig.clock.advance(10)
+    ticks: list[list[str]] = []
+    while rig.timers.fire():  # each tick re-arms at once while more are due
+        ticks.append([w for ws in rig.scheduler.due().values() for w in ws])
+    assert [len(t) for t in ticks] == [3, 3, 3, 1]
+    assert [w for t in ticks for w in t] == waits
+
+
 def test_a_wait_beyond_the_time_window_is_found_when_time_reaches_it(store: Store) -> None:
     far = store.add("far", START + timedelta(hours=2))
     rig = Rig(store, window=60)
@@ -182,6 +194,8 @@ def test_bad_window_bounds_are_refused(store: Store) -> None:
     clock = VirtualClock(START)
     with pytest.raises(InvalidArgumentError, match="window_size"):
         DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, window_size=0)
+    with pytest.raises(InvalidArgumentError, match="batch"):
+        DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, batch=0)
     with pytest.raises(InvalidArgumentError, match="window must be"):
         DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, window=0)
 
@@ -192,9 +206,15 @@ def test_bad_window_bounds_are_refused(store: Store) -> None:
     window=st.integers(min_value=1, max_value=120),
     window_size=st.integers(min_value=1, max_value=8),
     steps=st.lists(st.integers(min_value=0, max_value=90), min_size=1, max_size=12),
+    batch=st.integers(min_value=1, max_value=4),
 )
 def test_every_finite_wait_is_due_exactly_once_never_early(
-    tmp_path_factory: pytest.TempPathFactory, offsets: list[int], window: int, window_size: int, steps: list[int]
+    tmp_path_factory: pytest.TempPathFactory,
+    offsets: list[int],
+    window: int,
+    window_size: int,
+    steps: list[int],
+    batch: int,
 ) -> None:
     store = Store(tmp_path_factory.mktemp("prop") / "waits.db")
     try:
@@ -202,7 +222,7 @@ def test_every_finite_wait_is_due_exactly_once_never_early(
             store.add(f"c{i}", START + timedelta(seconds=o)): START + timedelta(seconds=o)
             for i, o in enumerate(offsets)
         }
-        rig = Rig(store, window=window, window_size=window_size)
+        rig = Rig(store, window=window, window_size=window_size, batch=batch)
         rig.scheduler.start()
         fired: list[str] = []
         for step in [*steps, 400]:
