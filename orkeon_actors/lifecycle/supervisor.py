@@ -56,9 +56,9 @@ from orkeon_actors.crew.crew_actor import (
     _Passivate,
     _Release,
     _Resume,
+    hand_over,
     restore_crew,
     start_crew,
-    wait_matches,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus, OnTopic
@@ -135,10 +135,50 @@ class LifecycleStats:
         }
 
 
+class _Handover:
+    """The topic messages kept for one crew whose cursors are closed while it
+    snapshots or activates: those matching any of its cursors (topic pattern, crew
+    scope, metadata match), in the order the supervisor heard of them, once each."""
+
+    __slots__ = ("filters", "ids", "messages")
+
+    def __init__(self, filters: Sequence[tuple[str, FrozenMap | None]]) -> None:
+        self.filters = tuple(dict.fromkeys(filters))
+        self.ids: set[str] = set()
+        self.messages: list[Message] = []
+
+    @property
+    def patterns(self) -> list[str]:
+        return sorted({topic for topic, _ in self.filters})
+
+    def keep(self, crew_id: CrewId, message: Message) -> bool:
+        """Keep ``message`` if it matches a cursor and is not kept yet."""
+        key = str(message.id)
+        if key in self.ids or message.topic.startswith("_system.") or not scope_allows(crew_id, message):
+            return False
+        if not any(topic_matches(t, message.topic) and metadata_allows(m, message) for t, m in self.filters):
+            return False
+        self.ids.add(key)
+        self.messages.append(message)
+        return True
+
+
+def _cursor_filters(snapshot: CrewSnapshot) -> list[tuple[str, FrozenMap | None]]:
+    """Every ``(topic, metadata_match)`` the crew's agents read: their cursors and
+    their parked topic waits."""
+    filters = [(c.topic, c.metadata_match or None) for a in snapshot.agents for c in a.cursors]
+    filters.extend(
+        (w.kind.topic, w.kind.metadata_match or None) for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)
+    )
+    return filters
+
+
 class _Entry:
     __slots__ = (
         "buffered",
+        "carry",
         "finished",
+        "handover",
         "idle_timeout",
         "ledger",
         "name",
@@ -162,6 +202,11 @@ class _Entry:
         self.state = LifecycleState.ACTIVE
         self.idle_timeout = idle_timeout
         self.buffered: list[Message] = []
+        """Non-topic triggers (posts, replies) that arrived while it snapshotted."""
+        self.handover: _Handover | None = None
+        """Topic messages kept while its cursors are closed (snapshotting, activating)."""
+        self.carry: list[Message] = []
+        """What its cursors received after its sleep snapshot (told at release)."""
         self.triggers: list[str] = []
         self.sleepers: list[Future[bool]] = []
         self.timer: TimerHandle | None = None
@@ -228,6 +273,24 @@ class _Tick:
     pass
 
 
+@attrs.frozen(eq=False)
+class _Routing:
+    """A topic message about to be routed (told before any subscriber can see it)."""
+
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class _CursorsOpen:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class _Leftovers:
+    crew_id: CrewId
+    messages: tuple[Message, ...]
+
+
 class _Shared:
     """State read on other threads without a hop (publishers, crews): the topic
     patterns of sleeping or snapshotting waits, the crews that are live, last touches."""
@@ -235,24 +298,35 @@ class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.patterns: Counter[str] = Counter()
+        self.transient: Counter[str] = Counter()
+        """Cursor patterns of crews being snapshotted or activated (their handovers)."""
         self.pattern_view: tuple[str, ...] = ()
+        self.handover_view: tuple[str, ...] = ()
+        self.in_flight: dict[str, Message] = {}
+        """Messages between the start and the end of their routing (publisher threads;
+        single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
         self.touched: dict[CrewId, float] = {}
         self.status: dict[CrewId, CrewStatus] = {}
 
-    def add_patterns(self, patterns: Sequence[str]) -> None:
+    def add_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
-            self.patterns.update(patterns)
-            self.pattern_view = tuple(self.patterns)
+            (self.transient if transient else self.patterns).update(patterns)
+            self._views()
 
-    def remove_patterns(self, patterns: Sequence[str]) -> None:
+    def remove_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
-            self.patterns.subtract(patterns)
+            counter = self.transient if transient else self.patterns
+            counter.subtract(patterns)
             for p in patterns:
-                if self.patterns[p] <= 0:
-                    del self.patterns[p]
-            self.pattern_view = tuple(self.patterns)
+                if counter[p] <= 0:
+                    del counter[p]
+            self._views()
+
+    def _views(self) -> None:
+        self.pattern_view = tuple(dict.fromkeys([*self.patterns, *self.transient]))
+        self.handover_view = tuple(self.transient)
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
@@ -316,6 +390,14 @@ class _SupervisorActor(pykka.ThreadingActor):
             self._finished(message.crew_id, message.status)
         elif isinstance(message, _Tick):
             self._tick()
+        elif isinstance(message, _Routing):
+            self._keep_for_handovers(message.message)
+        elif isinstance(message, _CursorsOpen):
+            self._cursors_open(message.crew_id)
+        elif isinstance(message, _Leftovers):
+            entry = self.entries.get(message.crew_id)
+            if entry is not None:
+                entry.carry.extend(message.messages)
 
     # -- boot -------------------------------------------------------------------------
 
@@ -405,6 +487,8 @@ class _SupervisorActor(pykka.ThreadingActor):
             with shared.lock:
                 shared.snapshotting[crew_id] = snapshot
             shared.add_patterns(_topic_patterns(snapshot))
+            # From now on topic messages for its cursors are kept (see _keep_for_handovers).
+            shared.add_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
 
         def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
             # So every message in the ledger view was handled: the snapshot reflects it.
@@ -454,7 +538,11 @@ class _SupervisorActor(pykka.ThreadingActor):
             snapshot = self.shared.snapshotting.pop(crew_id, None)
         if snapshot is not None:
             self.shared.remove_patterns(_topic_patterns(snapshot))
+            # Its cursors never closed: they hold every topic message kept meanwhile.
+            self.shared.remove_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
         entry.state = LifecycleState.ACTIVE
+        entry.handover = None
+        entry.carry.clear()
         entry.ref.tell(_Resume())
         for message in entry.buffered:
             entry.ref.tell(_Deliver(message))
@@ -471,7 +559,12 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.stopping:
             return
         me = self.actor_ref
-        entry.ref.tell(_Release(lambda: _tell(me, _Released(crew_id))))
+        entry.ref.tell(
+            _Release(
+                lambda: _tell(me, _Released(crew_id)),
+                on_leftovers=lambda messages: _tell(me, _Leftovers(crew_id, tuple(messages))),
+            )
+        )
 
     def _released(self, crew_id: CrewId) -> None:
         entry = self.entries.pop(crew_id, None)
@@ -496,21 +589,53 @@ class _SupervisorActor(pykka.ThreadingActor):
                     self._schedule(crew_id, wait.wait_id, wait.expires_at)
         for future in entry.sleepers:
             future.set_result(True)
-        if entry.buffered and not self.shutting_down:  # triggers that arrived while it snapshotted: wake at once
-            first, *rest = entry.buffered
-            self._wake(crew_id, first, time.perf_counter())
+        kept: list[Message] = []
+        if snapshot is not None:
+            self.shared.remove_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
+            # Topic messages its cursors got after the snapshot, or that were kept for it
+            # while it snapshotted: the snapshot does not hold them, hand them over.
+            handover = _Handover(_cursor_filters(snapshot))
+            for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
+                handover.keep(crew_id, message)
+            held = {m.id for a in snapshot.agents for c in a.cursors for m in c.buffered}
+            kept = [m for m in handover.messages if m.id not in held]
+        if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
+            first = entry.buffered[0] if entry.buffered else None
+            self._wake(crew_id, first, time.perf_counter(), carry=kept)
             woken = self.entries.get(crew_id)
             if woken is not None:
-                for message in rest:
+                for message in entry.buffered[1:]:
                     woken.ref.tell(_Deliver(message))
+        elif kept:
+            logger.warning(
+                "crew {}: {} topic message(s) for its cursors arrived while it was stopped asleep: not kept "
+                "(publishes are live-only)",
+                crew_id,
+                len(kept),
+            )
 
     # -- wake -------------------------------------------------------------------------
 
-    def _wake(self, crew_id: CrewId, trigger: Message | None, started: float, *, expiry: bool = False) -> bool:
+    def _wake(
+        self,
+        crew_id: CrewId,
+        trigger: Message | None,
+        started: float,
+        *,
+        expiry: bool = False,
+        carry: Sequence[Message] = (),
+    ) -> bool:
+        """Activate a sleeping crew. From here until its restored cursors are open, the
+        topic messages matching them are kept (``carry`` first: kept while it slept;
+        then the trigger, messages in mid-routing now, and every one heard of until
+        then) and handed over in that order (:func:`hand_over`)."""
         entry = self.entries.get(crew_id)
         if entry is not None:
             if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
-                entry.buffered.append(trigger)
+                if trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+                    entry.buffered.append(trigger)
+                else:
+                    self._keep_for_handovers(trigger)
             return False
         if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
             logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
@@ -526,19 +651,53 @@ class _SupervisorActor(pykka.ThreadingActor):
         logger.debug("crew {}: Asleep -> Activating", crew_id)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
+        handover = entry.handover = _Handover(_cursor_filters(snapshot))
+        self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
+        for message in carry:
+            handover.keep(crew_id, message)
+        delivered = False
+        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+            delivered = handover.keep(crew_id, trigger) or str(trigger.id) in handover.ids
+        for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
+            handover.keep(crew_id, message)
         now = self.hub.clock.now()
         entry.triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
-        restore_crew(entry.ref, snapshot)
+        me = self.actor_ref
+        restore_crew(entry.ref, snapshot, on_cursors_open=lambda: _tell(me, _CursorsOpen(crew_id)))
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             entry.triggers.append(str(trigger.id))
-            entry.ref.tell(_Deliver(trigger))
+            if not delivered:  # a reply (a topic trigger reaches its cursor through the handover)
+                entry.ref.tell(_Deliver(trigger))
         self.stats.wakes += 1
         self.stats.asleep = max(0, self.stats.asleep - 1)
         self.stats.wake_latencies.append(time.perf_counter() - started)
-        self._activated(crew_id, entry)
-        logger.debug("crew {}: Activating -> Active", crew_id)
         return True
+
+    def _keep_for_handovers(self, message: Message) -> None:
+        """Keep a topic message for every crew whose cursors are closed (snapshotting or
+        activating) and match it."""
+        for crew_id, entry in self.entries.items():
+            if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
+                entry.handover.keep(crew_id, message)
+            elif entry.state is LifecycleState.SNAPSHOTTING:
+                if entry.handover is None:
+                    snapshot = self.shared.snapshotting.get(crew_id)
+                    if snapshot is None:
+                        continue  # not snapshotted yet: its cursors are open
+                    entry.handover = _Handover(_cursor_filters(snapshot))
+                entry.handover.keep(crew_id, message)
+
+    def _cursors_open(self, crew_id: CrewId) -> None:
+        """The woken crew's cursors are open again: hand over what was kept, go Active."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        handover, entry.handover = entry.handover, None
+        self.shared.remove_patterns(handover.patterns, transient=True)
+        hand_over(entry.ref, handover.messages)
+        self._activated(crew_id, entry)
+        logger.debug("crew {}: Activating -> Active ({} message(s) handed over)", crew_id, len(handover.messages))
 
     def _dispatched(self, message: Message) -> None:
         started = time.perf_counter()
@@ -556,11 +715,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
         if not patterns:
             return
-        for crew_id, entry in list(self.entries.items()):
-            if entry.state is LifecycleState.SNAPSHOTTING:
-                snapshot = self.shared.snapshotting.get(crew_id)
-                if snapshot is not None and any(wait_matches(w, crew_id, message) for w in snapshot.pending_waits):
-                    entry.buffered.append(message)
+        self._keep_for_handovers(message)
         marks = ", ".join("?" * len(patterns))
         rows = self.hub.readers.query(
             f"SELECT DISTINCT crew_id, metadata_match FROM pending_waits WHERE kind = 'OnTopic' AND topic IN ({marks})",
@@ -703,6 +858,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.finished:
             return
         entry.finished = True
+        if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
+            self.shared.remove_patterns(entry.handover.patterns, transient=True)
+            entry.handover = None
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
         if entry.timer is not None:
             entry.timer.cancel()
@@ -859,6 +1017,7 @@ class CrewSupervisor:
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
+        hub.route_listeners.append(self._on_route)
         hub.dispatch_listeners.append(self._on_dispatch)
         self.booted_asleep: int = self._call(self._actor().boot)
 
@@ -878,7 +1037,20 @@ class CrewSupervisor:
 
     # -- hooks (other threads) ----------------------------------------------------------
 
+    def _on_route(self, message: Message) -> None:
+        """Before ``message`` is routed (publisher thread): note it in flight, and tell
+        the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
+        shared = self.shared
+        shared.in_flight[str(message.id)] = message
+        view = shared.handover_view
+        if view and any(topic_matches(p, message.topic) for p in view):
+            try:
+                self._ref.tell(_Routing(message))
+            except pykka.ActorDeadError:
+                logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
+
     def _on_dispatch(self, message: Message) -> None:
+        self.shared.in_flight.pop(str(message.id), None)
         topic = message.topic
         if topic in (POST_TOPIC, SEND_TOPIC) or topic == REPLY_TOPIC:
             target = message.target_crew_id
@@ -990,4 +1162,6 @@ class CrewSupervisor:
         finally:
             if self._on_dispatch in self.hub.dispatch_listeners:
                 self.hub.dispatch_listeners.remove(self._on_dispatch)
+            if self._on_route in self.hub.route_listeners:
+                self.hub.route_listeners.remove(self._on_route)
             self._ref.stop()
