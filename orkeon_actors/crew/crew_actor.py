@@ -222,6 +222,8 @@ class _Handover:
     publish order; each cursor catches up on those it matches (once each)."""
 
     messages: tuple[Message, ...]
+    missed: Mapping[str, int] = attrs.field(factory=dict)
+    """Drops per cursor key (``store.cursor_events.cursor_key``) while it slept."""
 
 
 @attrs.frozen(eq=False)
@@ -477,7 +479,7 @@ class CrewActor(pykka.ThreadingActor):
             elif isinstance(message, _Deliver):
                 self._deliver(message.message)
             elif isinstance(message, _Handover):
-                self._handover(message.messages)
+                self._handover(message.messages, message.missed)
             elif isinstance(message, _Resume):
                 self._rearm_all()
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
@@ -590,16 +592,20 @@ class CrewActor(pykka.ThreadingActor):
         self._arm_crew_pump()
         self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
 
-    def _handover(self, messages: Sequence[Message]) -> None:
+    def _handover(self, messages: Sequence[Message], missed: Mapping[str, int]) -> None:
         """The lifecycle's handover: every cursor catches up on the ``messages`` it
         matches and did not receive (published before it reopened; see
         :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
         ``wait_for_event`` resolves with its cursor's oldest event) and the actor
-        messages held meanwhile are handled, in order."""
+        messages held meanwhile are handled, in order. ``missed``: what the store
+        dropped per cursor while the crew slept (reported by the cursor's next read)."""
+        from orkeon_actors.store.cursor_events import cursor_key
+
         for runtime in self._agents.values():
             cursors = runtime.tools.topic_cursors
             for cursor in cursors.cursors():
                 topic, match = cursor.key
+                cursor.carried_missed += missed.get(cursor_key(topic, match), 0)
                 matching = [
                     m
                     for m in messages
@@ -1391,11 +1397,14 @@ def restore_crew(
     ref.tell(message)
 
 
-def hand_over(ref: pykka.ActorRef[CrewActor], messages: Sequence[Message]) -> None:
+def hand_over(
+    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
+) -> None:
     """Give a crew restored with ``on_cursors_open`` the topic messages kept for it (in
     publish order): each cursor catches up on those it matches and did not receive,
-    once each, then the crew goes on (see ``CrewActor._handover``)."""
-    ref.tell(_Handover(tuple(messages)))
+    once each, then the crew goes on (see ``CrewActor._handover``). ``missed``: drops
+    per cursor key while it slept."""
+    ref.tell(_Handover(tuple(messages), dict(missed or {})))
 
 
 def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Message:

@@ -43,6 +43,7 @@ from concurrent.futures import wait as wait_futures
 from datetime import datetime, timedelta
 from typing import Any
 
+import apsw
 import attrs
 import pykka
 from loguru import logger
@@ -61,18 +62,19 @@ from orkeon_actors.crew.crew_actor import (
     start_crew,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
-from orkeon_actors.crew.state import CrewStatus, OnTopic
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore, snapshot_cursors
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
+from orkeon_actors.store import cursor_events
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
@@ -151,6 +153,16 @@ class _Handover:
     def patterns(self) -> list[str]:
         return sorted({topic for topic, _ in self.filters})
 
+    def prepend(self, messages: Sequence[Message]) -> None:
+        """Put ``messages`` (older than everything kept so far) first, once each."""
+        older = []
+        for message in messages:
+            key = str(message.id)
+            if key not in self.ids:
+                self.ids.add(key)
+                older.append(message)
+        self.messages[:0] = older
+
     def keep(self, crew_id: CrewId, message: Message) -> bool:
         """Keep ``message`` if it matches a cursor and is not kept yet."""
         key = str(message.id)
@@ -163,23 +175,18 @@ class _Handover:
         return True
 
 
-def _cursor_filters(snapshot: CrewSnapshot) -> list[tuple[str, FrozenMap | None]]:
-    """Every ``(topic, metadata_match)`` the crew's agents read: their cursors and
-    their parked topic waits."""
-    filters = [(c.topic, c.metadata_match or None) for a in snapshot.agents for c in a.cursors]
-    filters.extend(
-        (w.kind.topic, w.kind.metadata_match or None) for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)
-    )
-    return filters
-
-
 class _Entry:
     __slots__ = (
         "buffered",
         "carry",
+        "cursors_open",
+        "deferred_sleeps",
         "finished",
         "handover",
         "idle_timeout",
+        "kept_loaded",
+        "kept_missed",
+        "kept_upto",
         "ledger",
         "name",
         "ref",
@@ -207,6 +214,13 @@ class _Entry:
         """Topic messages kept while its cursors are closed (snapshotting, activating)."""
         self.carry: list[Message] = []
         """What its cursors received after its sleep snapshot (told at release)."""
+        self.cursors_open = False
+        self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
+        """Sleep requests made while it was activating: made once it is active."""
+        self.kept_loaded = False
+        self.kept_missed: dict[str, int] = {}
+        self.kept_upto = 0
+        """The last ``cursor_events`` row handed over at its wake: deleted by its next snapshot."""
         self.triggers: list[str] = []
         self.sleepers: list[Future[bool]] = []
         self.timer: TimerHandle | None = None
@@ -286,6 +300,14 @@ class _CursorsOpen:
 
 
 @attrs.frozen(eq=False)
+class _KeptLoaded:
+    crew_id: CrewId
+    messages: tuple[Message, ...]
+    missed: Mapping[str, int]
+    upto: int
+
+
+@attrs.frozen(eq=False)
 class _Leftovers:
     crew_id: CrewId
     messages: tuple[Message, ...]
@@ -338,7 +360,9 @@ def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
 
 
 def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
-    return [w.kind.topic for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)]
+    """The topic patterns a sleeping crew is indexed under (once each): those of its
+    parked topic waits (a match wakes it) and of its other cursors (a match is kept)."""
+    return sorted({topic for topic, _ in snapshot_cursors(snapshot)})
 
 
 class _SupervisorActor(pykka.ThreadingActor):
@@ -394,6 +418,8 @@ class _SupervisorActor(pykka.ThreadingActor):
             self._keep_for_handovers(message.message)
         elif isinstance(message, _CursorsOpen):
             self._cursors_open(message.crew_id)
+        elif isinstance(message, _KeptLoaded):
+            self._kept_loaded(message)
         elif isinstance(message, _Leftovers):
             entry = self.entries.get(message.crew_id)
             if entry is not None:
@@ -403,7 +429,10 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def boot(self) -> int:
         """Lazy boot: the topic patterns, a window of expiries, crews with kept mail."""
-        rows = self.hub.readers.query("SELECT topic, count(*) FROM pending_waits WHERE kind = 'OnTopic' GROUP BY topic")
+        rows = self.hub.readers.query(
+            "SELECT topic, count(*) FROM (SELECT crew_id, topic FROM pending_waits WHERE kind = 'OnTopic' "
+            "UNION SELECT crew_id, topic FROM sleeping_cursors) GROUP BY topic"
+        )
         with self.shared.lock:
             for topic, count in rows:
                 self.shared.patterns[str(topic)] = int(count)
@@ -469,6 +498,9 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
         entry = self.entries.get(crew_id)
+        if entry is not None and entry.state is LifecycleState.ACTIVATING and not entry.finished:
+            entry.deferred_sleeps.append((reason, future))  # asked again once its handover is done
+            return
         if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
             if future is not None:
                 future.set_result(entry is None and self._asleep_in_store(crew_id))
@@ -488,7 +520,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                 shared.snapshotting[crew_id] = snapshot
             shared.add_patterns(_topic_patterns(snapshot))
             # From now on topic messages for its cursors are kept (see _keep_for_handovers).
-            shared.add_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
+            shared.add_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
 
         def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
             # So every message in the ledger view was handled: the snapshot reflects it.
@@ -522,6 +554,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             on_saved=on_saved,
             on_error=lambda exc: _tell(me, _SaveFailed(crew_id, exc)),
             consumed=consumed,
+            kept_upto=entry.kept_upto,
         )
 
     def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
@@ -539,7 +572,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         if snapshot is not None:
             self.shared.remove_patterns(_topic_patterns(snapshot))
             # Its cursors never closed: they hold every topic message kept meanwhile.
-            self.shared.remove_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
+            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
         entry.state = LifecycleState.ACTIVE
         entry.handover = None
         entry.carry.clear()
@@ -591,10 +624,10 @@ class _SupervisorActor(pykka.ThreadingActor):
             future.set_result(True)
         kept: list[Message] = []
         if snapshot is not None:
-            self.shared.remove_patterns(sorted({t for t, _ in _cursor_filters(snapshot)}), transient=True)
+            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
             # Topic messages its cursors got after the snapshot, or that were kept for it
             # while it snapshotted: the snapshot does not hold them, hand them over.
-            handover = _Handover(_cursor_filters(snapshot))
+            handover = _Handover(snapshot_cursors(snapshot))
             for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
                 handover.keep(crew_id, message)
             held = {m.id for a in snapshot.agents for c in a.cursors for m in c.buffered}
@@ -651,7 +684,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         logger.debug("crew {}: Asleep -> Activating", crew_id)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
-        handover = entry.handover = _Handover(_cursor_filters(snapshot))
+        handover = entry.handover = _Handover(snapshot_cursors(snapshot))
         self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
         for message in carry:
@@ -665,6 +698,17 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry.triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
         me = self.actor_ref
         restore_crew(entry.ref, snapshot, on_cursors_open=lambda: _tell(me, _CursorsOpen(crew_id)))
+        key = str(crew_id)
+
+        def loaded(result: tuple[list[Message], dict[str, int], int]) -> None:  # the writer, after every earlier write
+            messages, missed, upto = result
+            _tell(me, _KeptLoaded(crew_id, tuple(messages), missed, upto))
+
+        def not_loaded(exc: BaseException) -> None:
+            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
+            _tell(me, _KeptLoaded(crew_id, (), {}, 0))
+
+        self.hub.writer.post(lambda conn: cursor_events.load_kept(conn, key), after_commit=loaded, on_error=not_loaded)
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             entry.triggers.append(str(trigger.id))
             if not delivered:  # a reply (a topic trigger reaches its cursor through the handover)
@@ -685,18 +729,41 @@ class _SupervisorActor(pykka.ThreadingActor):
                     snapshot = self.shared.snapshotting.get(crew_id)
                     if snapshot is None:
                         continue  # not snapshotted yet: its cursors are open
-                    entry.handover = _Handover(_cursor_filters(snapshot))
+                    entry.handover = _Handover(snapshot_cursors(snapshot))
                 entry.handover.keep(crew_id, message)
 
+    def _kept_loaded(self, loaded: _KeptLoaded) -> None:
+        """The events kept in the store while the crew slept (older than anything the
+        handover kept since the wake decision): they go first."""
+        entry = self.entries.get(loaded.crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        entry.kept_loaded = True
+        entry.kept_upto = loaded.upto
+        entry.kept_missed = dict(loaded.missed)
+        entry.handover.prepend(loaded.messages)
+        if entry.cursors_open:
+            self._hand_over(loaded.crew_id, entry)
+
     def _cursors_open(self, crew_id: CrewId) -> None:
-        """The woken crew's cursors are open again: hand over what was kept, go Active."""
         entry = self.entries.get(crew_id)
         if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
             return
+        entry.cursors_open = True
+        if entry.kept_loaded:
+            self._hand_over(crew_id, entry)
+
+    def _hand_over(self, crew_id: CrewId, entry: _Entry) -> None:
+        """The woken crew's cursors are open again and its kept events read: hand over
+        everything kept, go Active."""
         handover, entry.handover = entry.handover, None
+        assert handover is not None
         self.shared.remove_patterns(handover.patterns, transient=True)
-        hand_over(entry.ref, handover.messages)
+        hand_over(entry.ref, handover.messages, entry.kept_missed)
         self._activated(crew_id, entry)
+        deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
+        for reason, future in deferred:
+            self.sleep(crew_id, reason, future)
         logger.debug("crew {}: Activating -> Active ({} message(s) handed over)", crew_id, len(handover.messages))
 
     def _dispatched(self, message: Message) -> None:
@@ -732,6 +799,42 @@ class _SupervisorActor(pykka.ThreadingActor):
             del crew_id_text
             if self._wake(crew, message, started):
                 woken.add(crew)
+        self._keep_for_sleepers(message, patterns, woken)
+
+    def _keep_for_sleepers(self, message: Message, patterns: Sequence[str], woken: set[CrewId]) -> None:
+        """Keep ``message`` in the store for every sleeping crew that has a cursor it
+        matches and that it did not wake (its other cursors; or the supervisor is
+        stopping): handed over to those cursors at the crew's next wake."""
+        if message.topic.startswith("_system."):
+            return
+        marks = ", ".join("?" * len(patterns))
+        rows = self.hub.readers.query(
+            f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
+            tuple(patterns),
+        )
+        keys: dict[str, list[str]] = {}
+        for crew_text, key, match in rows:
+            crew = CrewId(str(crew_text))
+            if crew in woken or crew in self.entries or not scope_allows(crew, message):
+                continue
+            if metadata_allows(FrozenMap(_json_map(str(match))), message):
+                keys.setdefault(str(crew), []).append(str(key))
+        if not keys:
+            return
+        targets = [(crew, tuple(cursor_keys)) for crew, cursor_keys in keys.items()]
+        limit = cursor_events.MAX_KEPT
+
+        def work(conn: apsw.Connection) -> None:
+            for crew, cursor_keys in targets:
+                cursor_events.keep_event(conn, crew, cursor_keys, message, limit)
+
+        def failed(exc: BaseException) -> None:
+            logger.warning("topic event {} not kept for sleeping crews {}: {}", message.id, sorted(keys), exc)
+
+        try:
+            self.hub.writer.post(work, on_error=failed)
+        except HubStoppedError:
+            logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
 
     def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
         rows = self.hub.readers.query(
@@ -861,6 +964,10 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
             self.shared.remove_patterns(entry.handover.patterns, transient=True)
             entry.handover = None
+        for _, future in entry.deferred_sleeps:
+            if future is not None:
+                future.set_result(False)
+        entry.deferred_sleeps.clear()
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
         if entry.timer is not None:
             entry.timer.cancel()
@@ -924,6 +1031,10 @@ class _SupervisorActor(pykka.ThreadingActor):
             entry.stopping = True
             if entry.timer is not None:
                 entry.timer.cancel()
+            for _, sleeper in entry.deferred_sleeps:
+                if sleeper is not None:
+                    sleeper.set_result(False)
+            entry.deferred_sleeps.clear()
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue

@@ -3,7 +3,9 @@
 Version 1 is the contract of spec §11.1, table for table. Version 2 adds what the
 durable hub needs on top (never dropping a contract column): message envelopes and a
 FIFO sequence on ``mailboxes`` and ``outbox``, the durable mailbox registry, retained
-last values, and indexes for the purge.
+last values, and indexes for the purge. Version 4 adds the topic cursors of sleeping
+crews (``sleeping_cursors``, indexed by topic) and the events kept for them while they
+sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`.
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -134,6 +136,38 @@ CREATE INDEX idx_processed_messages_crew ON processed_messages(crew_id, processe
 """
 
 
+_V4 = """
+CREATE TABLE sleeping_cursors (
+    crew_id        TEXT NOT NULL,
+    cursor_key     TEXT NOT NULL,
+    topic          TEXT NOT NULL,
+    metadata_match TEXT NOT NULL,
+    missed         INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (crew_id, cursor_key),
+    FOREIGN KEY (crew_id) REFERENCES crew_snapshots(crew_id) ON DELETE CASCADE
+);
+CREATE INDEX idx_sleeping_cursors_topic ON sleeping_cursors(topic);
+CREATE TABLE cursor_events (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    crew_id         TEXT NOT NULL,
+    cursor_key      TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    topic           TEXT NOT NULL,
+    source_crew_id  TEXT NOT NULL,
+    source_agent_id TEXT,
+    target_crew_id  TEXT,
+    target_mailbox  TEXT,
+    correlation_id  TEXT,
+    published_at    TEXT NOT NULL,
+    metadata        TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    schema_id       TEXT NOT NULL,
+    FOREIGN KEY (crew_id) REFERENCES crew_snapshots(crew_id) ON DELETE CASCADE
+);
+CREATE INDEX idx_cursor_events_cursor ON cursor_events(crew_id, cursor_key, seq);
+"""
+
+
 @attrs.frozen
 class Migration:
     """One step: brings a store from ``version - 1`` to ``version``."""
@@ -153,6 +187,8 @@ def _script(sql: str) -> Callable[[apsw.Connection], None]:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "spec §11.1 contract tables", _script(_V1)),
     Migration(2, "envelopes, FIFO sequence, mailbox registry, last values, purge indexes", _script(_V2)),
+    # Numbered 4: version 3 (wait indexes) comes from another branch.
+    Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
