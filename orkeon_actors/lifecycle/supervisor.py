@@ -365,6 +365,13 @@ def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
     return sorted({topic for topic, _ in snapshot_cursors(snapshot)})
 
 
+_KEPT_FOR_PARKED_WAITS = """
+SELECT DISTINCT e.crew_id FROM cursor_events e WHERE EXISTS (
+    SELECT 1 FROM pending_waits w WHERE w.crew_id = e.crew_id AND w.kind = 'OnTopic'
+    AND w.topic || char(10) || coalesce(w.metadata_match, '{}') = e.cursor_key)
+"""
+
+
 class _SupervisorActor(pykka.ThreadingActor):
     def __init__(self, sup: CrewSupervisor) -> None:
         super().__init__()
@@ -442,6 +449,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         self._refill()
         kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
         crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
+        # Events kept for a parked wait's cursor (published while the supervisor stopped).
+        crews.update(CrewId(str(c)) for (c,) in self.hub.readers.query(_KEPT_FOR_PARKED_WAITS))
         for crew in sorted(c for c in crews if c is not None):
             if self.hub.load_snapshot(crew) is not None:
                 self._wake(CrewId(crew), None, time.perf_counter())
@@ -639,13 +648,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             if woken is not None:
                 for message in entry.buffered[1:]:
                     woken.ref.tell(_Deliver(message))
-        elif kept:
-            logger.warning(
-                "crew {}: {} topic message(s) for its cursors arrived while it was stopped asleep: not kept "
-                "(publishes are live-only)",
-                crew_id,
-                len(kept),
-            )
+        elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
+            filters = snapshot_cursors(snapshot)
+            for message in kept:
+                keys = [
+                    cursor_events.cursor_key(t, m)
+                    for t, m in filters
+                    if topic_matches(t, message.topic) and metadata_allows(m, message)
+                ]
+                self._store_kept(str(crew_id), keys, message)
 
     # -- wake -------------------------------------------------------------------------
 
@@ -819,22 +830,26 @@ class _SupervisorActor(pykka.ThreadingActor):
                 continue
             if metadata_allows(FrozenMap(_json_map(str(match))), message):
                 keys.setdefault(str(crew), []).append(str(key))
+        for crew_key, cursor_keys in keys.items():
+            self._store_kept(crew_key, cursor_keys, message)
+
+    def _store_kept(self, crew: str, keys: Sequence[str], message: Message) -> None:
+        """Queue the write of ``message`` for the crew's sleeping cursors ``keys``."""
         if not keys:
             return
-        targets = [(crew, tuple(cursor_keys)) for crew, cursor_keys in keys.items()]
+        targets = tuple(keys)
         limit = cursor_events.MAX_KEPT
 
         def work(conn: apsw.Connection) -> None:
-            for crew, cursor_keys in targets:
-                cursor_events.keep_event(conn, crew, cursor_keys, message, limit)
+            cursor_events.keep_event(conn, crew, targets, message, limit)
 
         def failed(exc: BaseException) -> None:
-            logger.warning("topic event {} not kept for sleeping crews {}: {}", message.id, sorted(keys), exc)
+            logger.warning("crew {}: topic event {} not kept for its sleeping cursors: {}", crew, message.id, exc)
 
         try:
             self.hub.writer.post(work, on_error=failed)
         except HubStoppedError:
-            logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
+            logger.debug("crew {}: topic event {} not kept, the store is closed", crew, message.id)
 
     def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
         rows = self.hub.readers.query(

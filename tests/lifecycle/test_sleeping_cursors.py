@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 
 from orkeon_actors import CrewId, PublishOptions
@@ -127,8 +128,10 @@ def test_a_sleeping_cursor_keeps_its_newest_events_and_reports_the_drops(
         shop.publish("orders", n)
     wait_until(lambda: sup.stats.wakes == 0 and _kept(env, "r1") == 3, what="bounded to three")
     wait_until(
-        lambda: env.hub.readers.query("SELECT missed FROM sleeping_cursors WHERE crew_id = 'r1' AND topic = 'orders'")
-        == [(2,)],
+        lambda: (
+            env.hub.readers.query("SELECT missed FROM sleeping_cursors WHERE crew_id = 'r1' AND topic = 'orders'")
+            == [(2,)]
+        ),
         what="two drops counted",
     )
     shop.publish("go", {})
@@ -149,3 +152,18 @@ def test_the_store_bounds_each_sleeping_cursor(env: Env) -> None:
         kept, missed, upto = cursor_events.load_kept(conn, "r1")
     assert [m.id for m in kept] == [m.id for m in messages[2:]]
     assert missed == {key: 2} and upto > 0
+
+
+def test_an_event_kept_for_a_parked_wait_wakes_the_crew_at_the_next_boot(env: Env) -> None:
+    """Kept for the cursor of the wait it is parked on (the supervisor was stopping and
+    did not wake it): the next boot wakes it, and the wait reads the event."""
+    _asleep_on_go(env)
+    elsewhere = env.hub.bind("shop").publish("elsewhere", "kept while stopping")  # wakes nothing
+    go = attrs.evolve(elsewhere, topic="go")  # as if published on go while the supervisor stopped
+    key = cursor_events.cursor_key("go", None)
+    env.hub.writer.execute(lambda conn: cursor_events.keep_event(conn, "r1", [key], go))
+    sup = env.restart()
+    wait_until(lambda: sup.ref("r1") is not None and _parked(env, "r1", 2), what="woken at boot, go read")
+    assert sup.stats.wakes == 1
+    env.hub.bind("shop").publish("orders", "done")
+    assert _result(env, "r1") == {"read": [], "missed": 0}
