@@ -489,7 +489,8 @@ class CrewActor(pykka.ThreadingActor):
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
-            self._set_status(CrewStatus.RUNNING if busy else CrewStatus.WAITING)
+            # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
+            self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
         if self._on_activity is not None:
             self._on_activity(self.crew_id, self.status)
         if isinstance(message, _Handover):

@@ -732,6 +732,8 @@ class _SupervisorActor(pykka.ThreadingActor):
     def _keep_for_handovers(self, message: Message) -> None:
         """Keep a topic message for every crew whose cursors are closed (snapshotting or
         activating) and match it."""
+        if not self.shared.handover_view:
+            return  # no crew is snapshotting or activating
         for crew_id, entry in self.entries.items():
             if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
                 entry.handover.keep(crew_id, message)
