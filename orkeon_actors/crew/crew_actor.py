@@ -117,6 +117,7 @@ __all__ = [
     "DeliveryGate",
     "EventBinding",
     "Activity",
+    "hand_over",
     "restore_crew",
     "timed_out_message",
     "wait_matches",
@@ -207,6 +208,22 @@ class _Restore:
     """Recompose the crew from ``snapshot`` instead of starting it (a wake)."""
 
     snapshot: CrewSnapshot
+    on_cursors_open: Callable[[], None] | None = None
+    """If given (the lifecycle supervisor): called on the crew's thread once the
+    restored cursors are open again; the crew then reads nothing and handles nothing
+    else until it is told :class:`_Handover` (the topic messages its cursors missed
+    while they were closed)."""
+
+
+@attrs.frozen(eq=False)
+class _Handover:
+    """What the lifecycle kept for a waking crew: topic messages published from the
+    moment it began to sleep (or to wake) until its restored cursors were open, in
+    publish order; each cursor catches up on those it matches (once each)."""
+
+    messages: tuple[Message, ...]
+    missed: Mapping[str, int] = attrs.field(factory=dict)
+    """Drops per cursor key (``store.cursor_events.cursor_key``) while it slept."""
 
 
 @attrs.frozen(eq=False)
@@ -237,6 +254,9 @@ class _Release:
     """The snapshot is durable: park the mailboxes, close the subscriptions, stop."""
 
     on_released: Callable[[], None]
+    on_leftovers: Callable[[list[Message]], None] | None = None
+    """Called (on the crew's thread, before ``on_released``) with the topic messages its
+    cursors received after the snapshot was taken: the snapshot does not hold them."""
 
 
 class _AgentRuntime:
@@ -346,6 +366,12 @@ class CrewActor(pykka.ThreadingActor):
         self._on_activity = on_activity
         self._passivated = False
         self._on_released: Callable[[], None] | None = None
+        self._on_leftovers: Callable[[list[Message]], None] | None = None
+        self._snapshot_held: set[MessageId] = set()
+        """Ids the cursors held when the last sleep snapshot was taken."""
+        self._awaiting_handover = False
+        self._held: list[Any] = []
+        """Actor messages received while awaiting the handover, replayed after it."""
 
     # -- public API (call through the actor ref) ---------------------------------------
 
@@ -426,8 +452,16 @@ class CrewActor(pykka.ThreadingActor):
         if isinstance(message, _Release):
             self._passivated = True
             self._on_released = message.on_released  # called by on_stop, once the mailboxes are parked
+            self._on_leftovers = message.on_leftovers
             self.actor_ref.stop(block=False)
             return None
+        if self._awaiting_handover:
+            if not isinstance(message, _Handover):
+                self._held.append(message)  # replayed in order once the cursors caught up
+                if self.activity is not None:
+                    self.activity.begin()  # it stays in flight until replayed
+                return None
+            self._awaiting_handover = False
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._after_finish(message)
             return None
@@ -441,9 +475,11 @@ class CrewActor(pykka.ThreadingActor):
             elif isinstance(message, _Bound):
                 self._bound(message)
             elif isinstance(message, _Restore):
-                self._restore(message.snapshot)
+                self._restore(message.snapshot, message.on_cursors_open)
             elif isinstance(message, _Deliver):
                 self._deliver(message.message)
+            elif isinstance(message, _Handover):
+                self._handover(message.messages, message.missed)
             elif isinstance(message, _Resume):
                 self._rearm_all()
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
@@ -453,9 +489,18 @@ class CrewActor(pykka.ThreadingActor):
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
-            self._set_status(CrewStatus.RUNNING if busy else CrewStatus.WAITING)
+            # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
+            self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
         if self._on_activity is not None:
             self._on_activity(self.crew_id, self.status)
+        if isinstance(message, _Handover):
+            held, self._held = self._held, []
+            for later in held:  # what arrived while the cursors caught up, in order
+                try:
+                    self._dispatch(later)
+                finally:
+                    if self.activity is not None:
+                        self.activity.end()
         return None
 
     def _query(self, what: str) -> Any:
@@ -502,14 +547,25 @@ class CrewActor(pykka.ThreadingActor):
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
-    def _restore(self, snapshot: CrewSnapshot) -> None:
+    def _restore(self, snapshot: CrewSnapshot, on_cursors_open: Callable[[], None] | None = None) -> None:
         """Recompose the crew from ``snapshot`` (its definitions come from the factory
         that built this actor): agent states, orchestration state, budgets used; then
         register the mailboxes (the durable hub reloads what was kept for them, oldest
         first), re-arm every parked agent's wait with its remaining time, and deliver
-        the timeout message of a wait that expired meanwhile."""
+        the timeout message of a wait that expired meanwhile. With ``on_cursors_open``
+        the re-arming waits for the :class:`_Handover` (see :meth:`_handover`)."""
         if self.status is not CrewStatus.CREATED:
             return
+        try:
+            self._restore_state(snapshot)
+        finally:
+            if on_cursors_open is not None:
+                self._awaiting_handover = True
+                on_cursors_open()
+        if not self._awaiting_handover:
+            self._rearm_all()
+
+    def _restore_state(self, snapshot: CrewSnapshot) -> None:
         if snapshot.id != self.crew_id:
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
@@ -536,6 +592,31 @@ class CrewActor(pykka.ThreadingActor):
             self._subscribe(binding)
         self._arm_crew_pump()
         self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+
+    def _handover(self, messages: Sequence[Message], missed: Mapping[str, int]) -> None:
+        """The lifecycle's handover: every cursor catches up on the ``messages`` it
+        matches and did not receive (published before it reopened; see
+        :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
+        ``wait_for_event`` resolves with its cursor's oldest event) and the actor
+        messages held meanwhile are handled, in order. ``missed``: what the store
+        dropped per cursor while the crew slept (reported by the cursor's next read)."""
+        from orkeon_actors.store.cursor_events import cursor_key
+
+        for runtime in self._agents.values():
+            cursors = runtime.tools.topic_cursors
+            for cursor in cursors.cursors():
+                topic, match = cursor.key
+                cursor.carried_missed += missed.get(cursor_key(topic, match), 0)
+                matching = [
+                    m
+                    for m in messages
+                    if not m.topic.startswith("_system.")
+                    and topic_matches(topic, m.topic)
+                    and scope_allows(self.crew_id, m)
+                    and metadata_allows(match, m)
+                ]
+                if matching:
+                    cursors.catch_up(cursor, matching)
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -673,10 +754,14 @@ class CrewActor(pykka.ThreadingActor):
         withdrawn, so a trigger published meanwhile is seen by the supervisor; if a
         wait's outcome is already in flight, the sleep is refused and the waits re-armed."""
         busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+        if self._awaiting_handover:
+            message.on_refused("crew is still waking (its cursors are catching up)")
+            return
         if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
             message.on_refused(f"crew is {self.status.value}" + (" with work queued" if not busy else ""))
             return
         snapshot = self.snapshot()
+        self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
         message.on_snapshot(snapshot)
         in_flight = False
         for runtime in self._agents.values():
@@ -695,11 +780,26 @@ class CrewActor(pykka.ThreadingActor):
         elif message.on_passivated is not None:
             message.on_passivated()
 
+    def _cursor_leftovers(self) -> list[Message]:
+        """What the cursors received after the sleep snapshot was taken (not in it),
+        each message once, cursor by cursor in arrival order."""
+        seen = set(self._snapshot_held)
+        out: list[Message] = []
+        for runtime in self._agents.values():
+            for cursor in runtime.tools.topic_cursors.cursors():
+                for message in cursor.pending():
+                    if message.id not in seen:
+                        seen.add(message.id)
+                        out.append(message)
+        return out
+
     def _park_mailboxes(self) -> None:
         """Passivated stop: release waits and subscriptions; the mailboxes stay durably
         registered (their messages are kept in the store until the crew wakes)."""
         from orkeon_actors.store.durable_hub import SqliteEventHub
 
+        if self._on_leftovers is not None:
+            self._on_leftovers(self._cursor_leftovers())
         self._release_waits()
         hub = self.hub
         registrations = [rt.registration for rt in self._agents.values()]
@@ -1282,15 +1382,30 @@ def restore_crew(
     snapshot: CrewSnapshot,
     activity: Activity | None = None,
     gate: DeliveryGate | None = None,
+    on_cursors_open: Callable[[], None] | None = None,
 ) -> None:
     """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
-    (through its ``gate`` if it has one)."""
+    (through its ``gate`` if it has one). With ``on_cursors_open`` (the lifecycle
+    supervisor) the crew calls it once its cursors are open again and then waits, its
+    waits not re-armed and anything told to it held, until :func:`hand_over` gives it
+    the topic messages published while its cursors were closed."""
+    message = _Restore(snapshot, on_cursors_open)
     if gate is not None:
-        gate.submit(ref, _Restore(snapshot))
+        gate.submit(ref, message)
         return
     if activity is not None:
         activity.begin()
-    ref.tell(_Restore(snapshot))
+    ref.tell(message)
+
+
+def hand_over(
+    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
+) -> None:
+    """Give a crew restored with ``on_cursors_open`` the topic messages kept for it (in
+    publish order): each cursor catches up on those it matches and did not receive,
+    once each, then the crew goes on (see ``CrewActor._handover``). ``missed``: drops
+    per cursor key while it slept."""
+    ref.tell(_Handover(tuple(messages), dict(missed or {})))
 
 
 def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Message:

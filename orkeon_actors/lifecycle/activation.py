@@ -135,17 +135,31 @@ class SnapshotActivator:
             timeout = bp.cls.idle_timeout
         return BuiltCrew(crew_id, name, ref, timeout, ledger)
 
-    def restore(self, crew: BuiltCrew, snapshot: CrewSnapshot, trigger: Message | None) -> list[str]:
+    def restore(
+        self,
+        crew: BuiltCrew,
+        snapshot: CrewSnapshot,
+        trigger: Message | None,
+        *,
+        on_cursors_open: Callable[[], None] | None = None,
+        handed_over: bool = False,
+    ) -> list[str]:
         """Tell ``crew`` to restore from ``snapshot`` and deliver ``trigger`` (a topic
         message or a reply; a post is in its mailbox already). Returns the ids this
         activation processes: the waits already expired (their timeout messages) and
-        the delivered trigger."""
+        the trigger.
+
+        ``on_cursors_open`` (the supervisor): the crew calls it once its topic cursors
+        are open again and then holds everything until ``hand_over`` gives it the topic
+        messages kept while they were closed; ``handed_over``: the trigger is among
+        those (it is not delivered here)."""
         now = self.hub.clock.now()
         triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
-        restore_crew(crew.ref, snapshot)
+        restore_crew(crew.ref, snapshot, on_cursors_open=on_cursors_open)
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             triggers.append(str(trigger.id))
-            crew.ref.tell(_Deliver(trigger))
+            if not handed_over:
+                crew.ref.tell(_Deliver(trigger))
         return triggers
 
     def activate(self, crew_id: CrewId, trigger: Message | None) -> BuiltCrew | None:

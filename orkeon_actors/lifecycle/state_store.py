@@ -6,7 +6,10 @@ replacement of the crew's ``pending_waits`` rows by the snapshot's waits, and th
 ``processed_messages`` rows of the triggers the crew handled since it last woke (§11.2),
 and the *acknowledgement* of the mailbox messages it consumed since its previous
 snapshot: their ``mailboxes`` rows are deleted and their ``processed_messages`` rows
-written in the same transaction. Either all of it is written or none: a failed save
+written in the same transaction; with them the index of the crew's topic cursors
+(``sleeping_cursors``: events for them are kept while it sleeps) and the deletion of the
+kept events it was handed at its last wake (:mod:`orkeon_actors.store.cursor_events`).
+Either all of it is written or none: a failed save
 leaves the previous snapshot, index and kept messages intact (the supervisor then keeps
 the crew active), and a crash before the commit restores the previous snapshot with
 those messages delivered again, in order.
@@ -21,13 +24,14 @@ import apsw
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.store import faults, mailboxes
+from orkeon_actors.model.message import FrozenMap
+from orkeon_actors.store import cursor_events, faults, mailboxes
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
 from orkeon_actors.store.unit_of_work import delete_crew
 
-__all__ = ["SqliteCrewStateStore", "wait_record"]
+__all__ = ["SqliteCrewStateStore", "snapshot_cursors", "wait_record"]
 
 _UPSERT = """
 INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
@@ -42,6 +46,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 _PROCESSED = "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)"
+
+
+def snapshot_cursors(snapshot: CrewSnapshot) -> list[tuple[str, FrozenMap | None]]:
+    """Every ``(topic, metadata_match)`` the crew's agents read: their cursors and
+    their parked topic waits, each once."""
+    keys = [(c.topic, c.metadata_match or None) for a in snapshot.agents for c in a.cursors]
+    keys.extend(
+        (w.kind.topic, w.kind.metadata_match or None) for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)
+    )
+    return list(dict.fromkeys(keys))
 
 
 def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
@@ -96,6 +110,7 @@ class SqliteCrewStateStore:
         processed: Sequence[str],
         state: CrewState,
         consumed: Sequence[tuple[str, str]] = (),
+        kept_upto: int = 0,
     ) -> Callable[[apsw.Connection], None]:
         body = to_json(snapshot).encode()
         now = format_time(self.hub.clock.now())
@@ -110,12 +125,15 @@ class SqliteCrewStateStore:
         waits = [to_row(wait_record(crew_id, w)) for w in snapshot.pending_waits]
         key = str(crew_id)
         done = [*processed, *(message_id for _, message_id in consumed)]
+        cursors = snapshot_cursors(snapshot) if state is CrewState.ASLEEP else []
 
         def work(conn: apsw.Connection) -> None:
             conn.execute(_UPSERT, row)
             conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (key,))
             if waits:
                 conn.executemany(_PUT_WAIT, waits)
+            cursor_events.replace_cursors(conn, key, cursors)
+            cursor_events.delete_kept(conn, key, kept_upto)
             if done:
                 conn.executemany(_PROCESSED, [(message_id, key, now) for message_id in done])
             if consumed:
@@ -137,13 +155,15 @@ class SqliteCrewStateStore:
         on_error: Callable[[BaseException], None],
         state: CrewState = CrewState.ASLEEP,
         consumed: Sequence[tuple[str, str]] = (),
+        kept_upto: int = 0,
     ) -> None:
         """Queue the save without waiting: ``on_saved`` runs on the writer thread after
         the commit, ``on_error`` with the error if the transaction failed (nothing
         written). ``consumed`` are the ``(mailbox address, message id)`` rows the
-        snapshot reflects: deleted (acknowledged) in the same transaction."""
+        snapshot reflects: deleted (acknowledged) in the same transaction, as are the
+        kept cursor events up to ``kept_upto`` (handed over at its last wake)."""
         self.hub.writer.post(
-            self._save_work(crew_id, snapshot, processed, state, consumed),
+            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto),
             after_commit=lambda _: on_saved(),
             on_error=on_error,
         )

@@ -48,6 +48,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
+import apsw
 import attrs
 import pykka
 from loguru import logger
@@ -59,24 +60,25 @@ from orkeon_actors.crew.crew_actor import (
     _Passivate,
     _Release,
     _Resume,
+    hand_over,
     start_crew,
-    wait_matches,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
-from orkeon_actors.crew.state import CrewStatus, OnTopic
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore, snapshot_cursors
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.runtime import Runtime
+from orkeon_actors.store import cursor_events
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.durable_hub import SqliteEventHub
 
@@ -89,11 +91,56 @@ _PARK_GRACE = 5.0
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
 
 
+class _Handover:
+    """The topic messages kept for one crew whose cursors are closed while it
+    snapshots or activates: those matching any of its cursors (topic pattern, crew
+    scope, metadata match), in the order the supervisor heard of them, once each."""
+
+    __slots__ = ("filters", "ids", "messages")
+
+    def __init__(self, filters: Sequence[tuple[str, FrozenMap | None]]) -> None:
+        self.filters = tuple(dict.fromkeys(filters))
+        self.ids: set[str] = set()
+        self.messages: list[Message] = []
+
+    @property
+    def patterns(self) -> list[str]:
+        return sorted({topic for topic, _ in self.filters})
+
+    def prepend(self, messages: Sequence[Message]) -> None:
+        """Put ``messages`` (older than everything kept so far) first, once each."""
+        older = []
+        for message in messages:
+            key = str(message.id)
+            if key not in self.ids:
+                self.ids.add(key)
+                older.append(message)
+        self.messages[:0] = older
+
+    def keep(self, crew_id: CrewId, message: Message) -> bool:
+        """Keep ``message`` if it matches a cursor and is not kept yet."""
+        key = str(message.id)
+        if key in self.ids or message.topic.startswith("_system.") or not scope_allows(crew_id, message):
+            return False
+        if not any(topic_matches(t, message.topic) and metadata_allows(m, message) for t, m in self.filters):
+            return False
+        self.ids.add(key)
+        self.messages.append(message)
+        return True
+
+
 class _Entry:
     __slots__ = (
         "buffered",
+        "carry",
+        "cursors_open",
+        "deferred_sleeps",
         "finished",
+        "handover",
         "idle_timeout",
+        "kept_loaded",
+        "kept_missed",
+        "kept_upto",
         "ledger",
         "name",
         "reason",
@@ -102,6 +149,7 @@ class _Entry:
         "state",
         "stopping",
         "triggers",
+        "wake_cause",
     )
 
     def __init__(
@@ -116,10 +164,24 @@ class _Entry:
         self.state = LifecycleState.ACTIVE
         self.idle_timeout = idle_timeout
         self.buffered: list[Message] = []
+        """Non-topic triggers (posts, replies) that arrived while it snapshotted."""
+        self.handover: _Handover | None = None
+        """Topic messages kept while its cursors are closed (snapshotting, activating)."""
+        self.carry: list[Message] = []
+        """What its cursors received after its sleep snapshot (told at release)."""
+        self.cursors_open = False
+        self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
+        """Sleep requests made while it was activating: made once it is active."""
+        self.kept_loaded = False
+        self.kept_missed: dict[str, int] = {}
+        self.kept_upto = 0
+        """The last ``cursor_events`` row handed over at its wake: deleted by its next snapshot."""
         self.triggers: list[str] = []
         self.sleepers: list[Future[bool]] = []
         self.finished = False
         self.reason = SleepReason.EXPLICIT
+        self.wake_cause = ""
+        """What woke it (a ``WakeTrigger``), logged when it goes Active."""
 
 
 # -- actor messages -------------------------------------------------------------------
@@ -182,6 +244,32 @@ class _Tick:
     pass
 
 
+@attrs.frozen(eq=False)
+class _Routing:
+    """A topic message about to be routed (told before any subscriber can see it)."""
+
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class _CursorsOpen:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class _KeptLoaded:
+    crew_id: CrewId
+    messages: tuple[Message, ...]
+    missed: Mapping[str, int]
+    upto: int
+
+
+@attrs.frozen(eq=False)
+class _Leftovers:
+    crew_id: CrewId
+    messages: tuple[Message, ...]
+
+
 class _Shared:
     """State read on other threads without a hop (publishers, crews): the topic
     patterns of sleeping or snapshotting waits, the crews that are live, their statuses."""
@@ -189,23 +277,34 @@ class _Shared:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.patterns: Counter[str] = Counter()
+        self.transient: Counter[str] = Counter()
+        """Cursor patterns of crews being snapshotted or activated (their handovers)."""
         self.pattern_view: tuple[str, ...] = ()
+        self.handover_view: tuple[str, ...] = ()
+        self.in_flight: dict[str, Message] = {}
+        """Messages between the start and the end of their routing (publisher threads;
+        single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
 
-    def add_patterns(self, patterns: Sequence[str]) -> None:
+    def add_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
-            self.patterns.update(patterns)
-            self.pattern_view = tuple(self.patterns)
+            (self.transient if transient else self.patterns).update(patterns)
+            self._views()
 
-    def remove_patterns(self, patterns: Sequence[str]) -> None:
+    def remove_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
-            self.patterns.subtract(patterns)
+            counter = self.transient if transient else self.patterns
+            counter.subtract(patterns)
             for p in patterns:
-                if self.patterns[p] <= 0:
-                    del self.patterns[p]
-            self.pattern_view = tuple(self.patterns)
+                if counter[p] <= 0:
+                    del counter[p]
+            self._views()
+
+    def _views(self) -> None:
+        self.pattern_view = tuple(dict.fromkeys([*self.patterns, *self.transient]))
+        self.handover_view = tuple(self.transient)
 
 
 def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
@@ -217,7 +316,16 @@ def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
 
 
 def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
-    return [w.kind.topic for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)]
+    """The topic patterns a sleeping crew is indexed under (once each): those of its
+    parked topic waits (a match wakes it) and of its other cursors (a match is kept)."""
+    return sorted({topic for topic, _ in snapshot_cursors(snapshot)})
+
+
+_KEPT_FOR_PARKED_WAITS = """
+SELECT DISTINCT e.crew_id FROM cursor_events e WHERE EXISTS (
+    SELECT 1 FROM pending_waits w WHERE w.crew_id = e.crew_id AND w.kind = 'OnTopic'
+    AND w.topic || char(10) || coalesce(w.metadata_match, '{}') = e.cursor_key)
+"""
 
 
 class _SupervisorActor(pykka.ThreadingActor):
@@ -277,12 +385,25 @@ class _SupervisorActor(pykka.ThreadingActor):
             self._finished(message.crew_id, message.status)
         elif isinstance(message, _Tick):
             self._tick()
+        elif isinstance(message, _Routing):
+            self._keep_for_handovers(message.message)
+        elif isinstance(message, _CursorsOpen):
+            self._cursors_open(message.crew_id)
+        elif isinstance(message, _KeptLoaded):
+            self._kept_loaded(message)
+        elif isinstance(message, _Leftovers):
+            entry = self.entries.get(message.crew_id)
+            if entry is not None:
+                entry.carry.extend(message.messages)
 
     # -- boot -------------------------------------------------------------------------
 
     def boot(self) -> int:
         """Lazy boot: the topic patterns, a window of expiries, crews with kept mail."""
-        rows = self.hub.readers.query("SELECT topic, count(*) FROM pending_waits WHERE kind = 'OnTopic' GROUP BY topic")
+        rows = self.hub.readers.query(
+            "SELECT topic, count(*) FROM (SELECT crew_id, topic FROM pending_waits WHERE kind = 'OnTopic' "
+            "UNION SELECT crew_id, topic FROM sleeping_cursors) GROUP BY topic"
+        )
         with self.shared.lock:
             for topic, count in rows:
                 self.shared.patterns[str(topic)] = int(count)
@@ -292,6 +413,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.waits.start()
         kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
         crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
+        # Events kept for a parked wait's cursor (published while the supervisor stopped).
+        crews.update(CrewId(str(c)) for (c,) in self.hub.readers.query(_KEPT_FOR_PARKED_WAITS))
         for crew in sorted(c for c in crews if c is not None):
             if self.hub.load_snapshot(crew) is not None:
                 self._wake(CrewId(crew), None, time.perf_counter(), cause=WakeTrigger.POST)
@@ -328,6 +451,9 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
         entry = self.entries.get(crew_id)
+        if entry is not None and entry.state is LifecycleState.ACTIVATING and not entry.finished:
+            entry.deferred_sleeps.append((reason, future))  # asked again once its handover is done
+            return
         if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
             if future is not None:
                 future.set_result(entry is None and self._asleep_in_store(crew_id))
@@ -348,6 +474,8 @@ class _SupervisorActor(pykka.ThreadingActor):
             with shared.lock:
                 shared.snapshotting[crew_id] = snapshot
             shared.add_patterns(_topic_patterns(snapshot))
+            # From now on topic messages for its cursors are kept (see _keep_for_handovers).
+            shared.add_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
 
         def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
             # So every message in the ledger view was handled: the snapshot reflects it.
@@ -381,6 +509,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             on_saved=on_saved,
             on_error=lambda exc: _tell(me, _SaveFailed(crew_id, exc)),
             consumed=consumed,
+            kept_upto=entry.kept_upto,
         )
 
     def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
@@ -396,7 +525,11 @@ class _SupervisorActor(pykka.ThreadingActor):
             snapshot = self.shared.snapshotting.pop(crew_id, None)
         if snapshot is not None:
             self.shared.remove_patterns(_topic_patterns(snapshot))
+            # Its cursors never closed: they hold every topic message kept meanwhile.
+            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
         entry.state = LifecycleState.ACTIVE
+        entry.handover = None
+        entry.carry.clear()
         entry.ref.tell(_Resume())
         for message in entry.buffered:
             entry.ref.tell(_Deliver(message))
@@ -411,7 +544,12 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.stopping:
             return
         me = self.actor_ref
-        entry.ref.tell(_Release(lambda: _tell(me, _Released(crew_id))))
+        entry.ref.tell(
+            _Release(
+                lambda: _tell(me, _Released(crew_id)),
+                on_leftovers=lambda messages: _tell(me, _Leftovers(crew_id, tuple(messages))),
+            )
+        )
 
     def _released(self, crew_id: CrewId) -> None:
         entry = self.entries.pop(crew_id, None)
@@ -433,13 +571,32 @@ class _SupervisorActor(pykka.ThreadingActor):
                     self.waits.schedule(crew_id, wait.wait_id, wait.expires_at)
         for future in entry.sleepers:
             future.set_result(True)
-        if entry.buffered and not self.shutting_down:  # triggers that arrived while it snapshotted: wake at once
-            first, *rest = entry.buffered
-            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED)
+        kept: list[Message] = []
+        if snapshot is not None:
+            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
+            # Topic messages its cursors got after the snapshot, or that were kept for it
+            # while it snapshotted: the snapshot does not hold them, hand them over.
+            handover = _Handover(snapshot_cursors(snapshot))
+            for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
+                handover.keep(crew_id, message)
+            held = {m.id for a in snapshot.agents for c in a.cursors for m in c.buffered}
+            kept = [m for m in handover.messages if m.id not in held]
+        if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
+            first = entry.buffered[0] if entry.buffered else None
+            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
             woken = self.entries.get(crew_id)
             if woken is not None:
-                for message in rest:
+                for message in entry.buffered[1:]:
                     woken.ref.tell(_Deliver(message))
+        elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
+            filters = snapshot_cursors(snapshot)
+            for message in kept:
+                keys = [
+                    cursor_events.cursor_key(t, m)
+                    for t, m in filters
+                    if topic_matches(t, message.topic) and metadata_allows(m, message)
+                ]
+                self._store_kept(str(crew_id), keys, message)
 
     # -- wake -------------------------------------------------------------------------
 
@@ -451,11 +608,19 @@ class _SupervisorActor(pykka.ThreadingActor):
         *,
         expiry: bool = False,
         cause: str | None = None,
+        carry: Sequence[Message] = (),
     ) -> bool:
+        """Activate a sleeping crew. From here until its restored cursors are open, the
+        topic messages matching them are kept (``carry`` first: kept while it slept;
+        then the trigger, messages in mid-routing now, and every one heard of until
+        then) and handed over in that order (:func:`hand_over`)."""
         entry = self.entries.get(crew_id)
         if entry is not None:
             if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
-                entry.buffered.append(trigger)
+                if trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+                    entry.buffered.append(trigger)
+                else:
+                    self._keep_for_handovers(trigger)
             return False
         if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
             logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
@@ -468,14 +633,94 @@ class _SupervisorActor(pykka.ThreadingActor):
         log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
+        handover = entry.handover = _Handover(snapshot_cursors(snapshot))
+        self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
+        for message in carry:
+            handover.keep(crew_id, message)
+        delivered = False
+        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+            delivered = handover.keep(crew_id, trigger) or str(trigger.id) in handover.ids
+        for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
+            handover.keep(crew_id, message)
+        me = self.actor_ref
         entry.triggers = self.activator.restore(
-            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger), snapshot, trigger
+            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger),
+            snapshot,
+            trigger,
+            on_cursors_open=lambda: _tell(me, _CursorsOpen(crew_id)),
+            handed_over=delivered,
         )
+        key = str(crew_id)
+
+        def loaded(result: tuple[list[Message], dict[str, int], int]) -> None:  # the writer, after every earlier write
+            messages, missed, upto = result
+            _tell(me, _KeptLoaded(crew_id, tuple(messages), missed, upto))
+
+        def not_loaded(exc: BaseException) -> None:
+            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
+            _tell(me, _KeptLoaded(crew_id, (), {}, 0))
+
+        self.hub.writer.post(lambda conn: cursor_events.load_kept(conn, key), after_commit=loaded, on_error=not_loaded)
         self.stats.woke(cause, time.perf_counter() - started)
-        self._activated(crew_id, entry)
-        log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
+        entry.wake_cause = cause
         return True
+
+    def _keep_for_handovers(self, message: Message) -> None:
+        """Keep a topic message for every crew whose cursors are closed (snapshotting or
+        activating) and match it."""
+        if not self.shared.handover_view:
+            return  # no crew is snapshotting or activating
+        for crew_id, entry in self.entries.items():
+            if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
+                entry.handover.keep(crew_id, message)
+            elif entry.state is LifecycleState.SNAPSHOTTING:
+                if entry.handover is None:
+                    snapshot = self.shared.snapshotting.get(crew_id)
+                    if snapshot is None:
+                        continue  # not snapshotted yet: its cursors are open
+                    entry.handover = _Handover(snapshot_cursors(snapshot))
+                entry.handover.keep(crew_id, message)
+
+    def _kept_loaded(self, loaded: _KeptLoaded) -> None:
+        """The events kept in the store while the crew slept (older than anything the
+        handover kept since the wake decision): they go first."""
+        entry = self.entries.get(loaded.crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        entry.kept_loaded = True
+        entry.kept_upto = loaded.upto
+        entry.kept_missed = dict(loaded.missed)
+        entry.handover.prepend(loaded.messages)
+        if entry.cursors_open:
+            self._hand_over(loaded.crew_id, entry)
+
+    def _cursors_open(self, crew_id: CrewId) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        entry.cursors_open = True
+        if entry.kept_loaded:
+            self._hand_over(crew_id, entry)
+
+    def _hand_over(self, crew_id: CrewId, entry: _Entry) -> None:
+        """The woken crew's cursors are open again and its kept events read: hand over
+        everything kept, go Active."""
+        handover, entry.handover = entry.handover, None
+        assert handover is not None
+        self.shared.remove_patterns(handover.patterns, transient=True)
+        hand_over(entry.ref, handover.messages, entry.kept_missed)
+        self._activated(crew_id, entry)
+        deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
+        for reason, future in deferred:
+            self.sleep(crew_id, reason, future)
+        log_transition(
+            crew_id,
+            LifecycleState.ACTIVATING,
+            LifecycleState.ACTIVE,
+            trigger=entry.wake_cause,
+            handed_over=str(len(handover.messages)),
+        )
 
     def _dispatched(self, message: Message) -> None:
         started = time.perf_counter()
@@ -493,11 +738,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
         if not patterns:
             return
-        for crew_id, entry in list(self.entries.items()):
-            if entry.state is LifecycleState.SNAPSHOTTING:
-                snapshot = self.shared.snapshotting.get(crew_id)
-                if snapshot is not None and any(wait_matches(w, crew_id, message) for w in snapshot.pending_waits):
-                    entry.buffered.append(message)
+        self._keep_for_handovers(message)
         marks = ", ".join("?" * len(patterns))
         rows = self.hub.readers.query(
             f"SELECT DISTINCT crew_id, metadata_match FROM pending_waits WHERE kind = 'OnTopic' AND topic IN ({marks})",
@@ -505,15 +746,54 @@ class _SupervisorActor(pykka.ThreadingActor):
         )
         woken: set[CrewId] = set()
         for crew_text, match in rows:
-            crew = CrewId(str(crew_id_text := crew_text))
+            crew = CrewId(str(crew_text))
             if crew in woken or crew in self.entries or not scope_allows(crew, message):
                 continue
             metadata = None if match is None else FrozenMap(_json_map(str(match)))
             if not metadata_allows(metadata, message):
                 continue
-            del crew_id_text
             if self._wake(crew, message, started):
                 woken.add(crew)
+        self._keep_for_sleepers(message, patterns, woken)
+
+    def _keep_for_sleepers(self, message: Message, patterns: Sequence[str], woken: set[CrewId]) -> None:
+        """Keep ``message`` in the store for every sleeping crew that has a cursor it
+        matches and that it did not wake (its other cursors; or the supervisor is
+        stopping): handed over to those cursors at the crew's next wake."""
+        if message.topic.startswith("_system."):
+            return
+        marks = ", ".join("?" * len(patterns))
+        rows = self.hub.readers.query(
+            f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
+            tuple(patterns),
+        )
+        keys: dict[str, list[str]] = {}
+        for crew_text, key, match in rows:
+            crew = CrewId(str(crew_text))
+            if crew in woken or crew in self.entries or not scope_allows(crew, message):
+                continue
+            if metadata_allows(FrozenMap(_json_map(str(match))), message):
+                keys.setdefault(str(crew), []).append(str(key))
+        for crew_key, cursor_keys in keys.items():
+            self._store_kept(crew_key, cursor_keys, message)
+
+    def _store_kept(self, crew: str, keys: Sequence[str], message: Message) -> None:
+        """Queue the write of ``message`` for the crew's sleeping cursors ``keys``."""
+        if not keys:
+            return
+        targets = tuple(keys)
+        limit = cursor_events.MAX_KEPT
+
+        def work(conn: apsw.Connection) -> None:
+            cursor_events.keep_event(conn, crew, targets, message, limit)
+
+        def failed(exc: BaseException) -> None:
+            logger.warning("crew {}: topic event {} not kept for its sleeping cursors: {}", crew, message.id, exc)
+
+        try:
+            self.hub.writer.post(work, on_error=failed)
+        except HubStoppedError:
+            logger.debug("crew {}: topic event {} not kept, the store is closed", crew, message.id)
 
     def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
         rows = self.hub.readers.query(
@@ -564,6 +844,13 @@ class _SupervisorActor(pykka.ThreadingActor):
             return
         entry.finished = True
         before = entry.state
+        if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
+            self.shared.remove_patterns(entry.handover.patterns, transient=True)
+            entry.handover = None
+        for _, future in entry.deferred_sleeps:
+            if future is not None:
+                future.set_result(False)
+        entry.deferred_sleeps.clear()
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
         self.idle.forget(crew_id)
         log_transition(crew_id, before, entry.state)
@@ -627,6 +914,10 @@ class _SupervisorActor(pykka.ThreadingActor):
                 continue
             entry.stopping = True
             self.idle.forget(crew_id)
+            for _, sleeper in entry.deferred_sleeps:
+                if sleeper is not None:
+                    sleeper.set_result(False)
+            entry.deferred_sleeps.clear()
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue
@@ -739,6 +1030,7 @@ class CrewSupervisor:
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
+        hub.route_listeners.append(self._on_route)
         hub.dispatch_listeners.append(self._on_dispatch)
         self.booted_asleep: int = self._call(self._actor().boot)
 
@@ -758,7 +1050,20 @@ class CrewSupervisor:
 
     # -- hooks (other threads) ----------------------------------------------------------
 
+    def _on_route(self, message: Message) -> None:
+        """Before ``message`` is routed (publisher thread): note it in flight, and tell
+        the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
+        shared = self.shared
+        shared.in_flight[str(message.id)] = message
+        view = shared.handover_view
+        if view and any(topic_matches(p, message.topic) for p in view):
+            try:
+                self._ref.tell(_Routing(message))
+            except pykka.ActorDeadError:
+                logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
+
     def _on_dispatch(self, message: Message) -> None:
+        self.shared.in_flight.pop(str(message.id), None)
         topic = message.topic
         if topic in (POST_TOPIC, SEND_TOPIC) or topic == REPLY_TOPIC:
             target = message.target_crew_id
@@ -876,4 +1181,6 @@ class CrewSupervisor:
         finally:
             if self._on_dispatch in self.hub.dispatch_listeners:
                 self.hub.dispatch_listeners.remove(self._on_dispatch)
+            if self._on_route in self.hub.route_listeners:
+                self.hub.route_listeners.remove(self._on_route)
             self._ref.stop()

@@ -97,6 +97,14 @@ class SqliteEventHub(InMemoryEventHub):
         """Called with every message routed to topics, every reply, and every post kept
         for a parked mailbox, on the thread that dispatched it (must not block): how the
         lifecycle supervisor sees triggers for sleeping crews."""
+        self.route_listeners: list[Callable[[Message], None]] = []
+        """Called with every message about to be routed to topics, on the publishing
+        thread, *before* any subscriber can receive it (must not block). Each call is
+        followed by the :attr:`dispatch_listeners` call for the same message once it is
+        routed (also if routing raised). With both, a listener learns of every message
+        routed to a subscription opened after it heard of the message's routing, or
+        still in flight: how the lifecycle supervisor hands a waking crew the topic
+        messages its cursors, not open yet, did not receive."""
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
@@ -230,9 +238,13 @@ class SqliteEventHub(InMemoryEventHub):
             listener(message)
 
     def _route(self, message: Message) -> Message:
-        self._router.route(message)
-        if self.dispatch_listeners:
-            self._notify(message)
+        for listener in self.route_listeners:
+            listener(message)
+        try:
+            self._router.route(message)
+        finally:
+            if self.dispatch_listeners:
+                self._notify(message)
         return message
 
     def _deliver_reply(self, message: Message) -> Message:

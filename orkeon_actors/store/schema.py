@@ -8,7 +8,9 @@ lifecycle's lazy boot and wake at scale: a partial covering index of topic waits
 distinct patterns at boot, the sleeping crews a publish matches, without reading the
 other waits) and a covering index in the wait scheduler's ``(expires_at, wait_id)``
 order (a window of expiries is a range scan, never a sort), which replaces version 1's
-``expires_at`` index.
+``expires_at`` index. Version 4 adds the topic cursors of sleeping
+crews (``sleeping_cursors``, indexed by topic) and the events kept for them while they
+sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`.
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -147,6 +149,38 @@ DROP INDEX idx_pending_waits_expires;
 """
 
 
+_V4 = """
+CREATE TABLE sleeping_cursors (
+    crew_id        TEXT NOT NULL,
+    cursor_key     TEXT NOT NULL,
+    topic          TEXT NOT NULL,
+    metadata_match TEXT NOT NULL,
+    missed         INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (crew_id, cursor_key),
+    FOREIGN KEY (crew_id) REFERENCES crew_snapshots(crew_id) ON DELETE CASCADE
+);
+CREATE INDEX idx_sleeping_cursors_topic ON sleeping_cursors(topic);
+CREATE TABLE cursor_events (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    crew_id         TEXT NOT NULL,
+    cursor_key      TEXT NOT NULL,
+    message_id      TEXT NOT NULL,
+    topic           TEXT NOT NULL,
+    source_crew_id  TEXT NOT NULL,
+    source_agent_id TEXT,
+    target_crew_id  TEXT,
+    target_mailbox  TEXT,
+    correlation_id  TEXT,
+    published_at    TEXT NOT NULL,
+    metadata        TEXT NOT NULL,
+    payload         BLOB NOT NULL,
+    schema_id       TEXT NOT NULL,
+    FOREIGN KEY (crew_id) REFERENCES crew_snapshots(crew_id) ON DELETE CASCADE
+);
+CREATE INDEX idx_cursor_events_cursor ON cursor_events(crew_id, cursor_key, seq);
+"""
+
+
 @attrs.frozen
 class Migration:
     """One step: brings a store from ``version - 1`` to ``version``."""
@@ -167,6 +201,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "spec §11.1 contract tables", _script(_V1)),
     Migration(2, "envelopes, FIFO sequence, mailbox registry, last values, purge indexes", _script(_V2)),
     Migration(3, "wait indexes for a million sleeping crews: topic waits, expiry order", _script(_V3)),
+    Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -193,6 +193,33 @@ class TopicCursors:
         cursor.recent.extend(recent)
         return cursor
 
+    def catch_up(self, cursor: Cursor, messages: Iterable[Message]) -> int:
+        """Hand ``cursor`` the matching ``messages`` (in publish order) that were
+        published while it was not open: a restored cursor reopened after some of them.
+        Its new subscription holds the ones published since it opened, a suffix of
+        ``messages``; those before the first one it holds go to the backlog, behind
+        what the cursor held already, unless it holds or recently handed them out
+        (dedupe by id). Call it before anything reads the cursor. The backlog stays
+        within ``max_buffered`` (the oldest dropped, counted as missed). Returns how
+        many were added."""
+        items = list(messages)
+        held = {m.id for m in cursor.subscription.pending()}
+        cut = next((i for i, m in enumerate(items) if m.id in held), len(items))
+        seen = {m.id for m in cursor.backlog} | {str(i) for i in cursor.recent_ids()}
+        added = 0
+        for message in items[:cut]:
+            if message.id in seen or str(message.id) in seen:
+                continue
+            seen.add(message.id)
+            cursor.backlog.append(message)
+            added += 1
+        excess = len(cursor.backlog) + len(held) - self._max_buffered
+        while excess > 0 and cursor.backlog:
+            cursor.backlog.popleft()
+            cursor.carried_missed += 1
+            excess -= 1
+        return added
+
     def cursors(self) -> list[Cursor]:
         """The open cursors, least recently used first."""
         with self._lock:
