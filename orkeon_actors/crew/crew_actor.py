@@ -239,6 +239,13 @@ class _Release:
     on_released: Callable[[], None]
 
 
+@attrs.frozen(eq=False)
+class _CloseMailboxes:
+    """The crew finished and its outcome is durable (lifecycle): close its mailbox
+    registrations now (their actors and threads go; later posts are refused with
+    ``MailboxNotFoundError``). The crew actor stays, to answer queries."""
+
+
 class _AgentRuntime:
     """The live side of one agent: its definition, state, budget and hub handles.
     Touched only on the crew actor's thread."""
@@ -427,6 +434,10 @@ class CrewActor(pykka.ThreadingActor):
             self._passivated = True
             self._on_released = message.on_released  # called by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
+            return None
+        if isinstance(message, _CloseMailboxes):
+            if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                self._release()
             return None
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._after_finish(message)
