@@ -259,6 +259,13 @@ class _Release:
     cursors received after the snapshot was taken: the snapshot does not hold them."""
 
 
+@attrs.frozen(eq=False)
+class _CloseMailboxes:
+    """The crew finished and its outcome is durable (lifecycle): close its mailbox
+    registrations now (their actors and threads go; later posts are refused with
+    ``MailboxNotFoundError``). The crew actor stays, to answer queries."""
+
+
 class _AgentRuntime:
     """The live side of one agent: its definition, state, budget and hub handles.
     Touched only on the crew actor's thread."""
@@ -370,6 +377,9 @@ class CrewActor(pykka.ThreadingActor):
         self._snapshot_held: set[MessageId] = set()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
+        self._cursors_open_notice: Callable[[], None] | None = None
+        """Called once the restore's activity was reported (so the handover, and the
+        activity after it, come later)."""
         self._held: list[Any] = []
         """Actor messages received while awaiting the handover, replayed after it."""
 
@@ -455,6 +465,10 @@ class CrewActor(pykka.ThreadingActor):
             self._on_leftovers = message.on_leftovers
             self.actor_ref.stop(block=False)
             return None
+        if isinstance(message, _CloseMailboxes):
+            if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                self._release()
+            return None
         if self._awaiting_handover:
             if not isinstance(message, _Handover):
                 self._held.append(message)  # replayed in order once the cursors caught up
@@ -493,6 +507,9 @@ class CrewActor(pykka.ThreadingActor):
             self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
         if self._on_activity is not None:
             self._on_activity(self.crew_id, self.status)
+        notice, self._cursors_open_notice = self._cursors_open_notice, None
+        if notice is not None:
+            notice()
         if isinstance(message, _Handover):
             held, self._held = self._held, []
             for later in held:  # what arrived while the cursors caught up, in order
@@ -561,7 +578,7 @@ class CrewActor(pykka.ThreadingActor):
         finally:
             if on_cursors_open is not None:
                 self._awaiting_handover = True
-                on_cursors_open()
+                self._cursors_open_notice = on_cursors_open
         if not self._awaiting_handover:
             self._rearm_all()
 

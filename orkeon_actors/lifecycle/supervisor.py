@@ -56,6 +56,7 @@ from opentelemetry.metrics import MeterProvider
 
 from orkeon_actors.crew.crew_actor import (
     CrewActor,
+    _CloseMailboxes,
     _Deliver,
     _Passivate,
     _Release,
@@ -86,6 +87,12 @@ __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
 
 _SHUTDOWN_RETRY = 0.01
 """Seconds ``stop()`` waits before asking a crew that refused to sleep (working) again."""
+_MAX_ACTIVATING = 64
+"""Expiries are handed over only while fewer woken crews than this have not yet
+restored (see ``_SupervisorActor._tick``)."""
+_DEFERRED_TICK = 0.05
+"""Seconds after which a deferred expiry tick is tried again even if no restored crew
+reported back (a crew actor that died before restoring never does)."""
 _PARK_GRACE = 5.0
 """Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
@@ -287,6 +294,23 @@ class _Shared:
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
+        self.activating: set[CrewId] = set()
+        """Crews woken whose restore has not run yet (their first activity after their
+        handover clears them)."""
+        self.handed: set[CrewId] = set()
+        """Activating crews whose topic handover was told (their restore goes on)."""
+        self.tick_deferred = False
+        """An expiry tick waits for ``activating`` to shrink below ``_MAX_ACTIVATING``."""
+
+    def restored(self, crew_id: CrewId) -> bool:
+        """``crew_id`` handled its restore; ``True`` if a deferred tick may now run."""
+        with self.lock:
+            self.activating.discard(crew_id)
+            self.handed.discard(crew_id)
+            if self.tick_deferred and len(self.activating) < _MAX_ACTIVATING:
+                self.tick_deferred = False
+                return True
+        return False
 
     def add_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
@@ -636,6 +660,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         handover = entry.handover = _Handover(snapshot_cursors(snapshot))
         self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
+        with self.shared.lock:
+            self.shared.activating.add(crew_id)
         for message in carry:
             handover.keep(crew_id, message)
         delivered = False
@@ -709,6 +735,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         handover, entry.handover = entry.handover, None
         assert handover is not None
         self.shared.remove_patterns(handover.patterns, transient=True)
+        with self.shared.lock:
+            if crew_id in self.shared.activating:
+                self.shared.handed.add(crew_id)  # its next activity report ends its restore
         hand_over(entry.ref, handover.messages, entry.kept_missed)
         self._activated(crew_id, entry)
         deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
@@ -805,6 +834,23 @@ class _SupervisorActor(pykka.ThreadingActor):
     # -- the durable wait scheduler ---------------------------------------------------
 
     def _tick(self) -> None:
+        """Wake the crews whose expiry is due, a batch per tick. Backpressure: while
+        ``_MAX_ACTIVATING`` woken crews have not restored yet, the tick is deferred until
+        one of them has (or ``_DEFERRED_TICK`` passed). Without it a burst of thousands of
+        expiries starts thousands of crews at once, whose threads then contend for the
+        interpreter: measured, that costs far more than the activations themselves."""
+        shared = self.shared
+        with shared.lock:
+            # A crew stopped or dead before it restored never reports back: forget it.
+            shared.activating = {
+                c for c in shared.activating if (e := self.entries.get(c)) is not None and e.ref.is_alive()
+            }
+            shared.handed &= shared.activating
+            if len(shared.activating) >= _MAX_ACTIVATING:
+                shared.tick_deferred = True
+                me = self.actor_ref
+                self.hub.scheduler.schedule_at(self.hub.clock.monotonic() + _DEFERRED_TICK, lambda: _tell(me, _Tick()))
+                return
         started = time.perf_counter()
         for crew_id in self.waits.due():
             if crew_id in self.entries:
@@ -861,6 +907,14 @@ class _SupervisorActor(pykka.ThreadingActor):
         consumed = ledger.view()
         self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
         self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
+        # Release its mailboxes (their actors and threads) now, not at stop(): thousands
+        # of finished crews would otherwise each hold them. Written after the deletion
+        # above (the writer commits in order), so the messages it consumed stay kept
+        # until that commit acknowledges them.
+        try:
+            entry.ref.tell(_CloseMailboxes())
+        except pykka.ActorDeadError:
+            logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -1085,6 +1139,11 @@ class CrewSupervisor:
     def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
         self.idle.touch(crew_id)
         shared = self.shared
+        if crew_id in shared.handed and shared.restored(crew_id):
+            try:
+                self._ref.tell(_Tick())
+            except pykka.ActorDeadError:
+                return
         previous = shared.status.get(crew_id)
         shared.status[crew_id] = status
         if status in (CrewStatus.COMPLETED, CrewStatus.FAILED) and previous is not status:

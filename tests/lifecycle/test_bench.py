@@ -4,6 +4,7 @@ stores it writes in bulk hold crews that really sleep, wake and complete."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import apsw
@@ -11,8 +12,9 @@ import pytest
 
 from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.cli.main import main
-from orkeon_actors.crew import CrewStatus
-from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, respond
+from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
+from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.testing import wait_until
@@ -74,3 +76,40 @@ def test_bulk_written_finite_waits_expire_at_the_moved_instant(env: Env) -> None
         assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
         assert bench.DELIVERIES.at[crew][2] is True
     assert sup.stats.expiries == 2
+
+
+def test_a_burst_of_expiries_starts_at_most_64_crews_until_they_have_restored(env: Env) -> None:
+    """Backpressure: the supervisor hands over the next batch of due crews only while
+    fewer than 64 woken crews have not finished restoring (here: their model, called
+    with the timeout during the restore, blocks). Releasing them lets the rest wake."""
+    finite = bench.capture_template(str(env.db.parent / "finite.db"), bench.FINITE_NAME)
+    crews = [f"e{i:03d}" for i in range(100)]
+    bench.populate(str(env.db), finite, crews, expires_at=env.clock.now())
+    gate = threading.Event()
+    lock = threading.Lock()
+    blocked = [0, 0]  # now, most at once
+
+    def policy(request: ModelRequest) -> ModelResponse:
+        with lock:
+            blocked[0] += 1
+            blocked[1] = max(blocked)
+        gate.wait(60)
+        with lock:
+            blocked[0] -= 1
+        return respond("done")
+
+    def factory(_crew: object) -> CrewBlueprint:
+        agent = Agent("a", ScriptedModel(policy=policy))
+        return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("wait", agent.agent_id)]))
+
+    env.factories[bench.FINITE_NAME] = factory
+    sup = env.boot()
+    try:
+        wait_until(lambda: blocked[0] == 64 and sup.shared.tick_deferred, what="64 restoring, the others held back")
+        assert sup.stats.wakes == 64
+    finally:
+        gate.set()
+    wait_until(lambda: sup.stats.wakes == 100, what="the other 36 woken")
+    for crew in crews:
+        wait_until(lambda c=crew: sup.state(c) is LifecycleState.COMPLETED, what=f"{crew} completed")  # type: ignore[misc]
+    assert blocked[1] == 64 and sup.stats.expiries == 100

@@ -6,8 +6,10 @@ import json
 import threading
 
 import pykka
+import pytest
 
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, call, respond
+from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxActor
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
@@ -53,6 +55,32 @@ def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
     result = _result(env, "c1")
     assert result["timed_out"] is False and result["message"]["payload"] == {"hello": 1}  # type: ignore[index]
     assert sup.stats.wakes == 1 and sup.stats.sleeps == 1
+
+
+def test_a_finished_crew_releases_its_mailboxes_and_their_threads_at_once(env: Env) -> None:
+    """A woken crew that finishes keeps only its own actor (to answer queries): its two
+    mailboxes and their threads go without waiting for stop(), and posts to them are
+    refused (the crew is done, nothing would consume them)."""
+    env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    assert env.settle("c1") is CrewStatus.WAITING
+    assert sup.sleep("c1") is True
+    wait_until(lambda: _live_actors() == 0, what="no actor of c1")
+    threads = threading.active_count()
+    poster = env.hub.bind("other", "x")
+    poster.post("agent://c1/a", {"hello": 1})
+    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    wait_until(lambda: _live_actors() == 1, what="only the crew actor of c1 left")
+    wait_until(lambda: threading.active_count() == threads + 1, what="one thread: the crew's")
+    wait_until(
+        lambda: not {"crew://c1", "agent://c1/a"} & {str(a) for a in env.hub.durable_mailboxes},
+        what="their registrations closed",
+    )
+    with pytest.raises(MailboxNotFoundError):
+        poster.post("agent://c1/a", {"late": 1})
+    assert _result(env, "c1")["message"]["payload"] == {"hello": 1}  # type: ignore[index]
+    assert sup.state("c1") is LifecycleState.COMPLETED
 
 
 def test_topic_message_wakes_a_sleeping_crew_and_is_its_tool_result(env: Env) -> None:

@@ -90,6 +90,8 @@ def test_definition_styles() -> None:
     mcp = tool_definitions("mcp")
     assert all(set(d) == {"name", "description", "inputSchema", "outputSchema"} for d in mcp)
     assert [d["inputSchema"] for d in mcp] == [d["input_schema"] for d in default]
+    assert [d["input_schema"] for d in default] == [dict(s.input_schema) for s in TOOL_SPECS]
+    assert [d["outputSchema"] for d in mcp] == [dict(s.output_schema) for s in TOOL_SPECS]
     default[0]["input_schema"]["properties"].clear()  # callers get copies
     assert tool_definitions()[0]["input_schema"]["properties"]
     with pytest.raises(ValueError):
