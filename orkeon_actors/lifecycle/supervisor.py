@@ -634,7 +634,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         cause: str | None = None,
         carry: Sequence[Message] = (),
     ) -> bool:
-        """Activate a sleeping crew. From here until its restored cursors are open, the
+        """Activate a sleeping crew. A crew without topic cursors is restored and Active
+        at once. Otherwise, from here until its restored cursors are open, the
         topic messages matching them are kept (``carry`` first: kept while it slept;
         then the trigger, messages in mid-routing now, and every one heard of until
         then) and handed over in that order (:func:`hand_over`)."""
@@ -657,7 +658,23 @@ class _SupervisorActor(pykka.ThreadingActor):
         log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
         entry = self._start(snapshot.name, crew_id)
         entry.state = LifecycleState.ACTIVATING
-        handover = entry.handover = _Handover(snapshot_cursors(snapshot))
+        entry.wake_cause = cause
+        filters = snapshot_cursors(snapshot)
+        if not filters and (trigger is None or trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC)):
+            # No topic cursor to catch up (so nothing kept for it either): no handover,
+            # restored and Active at once.
+            self.shared.remove_patterns(_topic_patterns(snapshot))
+            with self.shared.lock:
+                self.shared.activating.add(crew_id)
+                self.shared.handed.add(crew_id)  # its first activity report ends its restore
+            entry.triggers = self.activator.restore(
+                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger), snapshot, trigger
+            )
+            self.stats.woke(cause, time.perf_counter() - started)
+            self._activated(crew_id, entry)
+            log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
+            return True
+        handover = entry.handover = _Handover(filters)
         self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
         with self.shared.lock:
@@ -689,7 +706,6 @@ class _SupervisorActor(pykka.ThreadingActor):
 
         self.hub.writer.post(lambda conn: cursor_events.load_kept(conn, key), after_commit=loaded, on_error=not_loaded)
         self.stats.woke(cause, time.perf_counter() - started)
-        entry.wake_cause = cause
         return True
 
     def _keep_for_handovers(self, message: Message) -> None:
