@@ -7,36 +7,21 @@ not reflect, in order. Every post is processed exactly once."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.lifecycle.children import run_child, tagged
 
 CHILD = Path(__file__).with_name("ack_child.py")
 
 
 def _run(db: Path, *steps: str, killed: bool = False) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, str(CHILD), str(db), *steps],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == (-signal.SIGKILL if killed else 0), done.stderr[-3000:]
-    return done.stdout.splitlines()
-
-
-def _tagged(lines: list[str], tag: str) -> Any:
-    [line] = [line.split(" ", 1)[1] for line in lines if line.startswith(tag + " ")]
-    return json.loads(line)
+    return run_child(CHILD, str(db), *steps, killed=killed)
 
 
 def _received(lines: list[str]) -> list[int]:
-    result = _tagged(lines, "RESULT")
+    result = tagged(lines, "RESULT")
     assert result["status"] == "completed" and result["failure"] == ""
     received: list[int] = json.loads(result["result"])
     return received
@@ -60,12 +45,12 @@ def test_posts_a_woken_crew_consumed_are_redelivered_after_a_kill_and_processed_
     db = tmp_path / "life.db"
     lines = _run(db, *before, "state", "kill", killed=True)
     # consumed and handled while active, not yet in a snapshot: still kept
-    assert _tagged(lines, "STATE") == {"state": "Active", "kept": kept}
+    assert tagged(lines, "STATE") == {"state": "Active", "kept": kept}
     # the restart wakes the crew (kept mail) from its last snapshot; the kept posts
     # reach it again, in order, and the ones its snapshot reflects do not
     assert _received(_run(db, "finish")) == list(range(total))
     after = _run(db, "state")  # nothing left to deliver again
-    assert _tagged(after, "STATE") == {"state": "Unknown", "kept": 0}
+    assert tagged(after, "STATE") == {"state": "Unknown", "kept": 0}
 
 
 def test_a_kill_inside_the_snapshot_transaction_keeps_the_consumed_posts(tmp_path: Path) -> None:
@@ -87,5 +72,5 @@ def test_a_graceful_stop_puts_the_woken_crew_to_sleep_and_posts_after_the_restar
     db = tmp_path / "life.db"
     _run(db, "spawn", "sleep", "post:0-2", "seen:2")  # ends with CrewSupervisor.stop()
     lines = _run(db, "state", "post:2-3", "finish")
-    assert _tagged(lines, "STATE") == {"state": "Asleep", "kept": 0}
+    assert tagged(lines, "STATE") == {"state": "Asleep", "kept": 0}
     assert _received(lines) == [0, 1, 2]

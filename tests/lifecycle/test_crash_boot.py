@@ -5,32 +5,18 @@ timeout; a trigger is processed once even if the process dies during activation.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.lifecycle.children import run_child, tagged
+
 CHILD = Path(__file__).with_name("life_child.py")
 
 
 def _run(db: Path, phase: str, at: float, *options: str, killed: bool = False) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, str(CHILD), str(db), phase, "--at", str(at), *options],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == (-signal.SIGKILL if killed else 0), done.stderr[-3000:]
-    return done.stdout.splitlines()
-
-
-def _tagged(lines: list[str], tag: str) -> Any:
-    [line] = [line.split(" ", 1)[1] for line in lines if line.startswith(tag + " ")]
-    return json.loads(line)
+    return run_child(CHILD, str(db), phase, "--at", str(at), *options, killed=killed)
 
 
 def _tool_results(crew: dict[str, Any]) -> list[dict[str, Any]]:
@@ -48,9 +34,9 @@ def asleep(tmp_path: Path) -> Path:
 
 def test_a_killed_process_reboots_lazily_and_a_past_expiry_wakes_at_once(asleep: Path) -> None:
     lines = _run(asleep, "boot", 10, killed=True)
-    assert _tagged(lines, "BOOTED") == 3
-    assert _tagged(lines, "STATE") == {"states": dict.fromkeys(("finite", "forever", "mail"), "Asleep"), "wakes": 0}
-    result = _tagged(_run(asleep, "run", 3600, "--expect", "finite"), "RESULT")
+    assert tagged(lines, "BOOTED") == 3
+    assert tagged(lines, "STATE") == {"states": dict.fromkeys(("finite", "forever", "mail"), "Asleep"), "wakes": 0}
+    result = tagged(_run(asleep, "run", 3600, "--expect", "finite"), "RESULT")
     [timeout] = _tool_results(result["results"]["finite"])
     assert timeout["timed_out"] is True and timeout["metadata"]["original_topic"] == "x"
     assert result["states"] == {"forever": "Asleep", "mail": "Asleep"} and result["expiries"] == 1
@@ -60,12 +46,12 @@ def test_a_killed_process_reboots_lazily_and_a_past_expiry_wakes_at_once(asleep:
 def test_a_post_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
     lines = _run(asleep, "post", 10, "--kill", kill, "--expect", "mail", killed=True)
     assert ("ACTIVATING mail" if kill == "factory" else "DELIVERED mail") in lines
-    result = _tagged(_run(asleep, "run", 20, "--expect", "mail"), "RESULT")
+    result = tagged(_run(asleep, "run", 20, "--expect", "mail"), "RESULT")
     [received] = _tool_results(result["results"]["mail"])
     assert received["timed_out"] is False and received["message"]["payload"] == {"n": 1}
     assert result["states"] == {"finite": "Asleep", "forever": "Asleep"}
     after = _run(asleep, "boot", 30, killed=True)  # the post is not delivered again
-    assert _tagged(after, "STATE") == {
+    assert tagged(after, "STATE") == {
         "states": {"finite": "Asleep", "forever": "Asleep", "mail": "Unknown"},
         "wakes": 0,
     }
@@ -75,7 +61,7 @@ def test_a_post_is_processed_once_when_the_process_dies_during_activation(asleep
 def test_an_expiry_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
     lines = _run(asleep, "run", 3600, "--kill", kill, "--expect", "finite", killed=True)
     assert ("ACTIVATING finite" if kill == "factory" else "DELIVERED finite") in lines
-    result = _tagged(_run(asleep, "run", 3700, "--expect", "finite"), "RESULT")
+    result = tagged(_run(asleep, "run", 3700, "--expect", "finite"), "RESULT")
     [timeout] = _tool_results(result["results"]["finite"])
     assert timeout["timed_out"] is True
     assert result["states"] == {"forever": "Asleep", "mail": "Asleep"}
