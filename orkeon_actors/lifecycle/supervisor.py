@@ -76,7 +76,7 @@ from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore, snapshot_cursors
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store import cursor_events
@@ -288,7 +288,7 @@ class _Shared:
         """Cursor patterns of crews being snapshotted or activated (their handovers)."""
         self.pattern_view: tuple[str, ...] = ()
         self.handover_view: tuple[str, ...] = ()
-        self.in_flight: dict[str, Message] = {}
+        self.in_flight: dict[MessageId, Message] = {}
         """Messages between the start and the end of their routing (publisher threads;
         single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
@@ -1124,7 +1124,7 @@ class CrewSupervisor:
         """Before ``message`` is routed (publisher thread): note it in flight, and tell
         the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
         shared = self.shared
-        shared.in_flight[str(message.id)] = message
+        shared.in_flight[message.id] = message
         view = shared.handover_view
         if view and any(topic_matches(p, message.topic) for p in view):
             try:
@@ -1133,9 +1133,9 @@ class CrewSupervisor:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
     def _on_dispatch(self, message: Message) -> None:
-        self.shared.in_flight.pop(str(message.id), None)
+        self.shared.in_flight.pop(message.id, None)
         topic = message.topic
-        if topic in (POST_TOPIC, SEND_TOPIC) or topic == REPLY_TOPIC:
+        if topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
             target = message.target_crew_id
             if target is not None and target in self.shared.live:
                 return
