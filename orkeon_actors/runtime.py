@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
@@ -86,7 +87,9 @@ class Runtime:
         return runtime
 
     def stop(self) -> None:
-        """Stop the hub and the scheduler; idempotent."""
+        """Stop the hub and the scheduler, then end the idle threads of the actor pool
+        (:data:`~orkeon_actors.actors.DEFAULT_POOL`, where mailboxes and crews run);
+        idempotent."""
         if self._stopped:
             return
         self._stopped = True
@@ -94,6 +97,7 @@ class Runtime:
         self.scheduler.stop()
         if self._pipeline is not None:
             self._pipeline.detach()
+        DEFAULT_POOL.trim()
 
     def __enter__(self) -> Runtime:
         return self

@@ -38,6 +38,7 @@ import attrs
 import pykka
 from loguru import logger
 
+from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -300,7 +301,7 @@ def _make_budget(limits: BudgetLimits, crew: CrewActor) -> Budget:
     )
 
 
-class CrewActor(pykka.ThreadingActor):
+class CrewActor(PooledActor):
     """A crew. Subclass it and override the hooks, or configure it by arguments.
 
     Start with ``CrewActor.start(hub, name=..., agents=[...], orchestration=...)``; the

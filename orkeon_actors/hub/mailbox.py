@@ -36,6 +36,7 @@ from typing import Any
 import attrs
 import pykka
 
+from orkeon_actors.actors import PooledActor
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.waiter import LocalBuffer, Waiter
 from orkeon_actors.model.address import MailboxAddress
@@ -76,7 +77,7 @@ class _Depth:
     pass
 
 
-class MailboxActor(pykka.ThreadingActor):
+class MailboxActor(PooledActor):
     """The state of one mailbox. Never blocks; every message is handled in O(1)
     amortised."""
 

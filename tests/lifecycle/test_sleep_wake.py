@@ -8,6 +8,7 @@ import threading
 import pykka
 import pytest
 
+from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxActor
@@ -33,21 +34,33 @@ def _result(env: Env, crew: str) -> dict[str, object]:
 
 
 def _live_actors() -> int:
-    """Crew and mailbox actors alive (each owns one thread)."""
+    """Crew and mailbox actors alive."""
     return sum(1 for cls in (CrewActor, MailboxActor) for r in pykka.ActorRegistry.get_by_class(cls) if r.is_alive())
+
+
+def _threads_without_idle_pool() -> int:
+    """Threads alive once the actor pool's idle threads are ended: crews and mailboxes
+    hold a pool thread only while they handle a message."""
+    DEFAULT_POOL.trim()
+    return threading.active_count()
+
+
+def _assert_no_thread_beyond(baseline: int) -> None:
+    wait_until(lambda: DEFAULT_POOL.busy == 0, what="no crew or mailbox handling a message")
+    assert _threads_without_idle_pool() == baseline
 
 
 def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
     env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
     sup = env.boot()
+    baseline = _threads_without_idle_pool()
     sup.spawn("c", "c1")
     assert env.settle("c1") is CrewStatus.WAITING
     assert _live_actors() == 3  # the crew, crew://c1, agent://c1/a
-    threads = threading.active_count()
     assert sup.sleep("c1") is True
     assert sup.state("c1") is LifecycleState.ASLEEP
     wait_until(lambda: _live_actors() == 0, what="no actor of c1")
-    wait_until(lambda: threading.active_count() == threads - 3, what="their three threads gone")
+    _assert_no_thread_beyond(baseline)
     [wait] = env.hub.load_pending_waits("c1")
     assert wait.expires_at is None and str(wait.target_mailbox) == "agent://c1/a"
     env.hub.bind("other", "x").post("agent://c1/a", {"hello": 1})
@@ -58,8 +71,8 @@ def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
 
 
 def test_a_finished_crew_releases_its_mailboxes_and_their_threads_at_once(env: Env) -> None:
-    """A woken crew that finishes keeps only its own actor (to answer queries): its two
-    mailboxes and their threads go without waiting for stop(), and posts to them are
+    """A woken crew that finishes keeps only its own actor (to answer queries, holding no
+    thread while idle): its two mailboxes go without waiting for stop(), and posts to them are
     refused (the crew is done, nothing would consume them)."""
     env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
     sup = env.boot()
@@ -67,12 +80,12 @@ def test_a_finished_crew_releases_its_mailboxes_and_their_threads_at_once(env: E
     assert env.settle("c1") is CrewStatus.WAITING
     assert sup.sleep("c1") is True
     wait_until(lambda: _live_actors() == 0, what="no actor of c1")
-    threads = threading.active_count()
+    baseline = _threads_without_idle_pool()
     poster = env.hub.bind("other", "x")
     poster.post("agent://c1/a", {"hello": 1})
     assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
     wait_until(lambda: _live_actors() == 1, what="only the crew actor of c1 left")
-    wait_until(lambda: threading.active_count() == threads + 1, what="one thread: the crew's")
+    _assert_no_thread_beyond(baseline)
     wait_until(
         lambda: not {"crew://c1", "agent://c1/a"} & {str(a) for a in env.hub.durable_mailboxes},
         what="their registrations closed",

@@ -1,0 +1,290 @@
+"""Pooled pykka actors: actors that hold a thread only while they have messages.
+
+``pykka.ThreadingActor`` gives every actor an OS thread for its whole life. Starting one
+costs about 0.4 ms here (thread creation, then a GIL hand-over before its ``on_start``),
+and a crew is three actors (itself and two mailboxes): that alone caps the rate at which
+sleeping crews can be woken far below what the lifecycle needs (issue #8: 5,000 timer
+expiries per second, 0.2 ms each). :class:`PooledActor` keeps pykka's actor model and API
+and changes only where messages run, the way Akka's dispatchers do:
+
+* each actor has its own inbox; a message put into an idle actor's inbox submits one
+  *turn* of that actor to an :class:`ActorThreadPool`;
+* a turn handles the actor's messages one at a time, in order, up to ``throughput`` of
+  them, then gives the thread back (and resubmits itself when messages remain, so one
+  busy actor cannot starve the others);
+* an actor is never run by two threads at once: a single ``scheduled`` flag, flipped
+  under the inbox lock, owns the right to run it.
+
+Guarantees, identical to ``ThreadingActor``'s:
+
+* messages are handled one at a time, in the order they were put (FIFO per sender);
+* ``on_start`` runs before the first message; a message that raises fails the asker's
+  future, or, told, logs, calls ``on_failure`` and stops the actor; after a stop, asks
+  still in the inbox fail with ``ActorDeadError``;
+* each actor keeps its own ``contextvars`` context across its turns (as a thread of
+  its own would), so a context variable set by one actor never leaks into another
+  actor that runs next on the same pool thread.
+
+The pool is a *cached* pool: a turn goes to an idle thread when there is one, otherwise
+to a new thread; an idle thread ends after ``keep_alive`` seconds, or at :meth:`trim`.
+It never queues a turn behind busy threads, so an actor that blocks (a model call, a
+``future.get()``) delays nobody else and cannot deadlock the pool; the price is one
+thread per actor *running at once*, which is what ``ThreadingActor`` costs per actor
+*alive*. Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and
+trims the pool; a process that exits without stopping does not wait for idle threads.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import logging
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pykka
+from pykka import ActorDeadError, ActorRegistry, messages
+
+__all__ = ["DEFAULT_POOL", "ActorThreadPool", "PooledActor"]
+
+_pykka_logger = logging.getLogger("pykka")
+
+
+class _Worker:
+    __slots__ = ("task", "thread", "wake")
+
+    def __init__(self) -> None:
+        self.wake = threading.Lock()
+        self.wake.acquire()  # released by whoever hands this worker a task
+        self.task: Callable[[], None] | None = None
+        self.thread: threading.Thread | None = None
+
+
+class ActorThreadPool:
+    """A cached pool of daemon threads running actor turns (see the module docstring).
+
+    ``submit(task)`` hands ``task`` to the most recently idle thread (its caches are the
+    warmest), or starts a thread for it; it never blocks on busy threads. ``trim()`` ends
+    the idle threads and waits for them. A task must not raise (the actor turns it runs
+    handle every exception of the actor's code); one that does is logged and the thread
+    goes on."""
+
+    def __init__(self, *, keep_alive: float = 5.0, name: str = "orkeon-actor") -> None:
+        if keep_alive <= 0:
+            raise ValueError(f"keep_alive must be > 0 seconds, got {keep_alive}")
+        self.keep_alive = keep_alive
+        self.name = name
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._threads = 0
+        self._numbers = itertools.count(1)
+
+    @property
+    def threads(self) -> int:
+        """Threads alive in the pool, busy or idle."""
+        with self._lock:
+            return self._threads
+
+    @property
+    def busy(self) -> int:
+        """Threads running a turn now."""
+        with self._lock:
+            return self._threads - len(self._idle)
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                worker = self._idle.pop()
+                worker.task = task
+                worker.wake.release()
+                return
+            self._threads += 1
+        worker = _Worker()
+        worker.task = task
+        thread = threading.Thread(target=self._run, args=(worker,), name=f"{self.name}-{next(self._numbers)}")
+        thread.daemon = True
+        worker.thread = thread
+        try:
+            thread.start()
+        except BaseException:
+            with self._lock:
+                self._threads -= 1
+            raise
+
+    def trim(self, timeout: float = 5.0) -> None:
+        """End every idle thread and wait (up to ``timeout`` seconds each) until they
+        have ended. Busy threads finish their turn and stay."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._threads -= len(idle)
+            for worker in idle:
+                worker.task = None
+                worker.wake.release()
+        for worker in idle:
+            if worker.thread is not None and worker.thread is not threading.current_thread():
+                worker.thread.join(timeout)
+
+    def _run(self, worker: _Worker) -> None:
+        while True:
+            task = worker.task
+            if task is None:
+                return  # trimmed
+            worker.task = None
+            try:
+                task()
+            except BaseException:  # an actor turn handles its own errors: this is a bug
+                _pykka_logger.exception("an actor turn raised; the pool thread goes on")
+            with self._lock:
+                self._idle.append(worker)
+            if worker.wake.acquire(timeout=self.keep_alive):
+                continue  # handed a task (or None: trimmed)
+            with self._lock:
+                if worker in self._idle:
+                    self._idle.remove(worker)
+                    self._threads -= 1
+                    return  # idle for keep_alive seconds
+            # A submitter took this worker between the timeout and the lock: its task is
+            # set and its release is done or imminent.
+            worker.wake.acquire()
+
+
+DEFAULT_POOL = ActorThreadPool()
+"""The pool every :class:`PooledActor` runs on unless its class names another."""
+
+
+class _Inbox:
+    """A pooled actor's inbox (pykka's ``ActorInbox`` protocol). ``put`` submits a turn
+    when the actor is idle; until the actor's loop starts, messages only queue."""
+
+    __slots__ = ("lock", "queue", "scheduled", "turn")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queue: deque[Any] = deque()
+        self.scheduled = True  # nobody may run the actor before _start_actor_loop
+        self.turn: Callable[[], None] | None = None
+
+    def put(self, envelope: Any, /) -> None:
+        with self.lock:
+            self.queue.append(envelope)
+            if self.scheduled:
+                return
+            self.scheduled = True
+            turn = self.turn
+        assert turn is not None
+        turn()
+
+    def get(self) -> Any:
+        with self.lock:
+            return self.queue.popleft()
+
+    def empty(self) -> bool:
+        with self.lock:
+            return not self.queue
+
+
+class PooledActor(pykka.Actor):
+    """A pykka actor run by turns on an :class:`ActorThreadPool` (module docstring).
+
+    Use it as ``pykka.ThreadingActor``: subclass, override ``on_receive`` / ``on_start``
+    / ``on_stop`` / ``on_failure``, ``start()`` returns an ``ActorRef``. Class attributes:
+    ``pool`` (default :data:`DEFAULT_POOL`) and ``throughput`` (messages per turn)."""
+
+    pool: ClassVar[ActorThreadPool] = DEFAULT_POOL
+    throughput: ClassVar[int] = 64
+
+    _context: contextvars.Context
+
+    @staticmethod
+    def _create_actor_inbox() -> _Inbox:
+        return _Inbox()
+
+    @staticmethod
+    def _create_future() -> pykka.Future[Any]:
+        return pykka.ThreadingFuture()
+
+    def _start_actor_loop(self) -> None:
+        self._context = contextvars.Context()  # as a new thread's: empty
+        pool = self.pool
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        run_turn = self._turn
+
+        def submit_turn() -> None:
+            pool.submit(run_turn)
+
+        with inbox.lock:
+            inbox.turn = submit_turn
+        pool.submit(self._first_turn)
+
+    def _first_turn(self) -> None:
+        self._context.run(self._actor_loop_setup)
+        self._turn()
+
+    def _turn(self) -> None:
+        if self._context.run(self._handle_some):
+            # More to do: behind the other actors' turns. Submitted only once this
+            # thread has left the actor's context (another thread may enter it at once).
+            self.pool.submit(self._turn)
+
+    def _handle_some(self) -> bool:
+        """Handle up to ``throughput`` messages; ``True`` if more are waiting."""
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        stopped = self.actor_stopped
+        for _ in range(self.throughput):
+            if stopped.is_set():
+                self._actor_loop_teardown()
+                return False  # stays "scheduled": nothing runs it again
+            with inbox.lock:
+                if not inbox.queue:
+                    inbox.scheduled = False
+                    return False
+                envelope = inbox.queue.popleft()
+            self._handle_envelope(envelope)
+        if stopped.is_set():
+            self._actor_loop_teardown()
+            return False
+        return True
+
+    def _handle_envelope(self, envelope: Any) -> None:
+        """One message, with ``pykka.Actor._actor_loop_running``'s error handling."""
+        try:
+            response = self._handle_receive(envelope.message)
+            if envelope.reply_to is not None:
+                envelope.reply_to.set(response)
+        except Exception:
+            if envelope.reply_to is not None:
+                _pykka_logger.info(f"Exception returned from {self} to caller:", exc_info=sys.exc_info())
+                envelope.reply_to.set_exception()
+            else:
+                self._handle_failure(*sys.exc_info())
+                try:
+                    self.on_failure(*sys.exc_info())
+                except Exception:
+                    self._handle_failure(*sys.exc_info())
+        except BaseException:
+            _pykka_logger.debug(f"{sys.exc_info()[1]!r} in {self}. Stopping all actors.")
+            self._stop()
+            ActorRegistry.stop_all()
+
+    def _actor_loop_teardown(self) -> None:
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        while True:
+            with inbox.lock:
+                if not inbox.queue:
+                    return
+                envelope = inbox.queue.popleft()
+            if envelope.reply_to is None:
+                continue
+            if isinstance(envelope.message, messages._ActorStop):
+                envelope.reply_to.set(None)
+            else:
+                envelope.reply_to.set_exception(
+                    exc_info=(
+                        ActorDeadError,
+                        ActorDeadError(f"{self.actor_ref} stopped before handling the message"),
+                        None,
+                    )
+                )
