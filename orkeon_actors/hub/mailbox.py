@@ -262,7 +262,19 @@ class MailboxHandle:
     order) and ``DIRECT`` (posts go straight into the reader's buffer).
     """
 
-    __slots__ = ("address", "closed", "direct_reader", "in_flight", "lock", "mode", "owner", "ref", "staged")
+    __slots__ = (
+        "address",
+        "closed",
+        "direct_reader",
+        "held",
+        "in_flight",
+        "lock",
+        "mode",
+        "owner",
+        "parked",
+        "ref",
+        "staged",
+    )
 
     def __init__(self, address: MailboxAddress, owner: object, *, inline: bool = False) -> None:
         self.address = address
@@ -275,6 +287,8 @@ class MailboxHandle:
         self.in_flight = 0  # posts told to the actor and not yet processed by it
         self.staged: deque[Message] = deque()
         self.direct_reader: LocalBuffer[Message] | None = None
+        self.held: list[Message] | None = None  # see hold()
+        self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept
         self.ref: pykka.ActorRef[MailboxActor] | _InlineRef = (
             _InlineRef(MailboxActor(address, self)) if inline else MailboxActor.start(address, self)
         )
@@ -283,16 +297,44 @@ class MailboxHandle:
         with self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
-            mode = self.mode
-            if mode is _Mode.DIRECT:
-                reader = self.direct_reader
-                if reader is not None and reader.push(message):
-                    return
-            elif mode is _Mode.STAGING:
-                self.staged.append(message)
+            if self.held is not None:
+                self.held.append(message)
                 return
-            self.in_flight += 1
-            self.ref.tell(message)
+            self._deliver_now(message)
+
+    def hold(self) -> None:
+        """Hold every delivery on the handle until :meth:`release` (a durable hub
+        reloading what was kept for the mailbox while posts may already arrive live)."""
+        with self.lock:
+            self.held = []
+
+    def release(self, first: list[Message]) -> None:
+        """Deliver ``first`` (in order), then the deliveries held since :meth:`hold`
+        that are not among them (a message both kept and delivered live counts once),
+        and stop holding. Closed meanwhile: ``close`` returned the held ones."""
+        with self.lock:
+            held, self.held = self.held, None
+            if self.closed:
+                return
+            ids = {m.id for m in first}
+            for message in first:
+                self._deliver_now(message)
+            for message in held or ():
+                if message.id not in ids:
+                    self._deliver_now(message)
+
+    def _deliver_now(self, message: Message) -> None:
+        """Under the lock, open: hand ``message`` over by the current mode."""
+        mode = self.mode
+        if mode is _Mode.DIRECT:
+            reader = self.direct_reader
+            if reader is not None and reader.push(message):
+                return
+        elif mode is _Mode.STAGING:
+            self.staged.append(message)
+            return
+        self.in_flight += 1
+        self.ref.tell(message)
 
     def add_waiter(self, waiter: Waiter[Message]) -> None:
         with self.lock:
@@ -339,6 +381,9 @@ class MailboxHandle:
             self.mode = _Mode.TELL
             staged = list(self.staged)
             self.staged.clear()
+            if self.held is not None:
+                staged.extend(self.held)
+                self.held = None
             future = self.ref.ask(_Close(staged), block=False)
         leftovers: list[Message] = future.get()
         return leftovers

@@ -31,6 +31,7 @@ bounded cache, so a store with a million sleeping crews boots in bounded memory.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -88,9 +89,13 @@ class SqliteEventHub(InMemoryEventHub):
         self._acks = AckTracker()
         # Crews whose consumed mailbox rows are deleted with their next snapshot.
         self._deferred: dict[CrewId, ConsumedLedger] = {}
-        # The live mailbox of each address, as of the last commit: written and read on
-        # the writer thread only, in commit order.
+        # The live mailbox of each address, as of the last commit: read on the writer
+        # thread (a post's after-commit capture), written there in commit order, and by
+        # a reopening registration (see _reopen).
         self._live: dict[MailboxAddress, MailboxHandle] = {}
+        # Addresses whose registration is being closed (its rows being deleted): a new
+        # registration of one of them takes the writer's path (see _reopen).
+        self._closing: Counter[MailboxAddress] = Counter()
         # Addresses whose live mailbox was parked (its crew sleeps): posts are kept.
         self._parked: set[MailboxAddress] = set()
         self.dispatch_listeners: list[Callable[[Message], None]] = []
@@ -157,6 +162,8 @@ class SqliteEventHub(InMemoryEventHub):
         return address in self._mailboxes or self.is_registered(address)
 
     def _mailbox_opened(self, handle: MailboxHandle) -> None:
+        if self._reopen(handle):
+            return
         address = handle.address
         key = str(address)
         now = self.clock.now()
@@ -177,7 +184,49 @@ class SqliteEventHub(InMemoryEventHub):
         if kept:
             logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
 
+    def _reopen(self, handle: MailboxHandle) -> bool:
+        """Open ``handle`` on an address already durably registered (a parked mailbox of
+        a crew waking up, or one registered before a restart) without a writer round
+        trip: nothing needs writing, and a woken crew must not wait behind other
+        transactions' fsyncs. ``False`` (take the writer's path) for a new address or
+        one whose registration is being closed.
+
+        Ordering without the writer: the handle holds its deliveries, becomes the live
+        mailbox of its address, and only then reads what is kept. A post committed
+        before that point was captured without this handle, so its row is read here; one
+        committed after is delivered live into the held handle (and, if it committed
+        before the read, read too: it counts once). The kept messages go first, in
+        ``seq`` order, then the held ones: the slow path's order."""
+        address = handle.address
+        key = str(address)
+        with self._mailboxes_lock:
+            if self._closing[address]:
+                return False
+        with self.readers.connection() as conn:
+            if not mailboxes.is_registered(conn, key):
+                return False
+            handle.hold()
+            self._parked.discard(address)
+            self._live[address] = handle
+            kept = mailboxes.load_messages(conn, key)
+        handle.release(kept)
+        if kept:
+            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
+        return True
+
     def _unregister(self, handle: MailboxHandle) -> list[Message]:
+        address = handle.address
+        with self._mailboxes_lock:
+            self._closing[address] += 1
+        try:
+            return self._unregister_durably(handle)
+        finally:
+            with self._mailboxes_lock:
+                self._closing[address] -= 1
+                if self._closing[address] <= 0:
+                    del self._closing[address]
+
+    def _unregister_durably(self, handle: MailboxHandle) -> list[Message]:
         leftovers = super()._unregister(handle)
         address = handle.address
         key = str(address)
@@ -220,7 +269,6 @@ class SqliteEventHub(InMemoryEventHub):
         ``MailboxNotFoundError`` if that registration was closed meanwhile (the close
         deletes the row, so the message is neither delivered nor kept: the poster is
         told); after ``stop`` the message just stays kept."""
-        address = message.target_mailbox
         if handle is None:
             if self.dispatch_listeners:
                 self._notify(message)  # committed, so registered: kept for a mailbox nobody holds live
@@ -228,7 +276,7 @@ class SqliteEventHub(InMemoryEventHub):
         try:
             handle.deliver(message)
         except MailboxNotFoundError:
-            if address in self._parked:
+            if handle.parked:
                 self._notify(message)  # parked meanwhile: the row is kept for the wake
             elif not self._stopped:
                 raise
@@ -264,6 +312,7 @@ class SqliteEventHub(InMemoryEventHub):
             raise TypeError(f"not a registration of this hub: {registration!r}")
         address = handle.address
         self._parked.add(address)
+        handle.parked = True
         with self._mailboxes_lock:
             if self._mailboxes.get(address) is handle:
                 del self._mailboxes[address]
