@@ -105,6 +105,9 @@ class StoreConfig:
     * ``registry_cache``: how many durably registered mailbox addresses the writer
       remembers (least recently used first out); the registry itself stays in SQLite,
       so boot time and memory do not grow with the number of sleeping crews.
+    * ``checkpoint_pages``: WAL size (pages) past which the background checkpointer
+      copies the WAL into the database (see :mod:`orkeon_actors.store.checkpointer`);
+      commits never checkpoint themselves.
     """
 
     path: str = attrs.field(converter=_path)
@@ -113,6 +116,7 @@ class StoreConfig:
     busy_timeout: float = attrs.field(default=5.0, validator=_non_negative)
     max_batch: int = 2048
     registry_cache: int = 65_536
+    checkpoint_pages: int = 1000
     purge: PurgePolicy = attrs.field(factory=PurgePolicy)
 
     def __attrs_post_init__(self) -> None:
@@ -120,3 +124,6 @@ class StoreConfig:
             raise InvalidArgumentError(f"max_batch must be a positive int, got {self.max_batch!r}")
         if isinstance(self.registry_cache, bool) or not isinstance(self.registry_cache, int) or self.registry_cache < 1:
             raise InvalidArgumentError(f"registry_cache must be a positive int, got {self.registry_cache!r}")
+        pages = self.checkpoint_pages
+        if isinstance(pages, bool) or not isinstance(pages, int) or pages < 1:
+            raise InvalidArgumentError(f"checkpoint_pages must be a positive int, got {pages!r}")

@@ -50,6 +50,7 @@ from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import last_values, mailboxes
 from orkeon_actors.store.acks import AckTracker, ConsumedLedger
+from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
@@ -134,6 +135,13 @@ class SqliteEventHub(InMemoryEventHub):
         except BaseException:
             conn.close()
             raise
+        try:
+            self.checkpointer = Checkpointer(config)
+        except BaseException:
+            conn.close()
+            raise
+        self._cleanup.append(self.checkpointer.stop)
+        conn.set_wal_hook(self.checkpointer.wal_hook)  # commits no longer checkpoint
         self.writer = StoreWriter(conn, max_batch=config.max_batch)
         self.writer.on_rollback.append(self._registry.reload)
         self._cleanup.append(self.writer.stop)
