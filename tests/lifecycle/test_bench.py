@@ -36,6 +36,18 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     assert list(tmp_path.iterdir()) == []  # its stores removed
 
 
+def test_the_bench_waits_for_a_burst_on_an_event_set_by_the_last_delivery() -> None:
+    deliveries = bench.Deliveries()
+    deliveries.record("x", True)  # recorded before: forgotten by expect_all
+    done = deliveries.expect_all(["x", "y"])
+    deliveries.record("y", True)
+    deliveries.record("z", False)  # not awaited
+    assert not done.is_set()
+    deliveries.record("x", True)
+    assert done.is_set() and set(deliveries.at) == {"x", "y", "z"}
+    assert bench.Deliveries().expect_all([]).is_set()
+
+
 def test_a_bulk_written_store_holds_crews_that_wake_like_really_slept_ones(tmp_path: Path) -> None:
     forever = bench.capture_template(str(tmp_path / "forever.db"), bench.FOREVER_NAME)
     finite = bench.capture_template(str(tmp_path / "finite.db"), bench.FINITE_NAME)
