@@ -551,9 +551,7 @@ class CrewActor(PooledActor):
         if self.status is not CrewStatus.CREATED:
             return
         self._set_status(CrewStatus.RUNNING)
-        self._crew_registration = self.hub.register_mailbox(self.address)
-        for runtime in self._agents.values():
-            runtime.registration = self.hub.register_mailbox(runtime.address)
+        self._register_mailboxes()
         for binding in self.bindings:
             self._subscribe(binding)
         self._arm_crew_pump()
@@ -562,6 +560,15 @@ class CrewActor(PooledActor):
         for agent_id, runtime in self._agents.items():
             if runtime.state.status is AgentStatus.IDLE:
                 self._arm_pump(agent_id)
+
+    def _register_mailboxes(self) -> None:
+        """The crew's mailbox and every agent's, in one call (one store round trip on
+        the durable hub; each reloads what was kept for it)."""
+        runtimes = list(self._agents.values())
+        crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
+        self._crew_registration = crew
+        for runtime, registration in zip(runtimes, agents, strict=True):
+            runtime.registration = registration
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
@@ -603,9 +610,7 @@ class CrewActor(PooledActor):
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
         self._set_status(CrewStatus.RUNNING)
-        self._crew_registration = self.hub.register_mailbox(self.address)
-        for runtime in self._agents.values():
-            runtime.registration = self.hub.register_mailbox(runtime.address)
+        self._register_mailboxes()
         for binding in self.bindings:
             self._subscribe(binding)
         self._arm_crew_pump()
@@ -822,12 +827,11 @@ class CrewActor(PooledActor):
         hub = self.hub
         registrations = [rt.registration for rt in self._agents.values()]
         registrations.append(self._crew_registration)
-        for registration in registrations:
-            if registration is not None:
-                if isinstance(hub, SqliteEventHub):
-                    hub.park_mailbox(registration)
-                else:
-                    registration.close()
+        held = [registration for registration in registrations if registration is not None]
+        if isinstance(hub, SqliteEventHub):
+            hub.park_mailboxes(held)
+        else:
+            hub.close_mailboxes(held)
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
@@ -876,13 +880,14 @@ class CrewActor(PooledActor):
 
     def _release(self) -> None:
         self._release_waits()
-        for runtime in self._agents.values():
-            if runtime.registration is not None:
-                runtime.registration.close()
-                runtime.registration = None
+        held = [rt.registration for rt in self._agents.values() if rt.registration is not None]
         if self._crew_registration is not None:
-            self._crew_registration.close()
-            self._crew_registration = None
+            held.append(self._crew_registration)
+        if held:
+            self.hub.close_mailboxes(held)  # one store round trip on the durable hub
+        for runtime in self._agents.values():
+            runtime.registration = None
+        self._crew_registration = None
 
     def _after_finish(self, message: Any) -> None:
         """A late outcome for a finished crew: nothing to do (waits were withdrawn; a

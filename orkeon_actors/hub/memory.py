@@ -14,7 +14,7 @@ Where the work happens (ARCHITECTURE §3):
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import attrs
@@ -376,6 +376,13 @@ class InMemoryEventHub(EventHub):
         """Called by ``register_mailbox`` once ``handle`` is registered, before the
         registration is returned. Raising undoes the registration."""
 
+    def _mailboxes_opened(self, handles: Sequence[MailboxHandle]) -> None:
+        """Called by ``register_mailboxes`` once every one of ``handles`` is registered,
+        before the registrations are returned. Raising undoes all of them. Default:
+        :meth:`_mailbox_opened` for each."""
+        for handle in handles:
+            self._mailbox_opened(handle)
+
     def _reader_closed(self, handle: MailboxHandle) -> None:
         """Called each time a held reader of ``handle`` is closed."""
 
@@ -386,35 +393,74 @@ class InMemoryEventHub(EventHub):
     # -- the port ---------------------------------------------------------------------
 
     def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
-        address = MailboxAddress.parse(address)
-        if address.scheme is Scheme.TOPIC:
-            raise InvalidArgumentError(
-                f"{address} is an alias of a topic, not a mailbox: subscribe to {address.name!r} instead"
-            )
+        [registration] = self._register([address], owner, batch=False)
+        return registration
+
+    def register_mailboxes(
+        self, addresses: Sequence[MailboxAddress | str], owner: object = None
+    ) -> list[MailboxRegistration]:
+        return self._register(addresses, owner, batch=True)
+
+    def _register(
+        self, addresses: Sequence[MailboxAddress | str], owner: object, *, batch: bool
+    ) -> list[MailboxRegistration]:
+        parsed = [MailboxAddress.parse(a) for a in addresses]
+        for address in parsed:
+            if address.scheme is Scheme.TOPIC:
+                raise InvalidArgumentError(
+                    f"{address} is an alias of a topic, not a mailbox: subscribe to {address.name!r} instead"
+                )
+        if len(set(parsed)) != len(parsed):
+            raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        handles: list[MailboxHandle] = []
         with self._mailboxes_lock:
-            if address in self._mailboxes:
-                raise MailboxAlreadyRegisteredError(
-                    f"a mailbox is already registered at {address}; close the existing registration first"
-                )
-            handle = MailboxHandle(address, owner, inline=self.inline_mailboxes)
-            self._mailboxes[address] = handle
+            for address in parsed:
+                if address in self._mailboxes:
+                    raise MailboxAlreadyRegisteredError(
+                        f"a mailbox is already registered at {address}; close the existing registration first"
+                    )
+            for address in parsed:
+                handle = MailboxHandle(address, owner, inline=self.inline_mailboxes)
+                self._mailboxes[address] = handle
+                handles.append(handle)
         try:
-            self._mailbox_opened(handle)
+            if batch:
+                self._mailboxes_opened(handles)
+            else:
+                self._mailbox_opened(handles[0])
         except BaseException:
             with self._mailboxes_lock:
-                if self._mailboxes.get(address) is handle:
-                    del self._mailboxes[address]
-            handle.close()
+                for handle in handles:
+                    if self._mailboxes.get(handle.address) is handle:
+                        del self._mailboxes[handle.address]
+            for handle in handles:
+                handle.close()
             raise
-        return _MemoryRegistration(self, handle)
+        return [_MemoryRegistration(self, handle) for handle in handles]
+
+    def close_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> list[list[Message]]:
+        handles = []
+        for registration in registrations:
+            handle = getattr(registration, "_handle", None)
+            if not isinstance(handle, MailboxHandle) or getattr(registration, "_hub", None) is not self:
+                raise TypeError(f"not a registration of this hub: {registration!r}")
+            handles.append(handle)
+        return self._unregister_many(handles)
 
     def _unregister(self, handle: MailboxHandle) -> list[Message]:
+        [leftovers] = self._unregister_many([handle])
+        return leftovers
+
+    def _unregister_many(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
+        """Unregister ``handles``; each one's unconsumed messages. A durable adapter
+        extends it (after this, nothing reaches them live)."""
         with self._mailboxes_lock:
-            if self._mailboxes.get(handle.address) is handle:
-                del self._mailboxes[handle.address]
-        return handle.close()
+            for handle in handles:
+                if self._mailboxes.get(handle.address) is handle:
+                    del self._mailboxes[handle.address]
+        return [handle.close() for handle in handles]
 
     def publish(
         self, caller: CallerContext, topic: str, payload: object, options: PublishOptions, cancel: CancelToken | None

@@ -10,7 +10,7 @@ the shared contract test suite in ``tests/contract``.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -201,6 +201,32 @@ class EventHub(abc.ABC):
 
     @abc.abstractmethod
     def register_mailbox(self, address: MailboxAddress | str) -> MailboxRegistration: ...
+
+    def register_mailboxes(self, addresses: Sequence[MailboxAddress | str]) -> list[MailboxRegistration]:
+        """Register every address of ``addresses`` (distinct), all of them or none: the
+        registrations in the same order, each as :meth:`register_mailbox` returns it, with
+        the same guarantees and errors (the first failure is raised and none stays
+        registered). The durable hub writes them in one transaction, so a crew opening
+        its mailboxes pays one store round trip, not one per mailbox. This default
+        registers them one by one and closes those it registered if one fails (an
+        adapter whose ``close`` drops durable state overrides it)."""
+        registrations: list[MailboxRegistration] = []
+        try:
+            for address in addresses:
+                registrations.append(self.register_mailbox(address))
+        except BaseException:
+            for registration in registrations:
+                registration.close()
+            raise
+        return registrations
+
+    def close_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> list[list[Message]]:
+        """Close every registration of ``registrations`` (of this hub): each one's
+        unconsumed messages, in the same order, with the guarantees of
+        :meth:`MailboxRegistration.close` for each (a post racing the close raises
+        ``MailboxNotFoundError`` or is in that registration's list). The durable hub
+        unregisters them in one transaction."""
+        return [registration.close() for registration in registrations]
 
     @abc.abstractmethod
     def publish(

@@ -70,13 +70,20 @@ def log_transition(
     **extra: str,
 ) -> None:
     """Log one lifecycle transition (structured, see the module docstring)."""
+    # No bind and no formatting here: loguru returns at once when no sink takes DEBUG
+    # (keyword arguments are both the message's fields and the record's extra).
     source = "-" if before is None else before.value
-    bound = _log.bind(crew_id=str(crew_id), from_state=source, to_state=after.value, **extra)
-    detail = "".join(f" ({value})" for value in extra.values())
-    if warning:
-        bound.warning("crew {}: {} -> {}{}", crew_id, source, after.value, detail)
-    else:
-        bound.debug("crew {}: {} -> {}{}", crew_id, source, after.value, detail)
+    template = _TEMPLATES.get(tuple(extra))
+    if template is None:
+        template = _TEMPLATES[tuple(extra)] = "crew {crew_id}: {from_state} -> {to_state}" + "".join(
+            f" ({{{key}}})" for key in extra
+        )
+    emit = _log.warning if warning else _log.debug
+    emit(template, crew_id=str(crew_id), from_state=source, to_state=after.value, **extra)
+
+
+_TEMPLATES: dict[tuple[str, ...], str] = {}
+"""The message template per set of extra keys (a handful)."""
 
 
 class LifecycleStats:

@@ -90,9 +90,14 @@ _SHUTDOWN_RETRY = 0.01
 _MAX_ACTIVATING = 64
 """Expiries are handed over only while fewer woken crews than this have not yet
 restored (see ``_SupervisorActor._tick``)."""
+_RESUME_ACTIVATING = 48
+"""A deferred expiry tick runs again once at most this many woken crews have not
+restored: a batch of at least ``_MAX_ACTIVATING - _RESUME_ACTIVATING`` per tick, not
+one tick per restored crew."""
 _DEFERRED_TICK = 0.05
 """Seconds after which a deferred expiry tick is tried again even if no restored crew
-reported back (a crew actor that died before restoring never does)."""
+reported back (a crew actor that died before restoring never does): one such timer
+pending at most, which also forgets the activating crews whose actor is dead."""
 _PARK_GRACE = 5.0
 """Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
@@ -248,7 +253,8 @@ class _Finished:
 
 @attrs.frozen(eq=False)
 class _Tick:
-    pass
+    fallback: bool = False
+    """Sent by the ``_DEFERRED_TICK`` timer."""
 
 
 @attrs.frozen(eq=False)
@@ -295,19 +301,25 @@ class _Shared:
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
         self.activating: set[CrewId] = set()
-        """Crews woken whose restore has not run yet (their first activity after their
-        handover clears them)."""
+        """Crews woken whose restore has not run yet: kept incrementally (added at the
+        wake; removed by their first activity after their handover, their finish, their
+        release, or, for an actor dead before restoring, the deferred tick's timer)."""
         self.handed: set[CrewId] = set()
         """Activating crews whose topic handover was told (their restore goes on)."""
         self.tick_deferred = False
-        """An expiry tick waits for ``activating`` to shrink below ``_MAX_ACTIVATING``."""
+        """An expiry tick waits for ``activating`` to shrink to ``_RESUME_ACTIVATING``."""
+        self.fallback_armed = False
+        """The ``_DEFERRED_TICK`` timer is pending (one at most)."""
 
     def restored(self, crew_id: CrewId) -> bool:
-        """``crew_id`` handled its restore; ``True`` if a deferred tick may now run."""
+        """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
+        tick may now run (the caller tells the supervisor a ``_Tick``)."""
         with self.lock:
+            if crew_id not in self.activating:
+                return False
             self.activating.discard(crew_id)
             self.handed.discard(crew_id)
-            if self.tick_deferred and len(self.activating) < _MAX_ACTIVATING:
+            if self.tick_deferred and len(self.activating) <= _RESUME_ACTIVATING:
                 self.tick_deferred = False
                 return True
         return False
@@ -408,7 +420,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, _Finished):
             self._finished(message.crew_id, message.status)
         elif isinstance(message, _Tick):
-            self._tick()
+            self._tick(fallback=message.fallback)
         elif isinstance(message, _Routing):
             self._keep_for_handovers(message.message)
         elif isinstance(message, _CursorsOpen):
@@ -579,6 +591,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.pop(crew_id, None)
         if entry is None:
             return
+        self._not_activating(crew_id)
         self.idle.forget(crew_id)
         with self.shared.lock:
             snapshot = self.shared.snapshotting.pop(crew_id, None)
@@ -849,30 +862,72 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     # -- the durable wait scheduler ---------------------------------------------------
 
-    def _tick(self) -> None:
-        """Wake the crews whose expiry is due, a batch per tick. Backpressure: while
-        ``_MAX_ACTIVATING`` woken crews have not restored yet, the tick is deferred until
-        one of them has (or ``_DEFERRED_TICK`` passed). Without it a burst of thousands of
-        expiries starts thousands of crews at once, whose threads then contend for the
-        interpreter: measured, that costs far more than the activations themselves."""
+    def _tick(self, *, fallback: bool = False) -> None:
+        """Wake the crews whose expiry is due, a batch per tick. Backpressure: at most
+        ``_MAX_ACTIVATING`` woken crews may not have restored yet; once there are that
+        many, the tick is deferred until at most ``_RESUME_ACTIVATING`` remain (the
+        restore reports tell the supervisor) or ``_DEFERRED_TICK`` passed. Without it a
+        burst of thousands of expiries starts thousands of crews at once, whose threads
+        then contend for the interpreter: measured, that costs far more than the
+        activations themselves. ``activating`` is kept incrementally; only the
+        ``_DEFERRED_TICK`` timer (one pending at most) looks for woken crews whose actor
+        died before restoring, and forgets them."""
         shared = self.shared
+        if fallback:
+            with shared.lock:
+                shared.fallback_armed = False
+                gone = [c for c in shared.activating if (e := self.entries.get(c)) is None or not e.ref.is_alive()]
+                shared.activating.difference_update(gone)
+                shared.handed.difference_update(gone)
+            for crew_id in gone:
+                self._forget_dead(crew_id)
         with shared.lock:
-            # A crew stopped or dead before it restored never reports back: forget it.
-            shared.activating = {
-                c for c in shared.activating if (e := self.entries.get(c)) is not None and e.ref.is_alive()
-            }
-            shared.handed &= shared.activating
-            if len(shared.activating) >= _MAX_ACTIVATING:
-                shared.tick_deferred = True
-                me = self.actor_ref
-                self.hub.scheduler.schedule_at(self.hub.clock.monotonic() + _DEFERRED_TICK, lambda: _tell(me, _Tick()))
+            busy = len(shared.activating)
+            room = _MAX_ACTIVATING - busy
+            if room <= 0 or (shared.tick_deferred and busy > _RESUME_ACTIVATING):
+                if not shared.fallback_armed:
+                    me = self.actor_ref
+                    self.hub.scheduler.schedule_at(
+                        self.hub.clock.monotonic() + _DEFERRED_TICK, lambda: _tell(me, _Tick(fallback=True))
+                    )
+                    shared.fallback_armed = True
+                shared.tick_deferred = True  # set last: once it is seen, the timer is armed
                 return
+            shared.tick_deferred = False
         started = time.perf_counter()
-        for crew_id in self.waits.due():
+        for crew_id in self.waits.due(limit=room):
             if crew_id in self.entries:
                 continue
             self.stats.expired()
-            self._wake(crew_id, None, started, expiry=True)
+            try:
+                self._wake(crew_id, None, started, expiry=True)
+            except Exception:  # one crew that cannot wake must not drop the rest of the batch
+                logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
+
+    def _forget_dead(self, crew_id: CrewId) -> None:
+        """A woken crew whose actor stopped before it restored (it never reports back):
+        drop it as if the wake had not happened. Activation writes nothing, so it stays
+        asleep on its snapshot; its next trigger or the next boot wakes it again."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.finished or entry.ref.is_alive():
+            return
+        del self.entries[crew_id]
+        self.idle.forget(crew_id)
+        with self.shared.lock:
+            self.shared.live.discard(crew_id)
+            self.shared.status.pop(crew_id, None)
+        if entry.handover is not None:
+            self.shared.remove_patterns(entry.handover.patterns, transient=True)
+        self.hub.end_deferral(crew_id)
+        snapshot = self.store.load(crew_id)
+        if snapshot is not None:  # indexed again: a matching topic message wakes it
+            self.shared.add_patterns(_topic_patterns(snapshot))
+        logger.warning("crew {}: its actor stopped before it restored; it stays asleep on its snapshot", crew_id)
+
+    def _not_activating(self, crew_id: CrewId) -> None:
+        """``crew_id`` finished or went away before reporting its restore."""
+        if self.shared.restored(crew_id):
+            _tell(self.actor_ref, _Tick())
 
     # -- idle detection and the cap ---------------------------------------------------
 
@@ -905,6 +960,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.finished:
             return
         entry.finished = True
+        self._not_activating(crew_id)
         before = entry.state
         if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
             self.shared.remove_patterns(entry.handover.patterns, transient=True)

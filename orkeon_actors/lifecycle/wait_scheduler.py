@@ -43,6 +43,8 @@ WINDOW_SQL: Final = (
 """The next window of expiries after ``(expires_at, wait_id)``, up to a time, at most N rows."""
 
 _END: Final = "\uffff"
+_IDS_PER_QUERY: Final = 500
+"""Wait ids checked per query (below SQLite's host parameter limit)."""
 
 
 def _parse(text: str) -> datetime:
@@ -107,21 +109,25 @@ class DurableWaitScheduler:
         if any(entry[1] == wait_id for entry in self._heap):
             self._cancelled.add(wait_id)
 
-    def due(self) -> dict[CrewId, list[str]]:
-        """The timer fired: pop the held expiries that are due, for at most ``batch``
-        crews, keep those whose wait is still in the index (a crew may have woken and
-        slept again meanwhile), read the next window if needed and re-arm (at once if
-        more are due: a burst of expiries is handed over ``batch`` crews per tick, so
-        the owner handles other messages in between). Returns ``{crew: [wait_id,
-        ...]}``."""
+    def due(self, limit: int | None = None) -> dict[CrewId, list[str]]:
+        """The timer fired (or the owner asks again): pop the held expiries that are
+        due, for at most ``limit`` crews (default and cap: ``batch``; below 1: none),
+        keep those whose wait is still in the index (a crew may have woken and slept
+        again meanwhile: one query for the whole batch), read the next window if needed
+        and re-arm (at once if more are due: a burst of expiries is handed over a batch
+        of crews per tick, so the owner handles other messages in between). Returns
+        ``{crew: [wait_id, ...]}``."""
+        if self._timer is not None:
+            self._timer.cancel()  # called before its timer fired: one timer armed at a time
         self._timer = None
         self._timer_at = None
         if self._stopped:
             return {}
+        crews = self.batch if limit is None else min(limit, self.batch)
         now_text = format_time(self._clock.now())
         popped: dict[CrewId, list[str]] = {}
         while self._heap and self._heap[0][0] <= now_text:
-            if len(popped) >= self.batch and CrewId(self._heap[0][2]) not in popped:
+            if len(popped) >= crews and CrewId(self._heap[0][2]) not in popped:
                 break
             _, wait_id, crew = heapq.heappop(self._heap)
             if wait_id in self._cancelled:
@@ -129,15 +135,27 @@ class DurableWaitScheduler:
                 continue
             popped.setdefault(CrewId(crew), []).append(wait_id)
         due: dict[CrewId, list[str]] = {}
-        for crew_id, wait_ids in popped.items():
-            marks = ", ".join("?" * len(wait_ids))
-            if self._readers.query(f"SELECT 1 FROM pending_waits WHERE wait_id IN ({marks}) LIMIT 1", tuple(wait_ids)):
-                due[crew_id] = wait_ids
+        if popped:
+            held = self._still_indexed([w for wait_ids in popped.values() for w in wait_ids])
+            for crew_id, wait_ids in popped.items():
+                if any(w in held for w in wait_ids):
+                    due[crew_id] = wait_ids
         if not self._heap or (self._horizon[0] <= now_text and self._heap[0][0] > now_text):
             self._refill()
         else:
             self._arm()
         return due
+
+    def _still_indexed(self, wait_ids: list[str]) -> set[str]:
+        """Which of ``wait_ids`` still have their ``pending_waits`` row (primary-key
+        lookups, one query per ``_IDS_PER_QUERY`` ids)."""
+        found: set[str] = set()
+        for start in range(0, len(wait_ids), _IDS_PER_QUERY):
+            chunk = wait_ids[start : start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._readers.query(f"SELECT wait_id FROM pending_waits WHERE wait_id IN ({marks})", tuple(chunk))
+            found.update(str(row[0]) for row in rows)
+        return found
 
     def stop(self) -> None:
         self._stopped = True

@@ -32,7 +32,7 @@ bounded cache, so a store with a million sleeping crews boots in bounded memory.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import apsw
@@ -170,27 +170,51 @@ class SqliteEventHub(InMemoryEventHub):
         return address in self._mailboxes or self.is_registered(address)
 
     def _mailbox_opened(self, handle: MailboxHandle) -> None:
-        if self._reopen(handle):
-            return
-        address = handle.address
-        key = str(address)
-        now = self.clock.now()
+        self._mailboxes_opened([handle])
 
-        def work(conn: apsw.Connection) -> list[Message]:
-            mailboxes.register(conn, key, now)
-            kept = mailboxes.load_messages(conn, key)
-            self._registry.add(key)
+    def _mailboxes_opened(self, handles: Sequence[MailboxHandle]) -> None:
+        """Register ``handles`` durably and reload what each kept, oldest first, in one
+        transaction (one writer round trip); each becomes live at its commit, before any
+        newer post to it is handed over. Handles on addresses already registered are
+        reopened without the writer (:meth:`_reopen`)."""
+        reopened: list[MailboxHandle] = []
+        try:
+            rest: list[MailboxHandle] = []
+            for handle in handles:
+                (reopened if self._reopen(handle) else rest).append(handle)
+            if rest:
+                self._register_durably(rest)
+        except BaseException:
+            # All or none: the reopened ones go back to parked (their rows stay kept).
+            for handle in reopened:
+                handle.parked = True
+                self._parked.add(handle.address)
+                if self._live.get(handle.address) is handle:
+                    del self._live[handle.address]
+            raise
+
+    def _register_durably(self, handles: Sequence[MailboxHandle]) -> None:
+        keys = [str(handle.address) for handle in handles]
+        now = format_time(self.clock.now())
+
+        def work(conn: apsw.Connection) -> list[list[Message]]:
+            mailboxes.register_many(conn, keys, now)
+            kept = [mailboxes.load_messages(conn, key) for key in keys]
+            for key in keys:
+                self._registry.add(key)
             return kept
 
-        def install(kept: list[Message]) -> None:
-            self._parked.discard(address)
-            for message in kept:
-                handle.deliver(message)
-            self._live[address] = handle
+        def install(kept: list[list[Message]]) -> None:
+            for handle, messages in zip(handles, kept, strict=True):
+                self._parked.discard(handle.address)
+                for message in messages:
+                    handle.deliver(message)
+                self._live[handle.address] = handle
 
         kept = self.writer.execute(work, after_commit=install)
-        if kept:
-            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
+        for handle, messages in zip(handles, kept, strict=True):
+            if messages:
+                logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
 
     def _reopen(self, handle: MailboxHandle) -> bool:
         """Open ``handle`` on an address already durably registered (a parked mailbox of
@@ -222,37 +246,46 @@ class SqliteEventHub(InMemoryEventHub):
             logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
         return True
 
-    def _unregister(self, handle: MailboxHandle) -> list[Message]:
-        address = handle.address
+    def _unregister_many(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
+        """Close ``handles`` live, then unregister them durably (rows and registry) in one
+        transaction, waited for. While it runs, a new registration of one of these
+        addresses takes the writer's path (see :meth:`_reopen`)."""
+        addresses = [handle.address for handle in handles]
         with self._mailboxes_lock:
-            self._closing[address] += 1
+            self._closing.update(addresses)
         try:
-            return self._unregister_durably(handle)
+            return self._unregister_durably(handles)
         finally:
             with self._mailboxes_lock:
-                self._closing[address] -= 1
-                if self._closing[address] <= 0:
-                    del self._closing[address]
+                self._closing.subtract(addresses)
+                for address in addresses:
+                    if self._closing[address] <= 0:
+                        del self._closing[address]
 
-    def _unregister_durably(self, handle: MailboxHandle) -> list[Message]:
-        leftovers = super()._unregister(handle)
-        address = handle.address
-        key = str(address)
-        self._acks.release(address)
+    def _unregister_durably(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
+        leftovers = super()._unregister_many(handles)
+        for handle in handles:
+            self._acks.release(handle.address)
+        keys = [str(handle.address) for handle in handles]
 
         def forget(_: int) -> None:
-            if self._live.get(address) is handle:
-                del self._live[address]
+            for handle in handles:
+                if self._live.get(handle.address) is handle:
+                    del self._live[handle.address]
 
         def work(conn: apsw.Connection) -> int:
-            deleted = mailboxes.unregister(conn, key)
-            self._registry.discard(key)
+            deleted = 0
+            for key in keys:
+                deleted += mailboxes.unregister(conn, key)
+                self._registry.discard(key)
             return deleted
 
         try:
             self.writer.execute(work, after_commit=forget)
         except HubStoppedError:
-            logger.debug("mailbox {} closed after the runtime stopped: it stays registered in the store", address)
+            logger.debug(
+                "mailbox(es) {} closed after the runtime stopped: they stay registered in the store", ", ".join(keys)
+            )
         return leftovers
 
     def _deliver_to_mailbox(self, message: Message) -> Message:
@@ -315,28 +348,38 @@ class SqliteEventHub(InMemoryEventHub):
         and announced to :attr:`dispatch_listeners`; the next ``register_mailbox`` of the
         address reloads them, oldest first. The message last handed to a consumer is
         acknowledged (it was consumed). Never blocks on the writer."""
-        handle = getattr(registration, "_handle", None)
-        if not isinstance(handle, MailboxHandle):
-            raise TypeError(f"not a registration of this hub: {registration!r}")
-        address = handle.address
-        self._parked.add(address)
-        handle.parked = True
-        with self._mailboxes_lock:
-            if self._mailboxes.get(address) is handle:
-                del self._mailboxes[address]
-        previous = self._acks.release(address)
-        if previous is not None:
-            self._ack(address, previous)
-        handle.close()
+        self.park_mailboxes([registration])
+
+    def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
+        """:meth:`park_mailbox` for each of ``registrations`` (one writer request for
+        all of them)."""
+        handles: list[MailboxHandle] = []
+        for registration in registrations:
+            handle = getattr(registration, "_handle", None)
+            if not isinstance(handle, MailboxHandle):
+                raise TypeError(f"not a registration of this hub: {registration!r}")
+            handles.append(handle)
+        for handle in handles:
+            address = handle.address
+            self._parked.add(address)
+            handle.parked = True
+            with self._mailboxes_lock:
+                if self._mailboxes.get(address) is handle:
+                    del self._mailboxes[address]
+            previous = self._acks.release(address)
+            if previous is not None:
+                self._ack(address, previous)
+            handle.close()
 
         def unlive(_: None) -> None:
-            if self._live.get(address) is handle:
-                del self._live[address]
+            for handle in handles:
+                if self._live.get(handle.address) is handle:
+                    del self._live[handle.address]
 
         try:
             self.writer.post(lambda conn: None, after_commit=unlive)
         except HubStoppedError:
-            logger.debug("mailbox {} parked after the runtime stopped", address)
+            logger.debug("mailbox(es) {} parked after the runtime stopped", ", ".join(str(h.address) for h in handles))
 
     def defer_acks(self, crew_id: CrewId | str) -> ConsumedLedger:
         """From now on, a message handed out by any mailbox of ``crew_id`` (``crew://``

@@ -35,6 +35,7 @@ __all__ = [
     "delete_message",
     "delete_messages",
     "register",
+    "register_many",
     "unregister",
     "is_registered",
     "registered_addresses",
@@ -217,10 +218,17 @@ def delete_messages(conn: apsw.Connection, rows: Iterable[tuple[str, str]]) -> N
     conn.executemany(_DELETE, rows)
 
 
+_REGISTER = "INSERT OR IGNORE INTO mailbox_registry(address, registered_at) VALUES (?, ?)"
+
+
 def register(conn: apsw.Connection, address: str, now: Any) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO mailbox_registry(address, registered_at) VALUES (?, ?)", (address, format_time(now))
-    )
+    conn.execute(_REGISTER, (address, format_time(now)))
+
+
+def register_many(conn: apsw.Connection, addresses: Iterable[str], now_text: str) -> None:
+    """Register ``addresses`` (already registered ones are left as they are) at
+    ``now_text`` (a :func:`~orkeon_actors.store.codec.format_time` text)."""
+    conn.executemany(_REGISTER, [(address, now_text) for address in addresses])
 
 
 def unregister(conn: apsw.Connection, address: str) -> int:

@@ -207,3 +207,22 @@ def test_readers_coming_and_going_under_concurrent_posts_keep_fifo_and_lose_noth
     for p in posters:
         assert [r["i"] for r in received if r["from"] == str(p.crew_id)] == list(range(per_poster))
     assert reg.depth() == 0
+
+
+def test_several_mailboxes_register_all_or_none_and_close_together(hub: ok.EventHub) -> None:
+    hub.register_mailbox("agent://c/taken")
+    with pytest.raises(MailboxAlreadyRegisteredError):
+        hub.register_mailboxes(["crew://c", "agent://c/taken"])
+    with pytest.raises(MailboxNotFoundError):  # none of them stayed registered
+        hub.bind("s", "x").post("crew://c", 0)
+    crew, agent = hub.register_mailboxes(["crew://c", "agent://c/a"])
+    assert (str(crew.address), str(agent.address)) == ("crew://c", "agent://c/a")
+    sender = hub.bind("s", "x")
+    to_crew = [sender.post("crew://c", i).id for i in range(3)]
+    to_agent = [sender.post("agent://c/a", i).id for i in range(2)]
+    leftovers = hub.close_mailboxes([crew, agent])
+    assert [[m.id for m in kept] for kept in leftovers] == [to_crew, to_agent]
+    for address in ("crew://c", "agent://c/a"):
+        with pytest.raises(MailboxNotFoundError):
+            sender.post(address, "late")
+    hub.register_mailboxes(["crew://c", "agent://c/a"])  # the addresses are free again

@@ -3,17 +3,22 @@ stores it writes in bulk hold crews that really sleep, wake and complete."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import apsw
+import attrs
+import pykka
 import pytest
 
 from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.cli.main import main
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, respond
+from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
+from orkeon_actors.lifecycle import supervisor as supervisor_module
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.codec import format_time
@@ -34,6 +39,18 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     assert expected <= set(figures)
     assert all(figures[key] > 0 for key in expected - {"boot_rss_mb"})
     assert list(tmp_path.iterdir()) == []  # its stores removed
+
+
+def test_the_bench_waits_for_a_burst_on_an_event_set_by_the_last_delivery() -> None:
+    deliveries = bench.Deliveries()
+    deliveries.record("x", True)  # recorded before: forgotten by expect_all
+    done = deliveries.expect_all(["x", "y"])
+    deliveries.record("y", True)
+    deliveries.record("z", False)  # not awaited
+    assert not done.is_set()
+    deliveries.record("x", True)
+    assert done.is_set() and set(deliveries.at) == {"x", "y", "z"}
+    assert bench.Deliveries().expect_all([]).is_set()
 
 
 def test_a_bulk_written_store_holds_crews_that_wake_like_really_slept_ones(tmp_path: Path) -> None:
@@ -113,3 +130,45 @@ def test_a_burst_of_expiries_starts_at_most_64_crews_until_they_have_restored(en
     for crew in crews:
         wait_until(lambda c=crew: sup.state(c) is LifecycleState.COMPLETED, what=f"{crew} completed")  # type: ignore[misc]
     assert blocked[1] == 64 and sup.stats.expiries == 100
+
+
+def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backpressure counts the woken crews that have not restored; one whose actor died
+    before restoring never reports, and the deferred tick's timer forgets it."""
+    monkeypatch.setattr(supervisor_module, "_MAX_ACTIVATING", 2)
+    monkeypatch.setattr(supervisor_module, "_RESUME_ACTIVATING", 1)
+    finite = bench.capture_template(str(env.db.parent / "finite.db"), bench.FINITE_NAME)
+    crews = [f"e{i}" for i in range(5)]
+    bench.populate(str(env.db), finite, crews, expires_at=env.clock.now())
+    built = itertools.count()
+
+    class DiesAtStart(CrewActor):
+        @classmethod
+        def start(cls, *args: Any, **kwargs: Any) -> pykka.ActorRef[Any]:
+            ref = super().start(*args, **kwargs)
+            ref.actor_stopped.wait(10)  # dead before the supervisor tells it to restore
+            return ref
+
+        def on_start(self) -> None:
+            raise RuntimeError("dies before restoring")
+
+    def factory(crew: object) -> CrewBlueprint:
+        blueprint = bench.FACTORIES[bench.FINITE_NAME](crew)
+        return attrs.evolve(blueprint, cls=DiesAtStart) if next(built) < 2 else blueprint
+
+    env.factories[bench.FINITE_NAME] = factory
+    sup = env.boot()
+    shared = sup.shared
+    wait_until(lambda: len(shared.activating) == 2 and shared.tick_deferred, what="two dead crews holding the rest")
+    assert sup.stats.expiries == 2
+    env.clock.advance(0.1)  # past the deferred tick's timer (50 ms)
+
+    def outcome() -> list[str]:
+        return sorted(sup.state(c).value for c in crews)
+
+    wait_until(lambda: outcome() == ["Asleep", "Asleep", "Completed", "Completed", "Completed"], what="3 done")
+    assert sup.stats.expiries == 5
+    asleep = {c for c in crews if sup.state(c) is LifecycleState.ASLEEP}  # the two dead ones, on their snapshots
+    wait_until(lambda: {str(w.crew_id) for w in env.hub.load_pending_waits()} == asleep, what="their waits kept")

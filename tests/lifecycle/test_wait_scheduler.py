@@ -155,6 +155,22 @@ def test_a_burst_of_expiries_is_handed_over_a_batch_of_crews_per_tick(store: Sto
     assert [w for t in ticks for w in t] == waits
 
 
+def test_the_owner_may_ask_for_fewer_crews_and_asking_early_keeps_one_timer_armed(store: Store) -> None:
+    waits = [store.add(f"c{i:02d}", START + timedelta(seconds=10)) for i in range(10)]
+    rig = Rig(store, batch=4)
+    rig.scheduler.start()
+    rig.clock.advance(10)
+    assert list(rig.scheduler.due(limit=2).values()) == [[waits[0]], [waits[1]]]
+    assert len(rig.scheduler.due(limit=9)) == 4  # never more than the batch
+    assert rig.scheduler.due(limit=0) == {}
+    live = [t for t in rig.timers.timers if not t.cancelled]
+    assert len(live) == 1  # each early call replaced the armed timer instead of adding one
+    rest: list[str] = []
+    while rig.timers.fire():
+        rest.extend(w for ws in rig.scheduler.due().values() for w in ws)
+    assert rest == waits[6:]
+
+
 def test_a_wait_beyond_the_time_window_is_found_when_time_reaches_it(store: Store) -> None:
     far = store.add("far", START + timedelta(hours=2))
     rig = Rig(store, window=60)

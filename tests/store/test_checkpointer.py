@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import apsw
 import pytest
