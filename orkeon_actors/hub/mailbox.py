@@ -40,6 +40,7 @@ from orkeon_actors.actors import PooledActor
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.waiter import LocalBuffer, Waiter
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import MessageId
 from orkeon_actors.model.message import Message
 
 __all__ = ["MailboxActor", "MailboxHandle"]
@@ -273,6 +274,7 @@ class MailboxHandle:
         "owner",
         "parked",
         "ref",
+        "reloaded",
         "staged",
     )
 
@@ -289,6 +291,7 @@ class MailboxHandle:
         self.direct_reader: LocalBuffer[Message] | None = None
         self.held: list[Message] | None = None  # see hold()
         self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept
+        self.reloaded: set[MessageId] | None = None  # see release()
         self.ref: pykka.ActorRef[MailboxActor] | _InlineRef = (
             _InlineRef(MailboxActor(address, self)) if inline else MailboxActor.start(address, self)
         )
@@ -300,6 +303,12 @@ class MailboxHandle:
             if self.held is not None:
                 self.held.append(message)
                 return
+            reloaded = self.reloaded
+            if reloaded is not None and message.id in reloaded:
+                reloaded.discard(message.id)  # handed over by its poster after the reload: once
+                if not reloaded:
+                    self.reloaded = None
+                return
             self._deliver_now(message)
 
     def hold(self) -> None:
@@ -310,18 +319,25 @@ class MailboxHandle:
 
     def release(self, first: list[Message]) -> None:
         """Deliver ``first`` (in order), then the deliveries held since :meth:`hold`
-        that are not among them (a message both kept and delivered live counts once),
-        and stop holding. Closed meanwhile: ``close`` returned the held ones."""
+        that are not among them, and stop holding. A message both reloaded and
+        delivered live counts once, also when its poster hands it over after this
+        (``first``'s ids are remembered until then). Closed meanwhile: ``close``
+        returned the held ones."""
         with self.lock:
             held, self.held = self.held, None
             if self.closed:
                 return
             ids = {m.id for m in first}
+            self.reloaded = set(ids) if ids else None
             for message in first:
                 self._deliver_now(message)
             for message in held or ():
-                if message.id not in ids:
+                if message.id in ids:
+                    self.reloaded.discard(message.id)  # type: ignore[union-attr]
+                else:
                     self._deliver_now(message)
+            if not self.reloaded:
+                self.reloaded = None
 
     def _deliver_now(self, message: Message) -> None:
         """Under the lock, open: hand ``message`` over by the current mode."""

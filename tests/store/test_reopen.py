@@ -83,6 +83,41 @@ def test_a_post_committed_while_the_mailbox_reopens_is_delivered_once(
     assert _drain(reg) == ["kept", "during"]
 
 
+def test_a_post_reloaded_and_handed_over_by_its_poster_after_the_reopen_is_delivered_once(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed after the handle went live and before the kept rows are read, but its
+    poster hands it over only after the reopen delivered what it read: once."""
+    hub = durable(open_store())
+    sender = hub.bind("sender", "s")
+    hub.park_mailbox(hub.register_mailbox(BOX))
+    sender.post(BOX, "kept")
+    committed, release = threading.Event(), threading.Event()
+    hand_over = hub._hand_to_live
+
+    def paused(message: ok.Message, handle: Any) -> None:
+        committed.set()
+        release.wait(10)
+        hand_over(message, handle)
+
+    load = durable_hub.mailboxes.load_messages
+    posts: list[Background] = []
+
+    def post_then_load(conn: Any, address: str) -> list[ok.Message]:
+        if not posts:
+            posts.append(Background(lambda: sender.post(BOX, "during")))
+            assert committed.wait(10)  # committed, captured this handle, not handed over
+        return load(conn, address)
+
+    monkeypatch.setattr(hub, "_hand_to_live", paused)
+    monkeypatch.setattr(durable_hub.mailboxes, "load_messages", post_then_load)
+    reg = hub.register_mailbox(BOX)
+    release.set()
+    posts[0].get()
+    monkeypatch.undo()
+    assert _drain(reg) == ["kept", "during"]
+
+
 @pytest.mark.parametrize("parked_before_commit", [True, False])
 def test_a_post_handed_over_after_the_reopen_is_read_from_the_store_once(
     open_store: Opener, monkeypatch: pytest.MonkeyPatch, parked_before_commit: bool
