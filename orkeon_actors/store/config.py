@@ -107,7 +107,8 @@ class StoreConfig:
       so boot time and memory do not grow with the number of sleeping crews.
     * ``checkpoint_pages``: WAL size (pages) past which the background checkpointer
       copies the WAL into the database (see :mod:`orkeon_actors.store.checkpointer`);
-      commits never checkpoint themselves.
+      commits never checkpoint themselves. Small (200 pages, 0.8 MB) so that each
+      checkpoint's writes delay a concurrent commit's fsync little (docs/store.md).
     """
 
     path: str = attrs.field(converter=_path)
@@ -116,7 +117,7 @@ class StoreConfig:
     busy_timeout: float = attrs.field(default=5.0, validator=_non_negative)
     max_batch: int = 2048
     registry_cache: int = 65_536
-    checkpoint_pages: int = 1000
+    checkpoint_pages: int = 200
     purge: PurgePolicy = attrs.field(factory=PurgePolicy)
 
     def __attrs_post_init__(self) -> None:
