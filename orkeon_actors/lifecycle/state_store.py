@@ -30,6 +30,7 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
 from orkeon_actors.store.unit_of_work import delete_crew
+from orkeon_actors.store.writer import WriteGroup
 
 __all__ = ["SqliteCrewStateStore", "snapshot_cursors", "wait_record"]
 
@@ -92,6 +93,34 @@ def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
     )
 
 
+class _FinishedCrews(WriteGroup[tuple[str, tuple[tuple[str, str], ...]], None]):
+    """Deletions of finished crews (:meth:`SqliteCrewStateStore.delete_async`): each item
+    is a crew id and the ``(address, message_id)`` rows it consumed. A batch's crews take
+    two statements per 64 crews (their ``processed_messages`` rows, their snapshots with
+    their pending waits by cascade), however many finished together, plus the
+    acknowledgements: every SQLite call releases the GIL and the writer, the
+    bottleneck of a burst of expiries, waits to get it back."""
+
+    _CHUNK = 64
+
+    def __init__(self) -> None:
+        self._acks = mailboxes.AckGroup()
+
+    def apply(
+        self, conn: apsw.Connection, items: list[tuple[str, tuple[tuple[str, str], ...]]]
+    ) -> list[BaseException | None]:
+        crews = list(dict.fromkeys(crew for crew, _ in items))
+        for start in range(0, len(crews), self._CHUNK):
+            chunk = crews[start : start + self._CHUNK]
+            marks = ", ".join(["?"] * len(chunk))
+            conn.execute(f"DELETE FROM processed_messages WHERE crew_id IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM crew_snapshots WHERE crew_id IN ({marks})", chunk)
+        consumed = [row for _, rows in items for row in rows]
+        if consumed:
+            self._acks.apply(conn, consumed)
+        return [None] * len(items)
+
+
 class SqliteCrewStateStore:
     """The :class:`~orkeon_actors.lifecycle.ports.CrewStateStore` of a durable hub.
 
@@ -102,6 +131,7 @@ class SqliteCrewStateStore:
 
     def __init__(self, hub: SqliteEventHub) -> None:
         self.hub = hub
+        self._finished = _FinishedCrews()
 
     def _save_work(
         self,
@@ -191,15 +221,11 @@ class SqliteCrewStateStore:
         its final state reflects; ``on_deleted`` runs after the commit. A crash before
         the commit leaves the crew on its last snapshot with those messages kept: it is
         woken again and finishes again."""
-        key = str(crew_id)
-        rows = list(consumed)
-
-        def work(conn: apsw.Connection) -> None:
-            delete_crew(conn, key)
-            if rows:
-                mailboxes.delete_messages(conn, rows)
-
-        self.hub.writer.post(work, after_commit=None if on_deleted is None else lambda _: on_deleted())
+        self.hub.writer.post_in(
+            self._finished,
+            (str(crew_id), tuple(consumed)),
+            after_commit=None if on_deleted is None else lambda _: on_deleted(),
+        )
 
     def mark_failed_async(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:
         """Keep a failed crew for audit (state ``Failed``, no pending waits)."""

@@ -147,6 +147,7 @@ class SqliteEventHub(InMemoryEventHub):
         self._cleanup.append(self.writer.stop)
         self._insert_group = mailboxes.InsertGroup(self._registry, self._seq)
         self._ack_group = mailboxes.AckGroup()
+        self._unregister_group = mailboxes.UnregisterGroup(self._registry)
         self.readers = ReaderPool(config)
         self._cleanup.append(self.readers.close)
         self.outbox = OutboxDispatcher(self)
@@ -268,20 +269,13 @@ class SqliteEventHub(InMemoryEventHub):
             self._acks.release(handle.address)
         keys = [str(handle.address) for handle in handles]
 
-        def forget(_: int) -> None:
+        def forget(_: None) -> None:
             for handle in handles:
                 if self._live.get(handle.address) is handle:
                     del self._live[handle.address]
 
-        def work(conn: apsw.Connection) -> int:
-            deleted = 0
-            for key in keys:
-                deleted += mailboxes.unregister(conn, key)
-                self._registry.discard(key)
-            return deleted
-
         try:
-            self.writer.execute(work, after_commit=forget)
+            self.writer.execute_in(self._unregister_group, keys, after_commit=forget)
         except HubStoppedError:
             logger.debug(
                 "mailbox(es) {} closed after the runtime stopped: they stay registered in the store", ", ".join(keys)

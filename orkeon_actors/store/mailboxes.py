@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import apsw
@@ -170,6 +170,27 @@ class AckGroup(WriteGroup[tuple[str, str], None]):
 
     def atomic(self, items: list[tuple[str, str]]) -> bool:
         return len(items) <= _ROWS_PER_STATEMENT and len({address for address, _ in items}) == 1
+
+
+class UnregisterGroup(WriteGroup[Sequence[str], None]):
+    """Unregistrations: each item is the addresses one close forgets (their rows and
+    registry entries deleted); a batch's items take two statements per
+    ``_ROWS_PER_STATEMENT`` addresses, whatever the number of closes (the registry cache
+    forgets them too)."""
+
+    def __init__(self, registry: RegistryCache) -> None:
+        self._registry = registry
+
+    def apply(self, conn: apsw.Connection, items: list[Sequence[str]]) -> list[BaseException | None]:
+        keys = list(dict.fromkeys(key for item in items for key in item))
+        for start in range(0, len(keys), _ROWS_PER_STATEMENT):
+            chunk = keys[start : start + _ROWS_PER_STATEMENT]
+            marks = ", ".join(["?"] * len(chunk))
+            conn.execute(f"DELETE FROM mailboxes WHERE mailbox_address IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM mailbox_registry WHERE address IN ({marks})", chunk)
+        for key in keys:
+            self._registry.discard(key)
+        return [None] * len(items)
 
 
 def insert_params(address: str, message: Message) -> tuple[Any, ...]:
