@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,30 @@ def open_store(store_path: Path) -> Iterator[Opener]:
 def durable(rt: ok.Runtime) -> SqliteEventHub:
     assert isinstance(rt.hub, SqliteEventHub)
     return rt.hub
+
+
+def drain(reg: ok.MailboxRegistration) -> list[object]:
+    """Every message of ``reg`` (through a held reader), as JSON values, in order."""
+    out = []
+    with reg.reader() as reader:
+        while reg.depth() > 0:
+            out.append(reader.receive().json())
+    return out
+
+
+class PausedHandOver:
+    """Pauses every post of ``hub`` between its commit and its hand-over to the live
+    mailbox (``SqliteEventHub._hand_to_live``): ``committed`` is set once one committed,
+    and the hand-over waits for ``release``."""
+
+    def __init__(self, hub: SqliteEventHub, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.committed = threading.Event()
+        self.release = threading.Event()
+        hand_over = hub._hand_to_live
+
+        def paused(message: ok.Message, handle: Any) -> None:
+            self.committed.set()
+            self.release.wait(10)
+            hand_over(message, handle)
+
+        monkeypatch.setattr(hub, "_hand_to_live", paused)

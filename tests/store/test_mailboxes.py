@@ -3,7 +3,6 @@ consumption (at-least-once), registration that outlives the process."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import apsw
@@ -15,17 +14,9 @@ import orkeon_actors as ok
 from orkeon_actors.errors import MailboxNotFoundError, StoreWriteError
 from orkeon_actors.store import StoreConfig, faults, mailboxes
 from tests.conftest import Background
-from tests.store.conftest import Opener, durable
+from tests.store.conftest import Opener, PausedHandOver, drain, durable
 
 BOX = "agent://crew/worker"
-
-
-def _drain(reg: ok.MailboxRegistration) -> list[object]:
-    out = []
-    with reg.reader() as reader:
-        while reg.depth() > 0:
-            out.append(reader.receive().json())
-    return out
 
 
 def test_a_post_is_in_the_mailboxes_table_before_post_returns(open_store: Opener, store_path: Path) -> None:
@@ -78,7 +69,7 @@ def test_a_restart_keeps_what_was_not_consumed_in_order(open_store: Opener) -> N
     rt.stop()
 
     rt = open_store()
-    assert _drain(rt.hub.register_mailbox(BOX)) == list(range(40, 100))
+    assert drain(rt.hub.register_mailbox(BOX)) == list(range(40, 100))
 
 
 def test_a_consumed_message_not_yet_acknowledged_is_redelivered_after_a_restart(open_store: Opener) -> None:
@@ -95,7 +86,7 @@ def test_a_consumed_message_not_yet_acknowledged_is_redelivered_after_a_restart(
     reg = rt.hub.register_mailbox(BOX)
     again = rt.hub.bind("crew", "worker").wait_for(ok.WaitOnMailbox(BOX), 5)
     assert again.id == first.id, "at-least-once: redelivered, with its original id"
-    assert _drain(reg) == [1, 2]
+    assert drain(reg) == [1, 2]
 
 
 def test_explicit_acknowledgement(open_store: Opener) -> None:
@@ -111,7 +102,7 @@ def test_explicit_acknowledgement(open_store: Opener) -> None:
     rt.stop()
 
     rt = open_store()
-    assert _drain(rt.hub.register_mailbox(BOX)) == ["b"]
+    assert drain(rt.hub.register_mailbox(BOX)) == ["b"]
 
 
 def test_deferred_acknowledgement_keeps_a_crews_consumed_rows_until_their_owner_deletes_them(
@@ -127,7 +118,7 @@ def test_deferred_acknowledgement_keeps_a_crews_consumed_rows_until_their_owner_
         client.post(BOX, i)
         client.post("agent://other/worker", i)
     consumed = [hub.bind("crew", "worker").wait_for(ok.WaitOnMailbox(BOX), 5) for _ in range(3)]
-    assert _drain(other) == [0, 1, 2]
+    assert drain(other) == [0, 1, 2]
     hub.park_mailbox(reg)  # coming back and parking acknowledge nothing for a deferring crew
     assert ledger.view() == tuple((BOX, str(m.id)) for m in consumed)
     rt.stop()
@@ -153,7 +144,7 @@ def test_posts_to_a_registered_mailbox_are_kept_while_nobody_holds_it(open_store
     sender.post(BOX, "while-away")
     with pytest.raises(MailboxNotFoundError):
         sender.post("agent://crew/never-registered", "x")
-    assert _drain(hub.register_mailbox(BOX)) == ["while-away"]
+    assert drain(hub.register_mailbox(BOX)) == ["while-away"]
 
 
 def test_closing_a_registration_returns_and_forgets_its_messages(open_store: Opener) -> None:
@@ -231,7 +222,7 @@ def test_posts_consumption_and_restarts_keep_fifo_and_lose_nothing(
                 if unacked is not None:
                     queue.insert(0, unacked)
                 unacked = None
-        assert _drain(reg) == queue
+        assert drain(reg) == queue
     finally:
         rt.stop()
 
@@ -255,20 +246,12 @@ def test_a_post_racing_a_close_is_either_returned_by_the_close_or_refused(
     the poster must be told (never a silent loss), and a new registration starts empty."""
     hub = durable(open_store())
     reg = hub.register_mailbox(BOX)
-    committed, release = threading.Event(), threading.Event()
-    hand_over = hub._hand_to_live
-
-    def paused(message: ok.Message, handle: object) -> None:
-        committed.set()
-        release.wait(10)
-        hand_over(message, handle)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(hub, "_hand_to_live", paused)
+    paused = PausedHandOver(hub, monkeypatch)
     post = Background(lambda: hub.bind("sender", "s").post(BOX, "racing"))
-    assert committed.wait(10)
+    assert paused.committed.wait(10)
     assert reg.close() == []
     again = hub.register_mailbox(BOX)
-    release.set()
+    paused.release.set()
     with pytest.raises(MailboxNotFoundError):
         post.get()
     assert again.depth() == 0 and hub.kept_messages(BOX) == []
@@ -295,7 +278,7 @@ def test_the_registry_stays_in_sqlite_and_the_writer_remembers_a_bounded_few(
     with pytest.raises(MailboxNotFoundError):
         sender.post("agent://crew/never-registered", "x")
     for box in boxes:
-        assert _drain(hub.register_mailbox(box)) == [box]
+        assert drain(hub.register_mailbox(box)) == [box]
 
 
 def test_a_closed_registration_refuses_posts_even_when_it_was_cached(open_store: Opener) -> None:
