@@ -404,17 +404,25 @@ def _expiries(db: str, template: Template, count: int, lead: float) -> float:
         rt.stop()
 
 
+def _to_stderr(message: str) -> None:
+    """A sink writing to whatever ``sys.stderr`` is when a record comes (a stream bound
+    once would outlive a caller's redirection, pytest's capture say, and fail once it
+    is closed)."""
+    sys.stderr.write(message)
+
+
 @contextlib.contextmanager
 def _info_logging() -> Iterator[None]:
     """Lifecycle transitions log at DEBUG: run at INFO, as a deployment would (loguru's
-    default handler prints DEBUG to stderr, which would dominate the figures)."""
+    default handler prints DEBUG to stderr, which would dominate the figures). Leaves
+    a DEBUG handler on the current ``sys.stderr`` behind, as loguru starts with."""
     logger.remove()
-    sink = logger.add(sys.stderr, level="INFO")
+    sink = logger.add(_to_stderr, level="INFO")
     try:
         yield
     finally:
         logger.remove(sink)
-        logger.add(sys.stderr)
+        logger.add(_to_stderr)
 
 
 @register("lifecycle")
