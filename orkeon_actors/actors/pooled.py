@@ -224,28 +224,36 @@ class PooledActor(pykka.Actor):
         self._turn()
 
     def _turn(self) -> None:
-        if self._context.run(self._handle_some):
-            # More to do: behind the other actors' turns. Submitted only once this
-            # thread has left the actor's context (another thread may enter it at once).
-            self.pool.submit(self._turn)
+        more = self._context.run(self._handle_some)
+        # Only now, outside the actor's context (which another thread may enter as soon
+        # as a turn is submitted), decide whether to run again or go idle.
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        if more is None:
+            return  # stopped: stays "scheduled", nothing runs it again
+        if not more:
+            with inbox.lock:
+                if not inbox.queue:
+                    inbox.scheduled = False  # the next put submits a turn
+                    return
+        self.pool.submit(self._turn)  # more to do: behind the other actors' turns
 
-    def _handle_some(self) -> bool:
-        """Handle up to ``throughput`` messages; ``True`` if more are waiting."""
+    def _handle_some(self) -> bool | None:
+        """Handle up to ``throughput`` messages. ``True``: more are waiting; ``False``:
+        the inbox was empty; ``None``: the actor stopped (its inbox torn down)."""
         inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
         stopped = self.actor_stopped
         for _ in range(self.throughput):
             if stopped.is_set():
                 self._actor_loop_teardown()
-                return False  # stays "scheduled": nothing runs it again
+                return None
             with inbox.lock:
                 if not inbox.queue:
-                    inbox.scheduled = False
                     return False
                 envelope = inbox.queue.popleft()
             self._handle_envelope(envelope)
         if stopped.is_set():
             self._actor_loop_teardown()
-            return False
+            return None
         return True
 
     def _handle_envelope(self, envelope: Any) -> None:
