@@ -4,8 +4,13 @@
 the ``ActorRegistry``, the same failure and stop semantics as ``pykka.ThreadingActor``)
 whose messages run on an :class:`ActorThreadPool` instead of a thread of its own: an actor
 holds a thread only while it has messages to handle. See :mod:`.pooled`.
+
+:class:`CallerRunsActor` is one whose turns run on the thread that tells it when it is
+idle (no hand-off at all), for actors whose messages never block; callers holding a lock
+tell it inside :func:`deferred_turns`. See :mod:`.caller_runs`.
 """
 
+from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns
 from orkeon_actors.actors.pooled import DEFAULT_POOL, ActorThreadPool, PooledActor
 
-__all__ = ["DEFAULT_POOL", "ActorThreadPool", "PooledActor"]
+__all__ = ["DEFAULT_POOL", "ActorThreadPool", "CallerRunsActor", "PooledActor", "deferred_turns"]

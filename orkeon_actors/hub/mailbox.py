@@ -1,4 +1,5 @@
-"""Addressed mailboxes: one pykka actor each.
+"""Addressed mailboxes: one pykka actor each (a caller-runs actor, see
+:mod:`orkeon_actors.actors.caller_runs`: run by the thread that tells it).
 
 The actor owns the mailbox's FIFO queue, its one-shot waiters (``wait_for`` on the
 mailbox) and at most one *held reader* (consume-and-hold): while a reader holds the
@@ -36,7 +37,7 @@ from typing import Any
 import attrs
 import pykka
 
-from orkeon_actors.actors import PooledActor
+from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.waiter import LocalBuffer, Waiter
 from orkeon_actors.model.address import MailboxAddress
@@ -78,9 +79,11 @@ class _Depth:
     pass
 
 
-class MailboxActor(PooledActor):
+class MailboxActor(CallerRunsActor):
     """The state of one mailbox. Never blocks; every message is handled in O(1)
-    amortised."""
+    amortised. A caller-runs actor: the thread that tells it an idle mailbox runs the
+    turn (no thread hand-off per post, wait or close); :class:`MailboxHandle` tells it
+    inside :func:`deferred_turns`, so a turn never runs under the handle's lock."""
 
     def __init__(self, address: MailboxAddress, handle: MailboxHandle) -> None:
         super().__init__()
@@ -297,7 +300,7 @@ class MailboxHandle:
         )
 
     def deliver(self, message: Message) -> None:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
             if self.held is not None:
@@ -323,7 +326,7 @@ class MailboxHandle:
         delivered live counts once, also when its poster hands it over after this
         (``first``'s ids are remembered until then). Closed meanwhile: ``close``
         returned the held ones."""
-        with self.lock:
+        with deferred_turns(), self.lock:
             held, self.held = self.held, None
             if self.closed:
                 return
@@ -353,24 +356,24 @@ class MailboxHandle:
         self.ref.tell(message)
 
     def add_waiter(self, waiter: Waiter[Message]) -> None:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
             self.ref.tell(_AddWaiter(waiter))
 
     def remove_waiter(self, waiter: Waiter[Message]) -> None:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if not self.closed:
                 self.ref.tell(_RemoveWaiter(waiter))
 
     def attach(self, buffer: LocalBuffer[Message]) -> None:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
             self.ref.tell(_Attach(buffer))
 
     def detach(self, buffer: LocalBuffer[Message]) -> None:
-        with self.lock:
+        with deferred_turns(), self.lock:
             leftovers = buffer.close()
             if self.direct_reader is buffer or self.mode is _Mode.STAGING:
                 self.direct_reader = None
@@ -381,7 +384,7 @@ class MailboxHandle:
                 self.ref.tell(_Detach(buffer, leftovers, staged))
 
     def depth(self) -> int:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if self.closed:
                 return 0
             staged = len(self.staged)
@@ -389,7 +392,7 @@ class MailboxHandle:
         return int(future.get()) + staged
 
     def close(self) -> list[Message]:
-        with self.lock:
+        with deferred_turns(), self.lock:
             if self.closed:
                 return []
             self.closed = True

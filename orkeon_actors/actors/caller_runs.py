@@ -1,0 +1,94 @@
+"""Caller-runs actors: an actor whose turns run on the thread that tells it.
+
+A :class:`PooledActor` hands each turn to a pool thread: one thread hand-off (and GIL
+hand-over) per turn. For an actor whose every message is handled in O(1) and never
+blocks (a mailbox: queue, waiters, a held reader), that hand-off is most of the cost of
+a message. :class:`CallerRunsActor` keeps pykka's actor model and API (``ActorRef``,
+``tell``/``ask``, the registry, failure and stop semantics) and changes only who runs a
+turn: the thread whose ``tell`` finds the actor idle runs the turn itself, right away,
+and keeps handling what other threads put meanwhile until the inbox is empty. A thread
+that tells a busy actor only queues the message; the running thread handles it.
+
+Guarantees, the same as :class:`PooledActor`'s: messages are handled one at a time, in
+the order they were put (FIFO per sender); an actor is never run by two threads at
+once (the inbox's ``scheduled`` flag); ``on_start`` runs (on the starting thread) before
+the first message; each actor keeps its own ``contextvars`` context.
+
+The catch, and the rule that comes with it: a turn runs *inside* the caller's ``tell``.
+A caller that tells while holding a lock the actor's code also takes would deadlock on
+itself. Such callers tell inside :func:`deferred_turns`, entered *before* the lock: the
+turns the block owes run when it exits, after the lock is released, still on the same
+thread and in the order they were owed. Only actors whose messages never block belong
+here: an ``ask`` waits for whichever thread is running the actor, and that thread must
+get to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Iterator
+
+from orkeon_actors.actors.pooled import PooledActor, _Inbox
+
+__all__ = ["CallerRunsActor", "deferred_turns"]
+
+_owed = threading.local()
+"""``turns``: the list of turns this thread owes inside a :func:`deferred_turns` block."""
+
+
+@contextlib.contextmanager
+def deferred_turns() -> Iterator[None]:
+    """Within the block, a ``tell`` that finds a :class:`CallerRunsActor` idle does not run
+    its turn at once: the turn runs when the block exits (also when it raises, since the
+    actor counts as running until it does), after whatever the block released. Nested
+    blocks run their turns at the exit of the outermost one."""
+    if getattr(_owed, "turns", None) is not None:
+        yield  # the outer block runs them
+        return
+    turns: list[Callable[[], None]] = []
+    _owed.turns = turns
+    try:
+        yield
+    finally:
+        _owed.turns = None
+        for turn in turns:
+            turn()
+
+
+class CallerRunsActor(PooledActor):
+    """A pykka actor run by the threads that tell it (module docstring). Subclass it as
+    ``pykka.ThreadingActor``; its messages must never block."""
+
+    def _start_actor_loop(self) -> None:
+        self._context = contextvars.Context()
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        run = self._run_turns
+
+        def run_or_owe() -> None:
+            turns: list[Callable[[], None]] | None = getattr(_owed, "turns", None)
+            if turns is None:
+                run()
+            else:
+                turns.append(run)
+
+        with inbox.lock:
+            inbox.turn = run_or_owe
+        self._context.run(self._actor_loop_setup)
+        # ``scheduled`` was set until now: what was put before the start runs here.
+        run_or_owe()
+
+    def _run_turns(self) -> None:
+        """Handle messages until the inbox is empty (or the actor stopped), then mark
+        the actor idle so that the next ``tell`` runs it."""
+        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        while True:
+            more = self._context.run(self._handle_some)
+            if more is None:
+                return  # stopped: stays "scheduled", nothing runs it again
+            if not more:
+                with inbox.lock:
+                    if not inbox.queue:
+                        inbox.scheduled = False
+                        return
