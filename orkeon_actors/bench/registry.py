@@ -49,6 +49,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
         lifecycle,  # noqa: F401
         sim,  # noqa: F401
         store,  # noqa: F401
+        wake_cost,  # noqa: F401
     )
 
     unknown = [n for n in names if n not in SUITES]

@@ -41,6 +41,21 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     assert list(tmp_path.iterdir()) == []  # its stores removed
 
 
+def test_orkeon_bench_wakecost_times_every_step_of_a_wake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    main(["bench", "wakecost", "--quick", "--json"])
+    figures = json.loads(capsys.readouterr().out)["wakecost"]
+    steps = ["snapshot_read_us", "snapshot_json_us", "snapshot_structure_us", "crew_build_us"]
+    steps += ["mailbox_reopen_us", "mailbox_close_us", "crew_stop_us"]
+    assert figures["crews"] == 200
+    assert all(figures[step] > 0 for step in steps)
+    assert figures["steps_us"] == pytest.approx(sum(figures[step] for step in steps), abs=1e-3)
+    assert figures["steps_ceiling_per_s"] == pytest.approx(1e6 / figures["steps_us"], rel=1e-3)
+    assert list(tmp_path.iterdir()) == []  # its store removed
+
+
 def test_the_bench_waits_for_a_burst_on_an_event_set_by_the_last_delivery() -> None:
     deliveries = bench.Deliveries()
     deliveries.record("x", True)  # recorded before: forgotten by expect_all
