@@ -19,6 +19,7 @@ from orkeon_actors.crew.model import (
 )
 from orkeon_actors.crew.snapshot import (
     SCHEMA_VERSION,
+    CrewOutcome,
     CrewSnapshot,
     SnapshotVersionError,
     from_dict,
@@ -53,6 +54,7 @@ __all__ = [
     "ChatMessage",
     "CrewActor",
     "CrewFailure",
+    "CrewOutcome",
     "CrewObserver",
     "CrewSnapshot",
     "CrewStatus",

@@ -41,7 +41,7 @@ from loguru import logger
 from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
-from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
 from orkeon_actors.crew.state import (
     AgentState,
     AgentStatus,
@@ -263,8 +263,13 @@ class _Release:
 @attrs.frozen(eq=False)
 class _CloseMailboxes:
     """The crew finished and its outcome is durable (lifecycle): close its mailbox
-    registrations now (their actors and threads go; later posts are refused with
-    ``MailboxNotFoundError``). The crew actor stays, to answer queries."""
+    registrations (later posts are refused with ``MailboxNotFoundError``) and stop the
+    actor, so that a finished crew holds no memory; ``on_closed`` gets its outcome from
+    ``on_stop``, after every message handled before the stop."""
+
+    on_closed: Callable[[CrewOutcome], None]
+    keep_final: bool = True
+    """Put the crew's final state in its outcome (``CrewOutcome.final_json``)."""
 
 
 class _AgentRuntime:
@@ -375,6 +380,8 @@ class CrewActor(PooledActor):
         self._passivated = False
         self._on_released: Callable[[], None] | None = None
         self._on_leftovers: Callable[[list[Message]], None] | None = None
+        self._on_closed: Callable[[], None] | None = None
+        """Reports the finished crew's outcome once it stopped (see :class:`_CloseMailboxes`)."""
         self._snapshot_held: set[MessageId] = set()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
@@ -444,8 +451,11 @@ class CrewActor(PooledActor):
     def on_stop(self) -> None:
         if self._passivated:
             self._park_mailboxes()
-        else:
-            self._release()
+            return
+        self._release()
+        on_closed, self._on_closed = self._on_closed, None
+        if on_closed is not None:
+            on_closed()
 
     def on_receive(self, message: Any) -> Any:
         try:
@@ -468,7 +478,10 @@ class CrewActor(PooledActor):
             return None
         if isinstance(message, _CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                self._release()
+                final = to_json(self.snapshot()) if message.keep_final else None
+                outcome = CrewOutcome(self.status, self.result, self.failure, final)
+                self._on_closed = lambda: message.on_closed(outcome)
+                self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
         if self._awaiting_handover:
             if not isinstance(message, _Handover):

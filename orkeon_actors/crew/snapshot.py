@@ -23,6 +23,8 @@ from cattrs.strategies import configure_tagged_union
 from orkeon_actors.crew.state import (
     AgentState,
     BudgetSnapshot,
+    CrewFailure,
+    CrewStatus,
     MailboxContent,
     OnMailbox,
     OnReply,
@@ -38,6 +40,7 @@ from orkeon_actors.orchestration.state import MODES, OrchestrationState
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CrewOutcome",
     "CrewSnapshot",
     "SnapshotVersionError",
     "converter",
@@ -213,3 +216,21 @@ def to_json(snapshot: CrewSnapshot) -> str:
 
 def from_json(text: str) -> CrewSnapshot:
     return from_dict(json.loads(text))
+
+
+@attrs.frozen
+class CrewOutcome:
+    """What a finished crew left behind: its final ``status`` (``COMPLETED`` or
+    ``FAILED``), its ``result`` (a completed crew's answer), its ``failure`` (why a
+    failed one failed) and, unless the supervisor keeps no outcomes, its final state as
+    the snapshot codec's JSON, decoded on demand by :meth:`final_snapshot` (a string: an
+    outcome kept in memory costs the garbage collector nothing to walk)."""
+
+    status: CrewStatus
+    result: str | None = None
+    failure: CrewFailure | None = None
+    final_json: str | None = attrs.field(default=None, repr=False)
+
+    def final_snapshot(self) -> CrewSnapshot | None:
+        """The crew's final state (its agents' conversations, budgets, orchestration)."""
+        return None if self.final_json is None else from_json(self.final_json)

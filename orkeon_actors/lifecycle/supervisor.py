@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
@@ -64,7 +64,7 @@ from orkeon_actors.crew.crew_actor import (
     hand_over,
     start_crew,
 )
-from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
@@ -82,6 +82,7 @@ from orkeon_actors.runtime import Runtime
 from orkeon_actors.store import cursor_events
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.durable_hub import SqliteEventHub
+from orkeon_actors.store.records import CrewState
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
 
@@ -252,6 +253,14 @@ class _Finished:
 
 
 @attrs.frozen(eq=False)
+class _Gone:
+    """A finished crew's actor stopped (its mailboxes closed, its outcome durable)."""
+
+    crew_id: CrewId
+    outcome: CrewOutcome
+
+
+@attrs.frozen(eq=False)
 class _Tick:
     fallback: bool = False
     """Sent by the ``_DEFERRED_TICK`` timer."""
@@ -376,6 +385,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.idle = sup.idle
         self.idle.on_idle(self._idle)
         self.entries: dict[CrewId, _Entry] = {}
+        self.outcomes: OrderedDict[CrewId, CrewOutcome] = OrderedDict()
+        """The last ``finished_memory`` crews that finished here, oldest first."""
         self.shutting_down = False
         me = self.actor_ref
         self.waits = DurableWaitScheduler(
@@ -419,6 +430,8 @@ class _SupervisorActor(pykka.ThreadingActor):
             self.idle.check(message.crew_id)
         elif isinstance(message, _Finished):
             self._finished(message.crew_id, message.status)
+        elif isinstance(message, _Gone):
+            self._gone(message.crew_id, message.outcome)
         elif isinstance(message, _Tick):
             self._tick(fallback=message.fallback)
         elif isinstance(message, _Routing):
@@ -979,14 +992,37 @@ class _SupervisorActor(pykka.ThreadingActor):
         consumed = ledger.view()
         self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
         self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
-        # Release its mailboxes (their actors and threads) now, not at stop(): thousands
-        # of finished crews would otherwise each hold them. Written after the deletion
-        # above (the writer commits in order), so the messages it consumed stay kept
-        # until that commit acknowledges them.
+        # Close its mailboxes and stop its actor now, not at stop(): thousands of
+        # finished crews would otherwise each hold their state in memory (and every
+        # full garbage collection would walk it). Written after the deletion above (the
+        # writer commits in order), so the messages it consumed stay kept until that
+        # commit acknowledges them; its outcome stays in ``outcomes``.
+        me = self.actor_ref
         try:
-            entry.ref.tell(_CloseMailboxes())
+            entry.ref.tell(
+                _CloseMailboxes(
+                    lambda outcome: _tell(me, _Gone(crew_id, outcome)), keep_final=self.sup.finished_memory > 0
+                )
+            )
         except pykka.ActorDeadError:
             logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
+            self._gone(crew_id, CrewOutcome(status))
+
+    def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
+        """Forget a finished crew whose actor stopped; remember its outcome (the last
+        ``finished_memory`` ones)."""
+        self.outcomes[crew_id] = outcome
+        self.outcomes.move_to_end(crew_id)
+        while len(self.outcomes) > self.sup.finished_memory:
+            self.outcomes.popitem(last=False)
+        entry = self.entries.get(crew_id)
+        if entry is None or not entry.finished or entry.stopping:
+            return
+        del self.entries[crew_id]
+        with self.shared.lock:
+            self.shared.live.discard(crew_id)
+            self.shared.status.pop(crew_id, None)
+        self.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on
 
     # -- queries ----------------------------------------------------------------------
 
@@ -994,8 +1030,22 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.get(crew_id)
         if entry is not None:
             return entry.state
+        outcome = self.outcomes.get(crew_id)
+        if outcome is not None:
+            return LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         record = self.hub.load_snapshot(crew_id)
-        return LifecycleState.UNKNOWN if record is None else LifecycleState.ASLEEP
+        if record is None:
+            return LifecycleState.UNKNOWN
+        return LifecycleState.FAILED if record.state is CrewState.FAILED else LifecycleState.ASLEEP
+
+    def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
+        return self.outcomes.get(crew_id)
+
+    def status_of(self, crew_id: CrewId) -> CrewStatus | None:
+        outcome = self.outcomes.get(crew_id)
+        if outcome is not None:
+            return outcome.status
+        return self.shared.status.get(crew_id) if crew_id in self.entries else None
 
     def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
         entry = self.entries.get(crew_id)
@@ -1118,8 +1168,10 @@ class CrewSupervisor:
     waiting crews sleep first); ``window`` / ``window_size`` bound the expiries held in
     memory. ``meter_provider`` receives the lifecycle metrics (asleep gauge, sleep and
     wake counters, wake latency histogram: :mod:`orkeon_actors.lifecycle.metrics`);
-    ``None`` uses the global provider. Blocking methods (``spawn``, ``sleep``, ``state``) block the caller's thread
-    only: never call them from an actor.
+    ``None`` uses the global provider. A finished crew's actor stops once its outcome is
+    durable; :meth:`outcome` answers for the last ``finished_memory`` finished crews.
+    Blocking methods (``spawn``, ``sleep``, ``state``, ``outcome``) block the caller's
+    thread only: never call them from an actor.
     """
 
     def __init__(
@@ -1132,6 +1184,7 @@ class CrewSupervisor:
         window: float = 60.0,
         window_size: int = 10_000,
         meter_provider: MeterProvider | None = None,
+        finished_memory: int = 10_000,
     ) -> None:
         hub = runtime.hub
         if not isinstance(hub, SqliteEventHub):
@@ -1143,6 +1196,11 @@ class CrewSupervisor:
         self.window = window
         self.window_size = window_size
         self.factories: dict[str, CrewFactory] = dict(factories or {})
+        if isinstance(finished_memory, bool) or not isinstance(finished_memory, int) or finished_memory < 0:
+            raise InvalidArgumentError(
+                f"finished_memory must be a number of crews (an int >= 0), got {finished_memory!r}"
+            )
+        self.finished_memory = finished_memory
         if idle_timeout is not None and (isinstance(idle_timeout, bool) or not idle_timeout > 0):
             raise InvalidArgumentError(
                 f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}"
@@ -1209,8 +1267,10 @@ class CrewSupervisor:
             return
 
     def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
-        self.idle.touch(crew_id)
         shared = self.shared
+        if crew_id not in shared.live:
+            return  # asleep or finished and forgotten: a late report must not be recorded again
+        self.idle.touch(crew_id)
         if crew_id in shared.handed and shared.restored(crew_id):
             try:
                 self._ref.tell(_Tick())
@@ -1259,10 +1319,30 @@ class CrewSupervisor:
         return result
 
     def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
-        """The live crew actor, or ``None`` while it sleeps."""
+        """The live crew actor, or ``None`` while it sleeps and once it finished (its
+        actor stops once its outcome is durable: see :meth:`outcome`)."""
         actor = self._actor()
         crew = CrewId(crew_id)
         result: pykka.ActorRef[CrewActor] | None = self._call(lambda: actor.ref_of(crew))
+        return result
+
+    def outcome(self, crew_id: CrewId | str) -> CrewOutcome | None:
+        """The outcome (status, result, failure) of a crew that finished in this process,
+        once its actor stopped; ``None`` before that, for a crew that did not finish here,
+        or past the last ``finished_memory`` finished crews (a completed crew is deleted
+        from the store at once; a failed one stays there, ``state`` says ``FAILED``)."""
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        result: CrewOutcome | None = self._call(lambda: actor.outcome_of(crew))
+        return result
+
+    def status(self, crew_id: CrewId | str) -> CrewStatus | None:
+        """The crew's :class:`CrewStatus`: the last one its actor reported while it is
+        live (``WAITING`` once every agent is parked, ...), its outcome's once it
+        finished (as :meth:`outcome`); ``None`` while it sleeps or is unknown here."""
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        result: CrewStatus | None = self._call(lambda: actor.status_of(crew))
         return result
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -31,7 +31,7 @@ import sys
 import threading
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.store import faults
@@ -78,8 +78,7 @@ def main() -> None:
     poster = rt.hub.bind("shop", "desk")
 
     def status() -> CrewStatus | None:
-        ref = sup.ref("loop")
-        return None if ref is None else query_crew(ref, "status")
+        return sup.status("loop")
 
     for step in steps:
         name, _, arg = step.partition(":")
@@ -105,10 +104,10 @@ def main() -> None:
             emit("STATE " + json.dumps({"state": sup.state("loop").value, "kept": kept}))
         elif name == "finish":
             poster.post("agent://loop/a", STOP)
-            wait_until(lambda: status() in FINISHED, what="loop done", timeout=30)
-            ref = sup.ref("loop")
-            assert ref is not None
-            st, result, failure = query_crew(ref, "summary")
+            wait_until(lambda: sup.outcome("loop") is not None, what="loop done", timeout=30)
+            outcome = sup.outcome("loop")
+            assert outcome is not None and outcome.status in FINISHED
+            st, result, failure = outcome.status, outcome.result, outcome.failure
             emit("RESULT " + json.dumps({"status": st.value, "result": result, "failure": str(failure or "")}))
         else:
             raise SystemExit(f"unknown step {step!r}")

@@ -10,7 +10,7 @@ import pykka
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.crew import CrewActor, CrewStatus, query_crew
+from orkeon_actors.crew import CrewActor, CrewSnapshot, CrewStatus, query_crew
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
 from orkeon_actors.testing import wait_until
 
@@ -53,15 +53,56 @@ class Env:
         assert ref is not None
         return ref
 
+    def status(self, crew: str) -> CrewStatus | None:
+        assert self.sup is not None
+        return self.sup.status(crew)
+
+    def snapshot(self, crew: str) -> CrewSnapshot:
+        """The crew as data: its live actor's snapshot, or its final state once it
+        finished (its outcome's). Waits while it has neither (between the two)."""
+        assert self.sup is not None
+        sup = self.sup
+        found: list[CrewSnapshot] = []
+
+        def available() -> bool:
+            outcome = sup.outcome(crew)
+            if outcome is not None:
+                final = outcome.final_snapshot()
+                assert final is not None, "the supervisor keeps no final states (finished_memory=0)"
+                found.append(final)
+                return True
+            ref = sup.ref(crew)
+            if ref is None:
+                return False
+            try:
+                found.append(query_crew(ref, "snapshot"))
+            except pykka.ActorDeadError:  # finished and stopping: its outcome comes next
+                return False
+            return True
+
+        wait_until(available, what=f"crew {crew} live or finished")
+        return found[-1]
+
     def settle(self, crew: str, *statuses: CrewStatus) -> CrewStatus:
         wanted = statuses or (CrewStatus.COMPLETED, CrewStatus.FAILED, CrewStatus.WAITING)
-        ref = self.live(crew)
-        wait_until(lambda: query_crew(ref, "status") in wanted, what=f"crew {crew} in {wanted}")
-        status: CrewStatus = query_crew(ref, "status")
-        return status
+        seen: list[CrewStatus | None] = [None]
+
+        def settled() -> bool:
+            seen[0] = self.status(crew)
+            return seen[0] in wanted
+
+        wait_until(settled, what=f"crew {crew} in {wanted}")
+        assert seen[0] is not None
+        return seen[0]
 
     def summary(self, crew: str) -> Any:
-        return query_crew(self.live(crew), "summary")
+        """(status, result, failure) of a finished crew (waits for its outcome)."""
+        assert self.sup is not None
+        sup = self.sup
+        wait_until(lambda: sup.outcome(crew) is not None, what=f"crew {crew}'s outcome")
+        outcome = sup.outcome(crew)
+        assert outcome is not None
+        return outcome.status, outcome.result, outcome.failure
 
     def asleep(self, crew: str) -> None:
         assert self.sup is not None

@@ -98,10 +98,11 @@ def main() -> None:
         emit(f"READ {kept()}")
         die()
     shop.publish("orders", "done")
-    ref = sup.ref("r1")
-    assert ref is not None
-    wait_until(lambda: query_crew(ref, "status") is CrewStatus.COMPLETED, what="r1 completed")
-    _, result, _ = query_crew(ref, "summary")
+    wait_until(lambda: sup.status("r1") is CrewStatus.COMPLETED, what="r1 completed")
+    wait_until(lambda: sup.outcome("r1") is not None, what="r1's outcome")
+    outcome = sup.outcome("r1")
+    assert outcome is not None and outcome.result is not None
+    result = outcome.result
     wait_until(lambda: kept() == 0, what="kept rows deleted with the finished crew")
     sup.stop()
     emit("RESULT " + json.dumps({"read": json.loads(result), "kept": kept()}))

@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
@@ -84,8 +84,7 @@ def main() -> None:
     sup = CrewSupervisor(rt, factories=dict.fromkeys(WAITS, factory))
 
     def status(crew: str) -> CrewStatus | None:
-        ref = sup.ref(crew)
-        return None if ref is None else query_crew(ref, "status")
+        return sup.status(crew)
 
     if args.phase == "sleep":
         for crew in WAITS:
@@ -104,14 +103,13 @@ def main() -> None:
         rt.hub.bind("shop", "desk").post("agent://mail/a", {"n": 1})
         emit("POSTED")
     expected = [c for c in args.expect.split(",") if c]
-    done = (CrewStatus.COMPLETED, CrewStatus.FAILED)
     for crew in expected:
-        wait_until(lambda c=crew: status(c) in done, what=f"{crew} done", timeout=30)  # type: ignore[misc]
+        wait_until(lambda c=crew: sup.outcome(c) is not None, what=f"{crew} done", timeout=30)  # type: ignore[misc]
     results = {}
     for crew in expected:
-        ref = sup.ref(crew)
-        assert ref is not None
-        st, result, failure = query_crew(ref, "summary")
+        outcome = sup.outcome(crew)
+        assert outcome is not None
+        st, result, failure = outcome.status, outcome.result, outcome.failure
         results[crew] = {"status": st.value, "result": result, "failure": None if failure is None else str(failure)}
     out = {
         "results": results,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
@@ -37,7 +37,7 @@ def _blueprint(_crew: Any) -> CrewBlueprint:
 
 
 def _parked_on(env: Env, crew: str, topic: str) -> bool:
-    snapshot = query_crew(env.live(crew), "snapshot")
+    snapshot = env.snapshot(crew)
     return [w.kind.topic for w in snapshot.pending_waits] == [topic] and snapshot.status == "waiting_for_message"
 
 
@@ -52,7 +52,7 @@ def test_events_a_cursor_held_at_sleep_are_read_after_the_wake(env: Env) -> None
     shop.publish("orders", {"n": 0})
     shop.publish("orders", {"n": 1})
     wait_until(
-        lambda: [len(c.buffered) for c in query_crew(env.live("r1"), "snapshot").agents[0].cursors] == [2, 0],
+        lambda: [len(c.buffered) for c in env.snapshot("r1").agents[0].cursors] == [2, 0],
         what="both orders held by the cursor",
     )
     assert sup.sleep("r1") is True
@@ -61,5 +61,5 @@ def test_events_a_cursor_held_at_sleep_are_read_after_the_wake(env: Env) -> None
     wait_until(lambda: sup.ref("r1") is not None and _parked_on(env, "r1", "orders"), what="third read parked")
     env.clock.advance(1)
     assert env.settle("r1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
-    _, result, _ = query_crew(env.live("r1"), "summary")
+    _, result, _ = env.summary("r1")
     assert json.loads(result) == [{"n": 0}, {"n": 1}, None]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.store import faults
@@ -38,7 +38,7 @@ def _loop(rounds: int) -> CrewBlueprint:
 
 
 def _parked(env: Env, crew: str, reads: int) -> bool:
-    snapshot = query_crew(env.live(crew), "snapshot")
+    snapshot = env.snapshot(crew)
     return (
         snapshot.status == "waiting_for_message"
         and len([m for m in snapshot.agents[0].conversation if m.role == "tool"]) == reads
@@ -47,7 +47,7 @@ def _parked(env: Env, crew: str, reads: int) -> bool:
 
 def _result(env: Env, crew: str) -> Any:
     assert env.settle(crew, CrewStatus.COMPLETED, CrewStatus.FAILED) is CrewStatus.COMPLETED
-    _, result, _ = query_crew(env.live(crew), "summary")
+    _, result, _ = env.summary(crew)
     return json.loads(result)
 
 

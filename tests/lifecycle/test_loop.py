@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
@@ -31,19 +31,19 @@ def _loop(tool: str, arguments: dict[str, Any], rounds: int) -> CrewBlueprint:
 
 
 def _received(env: Env, crew: str) -> list[Any]:
-    return _payloads(query_crew(env.live(crew), "snapshot").agents[0].conversation)
+    return _payloads(env.snapshot(crew).agents[0].conversation)
 
 
 def _parked_at_iteration(env: Env, crew: str, n: int) -> None:
     wait_until(
-        lambda: len(_received(env, crew)) == n and query_crew(env.live(crew), "status") is CrewStatus.WAITING,
+        lambda: len(_received(env, crew)) == n and env.status(crew) is CrewStatus.WAITING,
         what=f"{crew} waiting again after {n} messages",
     )
 
 
 def _final(env: Env, crew: str) -> list[Any]:
     assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
-    conversation = query_crew(env.live(crew), "snapshot").agents[0].conversation
+    conversation = env.snapshot(crew).agents[0].conversation
     answer: list[Any] = json.loads([m for m in conversation if m.role == "assistant"][-1].content)
     return answer
 
@@ -103,13 +103,13 @@ def test_a_loop_iteration_that_times_out_while_asleep_continues_the_loop(env: En
     wait_until(
         lambda: (
             sup.ref("l1") is not None
-            and len([m for m in query_crew(env.live("l1"), "snapshot").agents[0].conversation if m.role == "tool"]) == 1
-            and query_crew(env.live("l1"), "status") is CrewStatus.WAITING
+            and len([m for m in env.snapshot("l1").agents[0].conversation if m.role == "tool"]) == 1
+            and env.status("l1") is CrewStatus.WAITING
         ),
         what="second iteration parked",
     )
     assert sup.sleep("l1") is True
     env.hub.bind("p").publish("orders.x", {"n": 1})
     assert env.settle("l1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
-    conversation = query_crew(env.live("l1"), "snapshot").agents[0].conversation
+    conversation = env.snapshot("l1").agents[0].conversation
     assert json.loads([m for m in conversation if m.role == "assistant"][-1].content) == [True, False]

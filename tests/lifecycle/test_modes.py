@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from orkeon_actors.crew import CrewStatus, ModelRequest, ModelResponse, OnTopic, call, query_crew
+from orkeon_actors.crew import CrewStatus, ModelRequest, ModelResponse, OnTopic, call
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Autonomous
 from orkeon_actors.sim.examples import EXAMPLES
@@ -74,17 +74,17 @@ def _factory(mode: str) -> Any:
 def _settle(env: Env, crew: str) -> CrewStatus:
     """Finished, or waiting *on a wait*: a crew is also ``Waiting`` for an instant while
     a message between its agents (a delegation posted to a mailbox) is on its way."""
-    ref = env.live(crew)
+    seen: list[CrewStatus | None] = [None]
 
     def settled() -> bool:
-        status = query_crew(ref, "status")
+        status = seen[0] = env.status(crew)
         if status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             return True
-        return status is CrewStatus.WAITING and bool(query_crew(ref, "snapshot").pending_waits)
+        return status is CrewStatus.WAITING and bool(env.snapshot(crew).pending_waits)
 
     wait_until(settled, what=f"crew {crew} finished or parked on a wait")
-    status: CrewStatus = query_crew(ref, "status")
-    return status
+    assert seen[0] is not None
+    return seen[0]
 
 
 def _run(env: Env, mode: str, trigger: str, *, sleep: bool) -> tuple[Any, int]:
@@ -95,7 +95,7 @@ def _run(env: Env, mode: str, trigger: str, *, sleep: bool) -> tuple[Any, int]:
     sleeps = 0
     client = env.hub.bind("driver")
     while (status := _settle(env, crew)) is CrewStatus.WAITING:
-        waits = query_crew(env.live(crew), "snapshot").pending_waits
+        waits = env.snapshot(crew).pending_waits
         if sleep:
             assert sup.sleep(crew) is True
             assert sup.state(crew) is LifecycleState.ASLEEP
@@ -106,8 +106,8 @@ def _run(env: Env, mode: str, trigger: str, *, sleep: bool) -> tuple[Any, int]:
         else:
             for topic in sorted({w.kind.topic for w in waits if isinstance(w.kind, OnTopic)}):
                 client.publish(topic, {"go": topic})
-    assert status is CrewStatus.COMPLETED, query_crew(env.live(crew), "summary")
-    _, result, failure = query_crew(env.live(crew), "summary")
+    assert status is CrewStatus.COMPLETED, env.summary(crew)
+    _, result, failure = env.summary(crew)
     return (result, failure), sleeps
 
 

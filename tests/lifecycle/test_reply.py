@@ -38,9 +38,8 @@ def clerk(env: Env) -> Iterator[EventHubTools]:
 
 
 def _send_result(env: Env, crew: str) -> dict[str, object]:
-    from orkeon_actors.crew import query_crew
 
-    conversation = query_crew(env.live(crew), "snapshot").agents[0].conversation
+    conversation = env.snapshot(crew).agents[0].conversation
     data: dict[str, object] = json.loads([m for m in conversation if m.role == "tool"][-1].content)
     return data
 

@@ -10,7 +10,7 @@ import pytest
 
 from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, call, respond
-from orkeon_actors.errors import MailboxNotFoundError
+from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxActor
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
@@ -26,9 +26,8 @@ def _crew(*script: object) -> CrewBlueprint:
 
 
 def _result(env: Env, crew: str) -> dict[str, object]:
-    from orkeon_actors.crew import query_crew
 
-    snap = query_crew(env.live(crew), "snapshot")
+    snap = env.snapshot(crew)
     data: dict[str, object] = json.loads(snap.agents[0].conversation[-2].content)
     return data
 
@@ -70,10 +69,10 @@ def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
     assert sup.stats.wakes == 1 and sup.stats.sleeps == 1
 
 
-def test_a_finished_crew_releases_its_mailboxes_and_their_threads_at_once(env: Env) -> None:
-    """A woken crew that finishes keeps only its own actor (to answer queries, holding no
-    thread while idle): its two mailboxes go without waiting for stop(), and posts to them are
-    refused (the crew is done, nothing would consume them)."""
+def test_a_finished_crew_releases_its_actors_and_threads_at_once_and_keeps_its_outcome(env: Env) -> None:
+    """A woken crew that finishes holds nothing once its outcome is durable: its actor and
+    its two mailboxes go without waiting for stop(), posts to it are refused (nothing
+    would consume them), and its outcome (result, final state) stays with the supervisor."""
     env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
     sup = env.boot()
     sup.spawn("c", "c1")
@@ -83,17 +82,47 @@ def test_a_finished_crew_releases_its_mailboxes_and_their_threads_at_once(env: E
     baseline = _threads_without_idle_pool()
     poster = env.hub.bind("other", "x")
     poster.post("agent://c1/a", {"hello": 1})
-    assert env.settle("c1", CrewStatus.COMPLETED) is CrewStatus.COMPLETED
-    wait_until(lambda: _live_actors() == 1, what="only the crew actor of c1 left")
+    wait_until(lambda: sup.outcome("c1") is not None, what="c1's outcome")
+    assert _live_actors() == 0 and sup.ref("c1") is None
     _assert_no_thread_beyond(baseline)
-    wait_until(
-        lambda: not {"crew://c1", "agent://c1/a"} & {str(a) for a in env.hub.durable_mailboxes},
-        what="their registrations closed",
-    )
+    assert not {"crew://c1", "agent://c1/a"} & {str(a) for a in env.hub.durable_mailboxes}
     with pytest.raises(MailboxNotFoundError):
         poster.post("agent://c1/a", {"late": 1})
+    outcome = sup.outcome("c1")
+    assert outcome is not None and outcome.status is CrewStatus.COMPLETED and outcome.result == "done"
     assert _result(env, "c1")["message"]["payload"] == {"hello": 1}  # type: ignore[index]
-    assert sup.state("c1") is LifecycleState.COMPLETED
+    assert sup.state("c1") is LifecycleState.COMPLETED and sup.status("c1") is CrewStatus.COMPLETED
+
+
+def test_the_supervisor_remembers_the_outcomes_of_the_last_finished_memory_crews(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(respond("done"))
+    sup = env.boot(finished_memory=2)
+    for crew in ("c1", "c2", "c3"):
+        sup.spawn("c", crew)
+        wait_until(lambda c=crew: sup.outcome(c) is not None, what=f"{crew}'s outcome")  # type: ignore[misc]
+    assert sup.outcome("c1") is None  # forgotten: the oldest of three
+    assert sup.state("c1") is LifecycleState.UNKNOWN  # a completed crew is deleted from the store
+    for crew in ("c2", "c3"):
+        outcome = sup.outcome(crew)
+        assert outcome is not None and outcome.result == "done"
+        final = outcome.final_snapshot()
+        assert final is not None and final.id == crew and final.status == "completed"
+    assert _live_actors() == 0
+
+
+def test_with_no_finished_memory_no_outcome_is_kept(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(respond("done"))
+    sup = env.boot(finished_memory=0)
+    sup.spawn("c", "c1")
+    wait_until(lambda: _live_actors() == 0, what="c1 finished and released")
+    assert sup.outcome("c1") is None and sup.status("c1") is None
+    assert sup.state("c1") is LifecycleState.UNKNOWN
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_finished_memory_must_be_a_count_of_crews(env: Env, bad: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="finished_memory must be a number of crews"):
+        env.boot(finished_memory=bad)
 
 
 def test_topic_message_wakes_a_sleeping_crew_and_is_its_tool_result(env: Env) -> None:

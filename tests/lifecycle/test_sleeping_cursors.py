@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from orkeon_actors import CrewId, PublishOptions
-from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.store import cursor_events
@@ -47,7 +47,7 @@ def _two_cursors(_crew: Any) -> CrewBlueprint:
 
 
 def _parked(env: Env, crew: str, reads: int) -> bool:
-    snapshot = query_crew(env.live(crew), "snapshot")
+    snapshot = env.snapshot(crew)
     return (
         snapshot.status == "waiting_for_message"
         and len([m for m in snapshot.agents[0].conversation if m.role == "tool"]) == reads
@@ -72,7 +72,7 @@ def _kept(env: Env, crew: str) -> int:
 
 def _result(env: Env, crew: str) -> Any:
     assert env.settle(crew, CrewStatus.COMPLETED, CrewStatus.FAILED) is CrewStatus.COMPLETED
-    _, result, _ = query_crew(env.live(crew), "summary")
+    _, result, _ = env.summary(crew)
     return json.loads(result)
 
 

@@ -23,7 +23,6 @@ from orkeon_actors.crew import (
     ModelResponse,
     ScriptedModel,
     call,
-    query_crew,
     respond,
 )
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
@@ -70,7 +69,7 @@ class TopicSleepMachine(RuleBasedStateMachine):
         self.published: dict[str, list[int]] = {t: [] for t in TOPICS}
 
     def _parked_on(self, topic: str) -> bool:
-        snapshot = query_crew(self.env.live("c"), "snapshot")
+        snapshot = self.env.snapshot("c")
         return [w.kind.topic for w in snapshot.pending_waits] == [topic]
 
     def _sup(self) -> Any:
