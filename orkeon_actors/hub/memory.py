@@ -414,17 +414,20 @@ class InMemoryEventHub(EventHub):
             raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
-        handles: list[MailboxHandle] = []
+        # Built before taking the lock (starting a mailbox actor is the slow part), so
+        # registrations on other threads do not queue behind it.
+        handles = [MailboxHandle(address, owner, inline=self.inline_mailboxes) for address in parsed]
         with self._mailboxes_lock:
-            for address in parsed:
-                if address in self._mailboxes:
-                    raise MailboxAlreadyRegisteredError(
-                        f"a mailbox is already registered at {address}; close the existing registration first"
-                    )
-            for address in parsed:
-                handle = MailboxHandle(address, owner, inline=self.inline_mailboxes)
-                self._mailboxes[address] = handle
-                handles.append(handle)
+            taken = next((address for address in parsed if address in self._mailboxes), None)
+            if taken is None:
+                for handle in handles:
+                    self._mailboxes[handle.address] = handle
+        if taken is not None:
+            for handle in handles:
+                handle.close()
+            raise MailboxAlreadyRegisteredError(
+                f"a mailbox is already registered at {taken}; close the existing registration first"
+            )
         try:
             if batch:
                 self._mailboxes_opened(handles)
