@@ -92,10 +92,13 @@ def test_a_topic_address_cannot_be_registered_as_a_mailbox(hub: ok.EventHub) -> 
         hub.register_mailbox("topic://alerts")
 
 
-def test_registering_twice_is_refused(hub: ok.EventHub) -> None:
-    hub.register_mailbox("client://studio")
-    with pytest.raises(MailboxAlreadyRegisteredError):
+def test_registering_twice_is_refused_and_the_first_registration_keeps_working(hub: ok.EventHub) -> None:
+    first = hub.register_mailbox("client://studio")
+    with pytest.raises(MailboxAlreadyRegisteredError, match="client://studio.*close the existing registration"):
         hub.register_mailbox("client://studio")
+    sent = hub.bind("s", "x").post("client://studio", "still mine")
+    with first.reader() as reader:
+        assert reader.receive().id == sent.id
 
 
 def test_closing_a_mailbox_hands_back_unconsumed_messages(hub: ok.EventHub) -> None:
