@@ -94,7 +94,7 @@ def test_a_topic_address_cannot_be_registered_as_a_mailbox(hub: ok.EventHub) -> 
 
 def test_registering_twice_is_refused_and_the_first_registration_keeps_working(hub: ok.EventHub) -> None:
     first = hub.register_mailbox("client://studio")
-    with pytest.raises(MailboxAlreadyRegisteredError, match="client://studio.*close the existing registration"):
+    with pytest.raises(MailboxAlreadyRegisteredError, match=r"client://studio.*close the existing registration"):
         hub.register_mailbox("client://studio")
     sent = hub.bind("s", "x").post("client://studio", "still mine")
     with first.reader() as reader:
