@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 
 from orkeon_actors.actors.pooled import PooledActor, _Inbox
 
-__all__ = ["CallerRunsActor", "deferred_turns"]
+__all__ = ["CallerRunsActor", "deferred_turns", "turns_deferred"]
 
 _owed = threading.local()
 """``turns``: the list of turns this thread owes inside a :func:`deferred_turns` block."""
@@ -55,6 +55,13 @@ def deferred_turns() -> Iterator[None]:
         _owed.turns = None
         for turn in turns:
             turn()
+
+
+def turns_deferred() -> bool:
+    """Whether this thread is inside a :func:`deferred_turns` block: a turn it owes runs
+    only when the block exits, so waiting here for an ``ask`` to an idle caller-runs
+    actor would wait forever."""
+    return getattr(_owed, "turns", None) is not None
 
 
 class CallerRunsActor(PooledActor):

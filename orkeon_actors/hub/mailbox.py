@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 import pykka
 
-from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns
+from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, turns_deferred
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.waiter import LocalBuffer, Waiter
 from orkeon_actors.model.address import MailboxAddress
@@ -384,6 +384,7 @@ class MailboxHandle:
                 self.ref.tell(_Detach(buffer, leftovers, staged))
 
     def depth(self) -> int:
+        self._refuse_to_wait_for_a_deferred_turn("depth")
         with deferred_turns(), self.lock:
             if self.closed:
                 return 0
@@ -392,6 +393,7 @@ class MailboxHandle:
         return int(future.get()) + staged
 
     def close(self) -> list[Message]:
+        self._refuse_to_wait_for_a_deferred_turn("close")
         with deferred_turns(), self.lock:
             if self.closed:
                 return []
@@ -406,3 +408,14 @@ class MailboxHandle:
             future = self.ref.ask(_Close(staged), block=False)
         leftovers: list[Message] = future.get()
         return leftovers
+
+    def _refuse_to_wait_for_a_deferred_turn(self, what: str) -> None:
+        """``depth`` and ``close`` wait for the mailbox actor's answer; inside an open
+        :func:`deferred_turns` block (a callback run under another mailbox's lock) the
+        turn that answers would only run once the block exits, after the wait: fail
+        at once instead of waiting forever."""
+        if turns_deferred() and not isinstance(self.ref, _InlineRef):
+            raise RuntimeError(
+                f"MailboxHandle.{what}() on {self.address} inside a deferred_turns() block (under a mailbox's "
+                "lock) would wait forever for its own deferred turn: call it after the block exits"
+            )
