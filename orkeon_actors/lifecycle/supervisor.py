@@ -66,9 +66,10 @@ from orkeon_actors.crew.crew_actor import (
 )
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
+from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreWriteError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
+from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
@@ -120,15 +121,20 @@ class _Handover:
     def patterns(self) -> list[str]:
         return sorted({topic for topic, _ in self.filters})
 
-    def prepend(self, messages: Sequence[Message]) -> None:
-        """Put ``messages`` (older than everything kept so far) first, once each."""
-        older = []
+    def merge(self, messages: Sequence[Message]) -> None:
+        """Add ``messages`` (the events kept for the crew in the store) that are not
+        kept yet, and keep the whole handover in publish order: message ids are ULIDs,
+        minted in order, and a stored event may be older or newer than those heard of
+        live (a publish keeps it durably before the supervisor hears of it)."""
+        added = False
         for message in messages:
             key = str(message.id)
             if key not in self.ids:
                 self.ids.add(key)
-                older.append(message)
-        self.messages[:0] = older
+                self.messages.append(message)
+                added = True
+        if added:
+            self.messages.sort(key=lambda m: str(m.id))
 
     def keep(self, crew_id: CrewId, message: Message) -> bool:
         """Keep ``message`` if it matches a cursor and is not kept yet."""
@@ -751,15 +757,15 @@ class _SupervisorActor(pykka.ThreadingActor):
                 entry.handover.keep(crew_id, message)
 
     def _kept_loaded(self, loaded: _KeptLoaded) -> None:
-        """The events kept in the store while the crew slept (older than anything the
-        handover kept since the wake decision): they go first."""
+        """The events kept in the store for the crew (while it slept, and those a publish
+        kept before the crew went live): merged into the handover in publish order."""
         entry = self.entries.get(loaded.crew_id)
         if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
             return
         entry.kept_loaded = True
         entry.kept_upto = loaded.upto
         entry.kept_missed = dict(loaded.missed)
-        entry.handover.prepend(loaded.messages)
+        entry.handover.merge(loaded.messages)
         if entry.cursors_open:
             self._hand_over(loaded.crew_id, entry)
 
@@ -825,28 +831,6 @@ class _SupervisorActor(pykka.ThreadingActor):
                 continue
             if self._wake(crew, message, started):
                 woken.add(crew)
-        self._keep_for_sleepers(message, patterns, woken)
-
-    def _keep_for_sleepers(self, message: Message, patterns: Sequence[str], woken: set[CrewId]) -> None:
-        """Keep ``message`` in the store for every sleeping crew that has a cursor it
-        matches and that it did not wake (its other cursors; or the supervisor is
-        stopping): handed over to those cursors at the crew's next wake."""
-        if message.topic.startswith("_system."):
-            return
-        marks = ", ".join("?" * len(patterns))
-        rows = self.hub.readers.query(
-            f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
-            tuple(patterns),
-        )
-        keys: dict[str, list[str]] = {}
-        for crew_text, key, match in rows:
-            crew = CrewId(str(crew_text))
-            if crew in woken or crew in self.entries or not scope_allows(crew, message):
-                continue
-            if metadata_allows(FrozenMap(_json_map(str(match))), message):
-                keys.setdefault(str(crew), []).append(str(key))
-        for crew_key, cursor_keys in keys.items():
-            self._store_kept(crew_key, cursor_keys, message)
 
     def _store_kept(self, crew: str, keys: Sequence[str], message: Message) -> None:
         """Queue the write of ``message`` for the crew's sleeping cursors ``keys``."""
@@ -1247,18 +1231,70 @@ class CrewSupervisor:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
     def _on_dispatch(self, message: Message) -> None:
+        """After ``message`` was routed (publisher thread). A topic message matching a
+        sleeping crew's cursor is kept durably for it (:meth:`_keep_for_sleepers`):
+        queued in the writer first, then the actor is told (it decides whom it wakes,
+        and a woken crew's read of its kept events is queued after that write), then
+        the publisher waits for the commit."""
         self.shared.in_flight.pop(message.id, None)
         topic = message.topic
+        kept: Waiter[None] | None = None
         if topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
             target = message.target_crew_id
             if target is not None and target in self.shared.live:
                 return
-        elif not any(topic_matches(p, topic) for p in self.shared.pattern_view):
-            return
+        else:
+            patterns = [p for p in self.shared.pattern_view if topic_matches(p, topic)]
+            if not patterns:
+                return
+            kept = self._keep_for_sleepers(message, patterns)
         try:
             self._ref.tell(_Dispatched(message))
         except pykka.ActorDeadError:
             logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
+        if kept is not None:
+            try:
+                kept.wait()
+            except HubStoppedError:
+                logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
+            except (StoreWriteError, apsw.Error) as exc:  # published already: the live wake goes on, not durably
+                logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
+
+    def _keep_for_sleepers(self, message: Message, patterns: Sequence[str]) -> Waiter[None] | None:
+        """Queue the durable copy of ``message`` for every crew asleep now that has a
+        cursor (a parked ``wait_for_event`` included) it matches; ``None`` if there is
+        none. The wake it causes hands it over from the store too (once: by id), and if
+        the process dies first, the next boot wakes the crew with it: a crash loses no
+        topic trigger of a sleeping crew. A crew live now is skipped: its live cursors
+        have it, or, while it snapshots or activates, its handover."""
+        if message.topic.startswith("_system."):
+            return None
+        marks = ", ".join("?" * len(patterns))
+        rows = self.hub.readers.query(
+            f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
+            tuple(patterns),
+        )
+        live = self.shared.live
+        keys: dict[str, list[str]] = {}
+        for crew_text, key, match in rows:
+            crew = CrewId(str(crew_text))
+            if crew in live or not scope_allows(crew, message):
+                continue
+            if metadata_allows(FrozenMap(_json_map(str(match))), message):
+                keys.setdefault(str(crew), []).append(str(key))
+        if not keys:
+            return None
+        limit = cursor_events.MAX_KEPT
+
+        def work(conn: apsw.Connection) -> None:
+            for crew, cursor_keys in keys.items():
+                cursor_events.keep_event(conn, crew, cursor_keys, message, limit)
+
+        try:
+            return self.hub.writer.submit(work)
+        except HubStoppedError:
+            logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
+            return None
 
     def _idle_timer(self, crew_id: CrewId) -> None:
         try:

@@ -12,6 +12,9 @@ on topic ``y``; ``mail`` waits forever on its mailbox. Phases:
 * ``boot``: boot a supervisor, let the boot settle, print ``STATE <json>``, die;
 * ``post``: boot, post ``{"n": 1}`` to ``agent://mail/a`` (the post is durable once
   ``post`` returns: ``POSTED``), then run like ``run``;
+* ``publish``: boot, publish ``{"n": 1}`` on topic ``y``, which wakes ``forever`` (kept
+  durably for the sleeping crew once ``publish`` returns: ``PUBLISHED``), then run
+  like ``run``;
 * ``run``: boot, wait for the ``--expect`` crews to complete, print ``RESULT <json>``.
 
 ``--kill factory`` SIGKILLs the process when a crew is rebuilt at wake (activation,
@@ -26,6 +29,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,15 +58,20 @@ def die() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("db")
-    parser.add_argument("phase", choices=("sleep", "boot", "post", "run"))
+    parser.add_argument("phase", choices=("sleep", "boot", "post", "publish", "run"))
     parser.add_argument("--at", type=float, default=0.0)
     parser.add_argument("--kill", choices=("factory", "model"))
     parser.add_argument("--expect", default="", help="comma-separated crews to run to completion")
     args = parser.parse_args()
     waking = args.phase != "sleep"
+    # Set once ``publish`` returned: a kill in the factory waits for it (the wake may
+    # start before the publisher's call returns; what is promised is what it returned).
+    published = threading.Event()
 
     def factory(crew_id: ok.CrewId) -> CrewBlueprint:
         if waking and args.kill == "factory":
+            if args.phase == "publish":
+                published.wait(10)
             emit(f"ACTIVATING {crew_id}")
             die()
         tool, arguments = WAITS[str(crew_id)]
@@ -102,6 +111,10 @@ def main() -> None:
     if args.phase == "post":
         rt.hub.bind("shop", "desk").post("agent://mail/a", {"n": 1})
         emit("POSTED")
+    if args.phase == "publish":
+        rt.hub.bind("shop", "desk").publish("y", {"n": 1})
+        emit("PUBLISHED")
+        published.set()
     expected = [c for c in args.expect.split(",") if c]
     for crew in expected:
         wait_until(lambda c=crew: sup.outcome(c) is not None, what=f"{crew} done", timeout=30)  # type: ignore[misc]

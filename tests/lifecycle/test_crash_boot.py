@@ -58,6 +58,23 @@ def test_a_post_is_processed_once_when_the_process_dies_during_activation(asleep
 
 
 @pytest.mark.parametrize("kill", ["factory", "model"])
+def test_a_topic_trigger_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
+    """A publish that wakes a sleeping crew is kept for it durably before it returns: a
+    crash during the activation loses nothing, the next boot wakes the crew with it."""
+    lines = _run(asleep, "publish", 10, "--kill", kill, "--expect", "forever", killed=True)
+    assert "PUBLISHED" in lines and ("ACTIVATING forever" if kill == "factory" else "DELIVERED forever") in lines
+    result = tagged(_run(asleep, "run", 20, "--expect", "forever"), "RESULT")
+    [received] = _tool_results(result["results"]["forever"])
+    assert received["timed_out"] is False and received["message"]["payload"] == {"n": 1}
+    assert result["states"] == {"finite": "Asleep", "mail": "Asleep"}
+    after = _run(asleep, "boot", 30, killed=True)  # the event is not delivered again
+    assert tagged(after, "STATE") == {
+        "states": {"finite": "Asleep", "forever": "Unknown", "mail": "Asleep"},
+        "wakes": 0,
+    }
+
+
+@pytest.mark.parametrize("kill", ["factory", "model"])
 def test_an_expiry_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
     lines = _run(asleep, "run", 3600, "--kill", kill, "--expect", "finite", killed=True)
     assert ("ACTIVATING finite" if kill == "factory" else "DELIVERED finite") in lines
