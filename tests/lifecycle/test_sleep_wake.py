@@ -114,8 +114,9 @@ def test_with_no_finished_memory_no_outcome_is_kept(env: Env) -> None:
     env.factories["c"] = lambda _: _crew(respond("done"))
     sup = env.boot(finished_memory=0)
     sup.spawn("c", "c1")
-    wait_until(lambda: _live_actors() == 0, what="c1 finished and released")
-    assert sup.outcome("c1") is None and sup.status("c1") is None
+    # Released: no actor, and the supervisor forgot it (its status no longer reported).
+    wait_until(lambda: _live_actors() == 0 and sup.status("c1") is None, what="c1 finished and forgotten")
+    assert sup.outcome("c1") is None
     assert sup.state("c1") is LifecycleState.UNKNOWN
 
 
