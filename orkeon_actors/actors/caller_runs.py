@@ -53,8 +53,17 @@ def deferred_turns() -> Iterator[None]:
         yield
     finally:
         _owed.turns = None
+        # Every owed turn runs, even past one that raised (a turn handles its actor's
+        # errors; only an interpreter-level one gets here): an actor whose turn never
+        # ran would stay marked running, deaf to every later tell.
+        error: BaseException | None = None
         for turn in turns:
-            turn()
+            try:
+                turn()
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
 
 
 def turns_deferred() -> bool:

@@ -97,6 +97,37 @@ def test_deferred_turns_run_when_the_block_raises() -> None:
         ref.stop()
 
 
+class _Boom(BaseException):
+    """An interpreter-level error escaping a turn (a turn handles every ``Exception``)."""
+
+
+class _Exploding(CallerRunsActor):
+    explode = False
+
+    def _run_turns(self) -> None:
+        if type(self).explode:
+            raise _Boom("boom")
+        super()._run_turns()
+
+
+def test_every_owed_turn_runs_even_past_one_that_raised() -> None:
+    bad = type("Bad", (_Exploding,), {}).start()
+    good = _Recorder.start()
+    try:
+        bad.actor_class.explode = True  # type: ignore[attr-defined]
+        with pytest.raises(_Boom), deferred_turns():
+            bad.tell("first owed, raises")
+            good.tell("second owed")
+        assert good.ask("seen", timeout=10) == ["second owed"]
+    finally:
+        bad.actor_class.explode = False  # type: ignore[attr-defined]
+        actor = bad._actor_weakref()  # its turn never ran: drain it, then stop it
+        assert actor is not None
+        actor._run_turns()
+        bad.stop()
+        good.stop()
+
+
 def test_a_message_told_from_the_actors_own_turn_runs_after_it() -> None:
     seen: list[str] = []
 
