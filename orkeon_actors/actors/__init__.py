@@ -10,7 +10,15 @@ idle (no hand-off at all), for actors whose messages never block; callers holdin
 tell it inside :func:`deferred_turns`. See :mod:`.caller_runs`.
 """
 
-from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, turns_deferred
+from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, never_run_turns_here, turns_deferred
 from orkeon_actors.actors.pooled import DEFAULT_POOL, ActorThreadPool, PooledActor
 
-__all__ = ["DEFAULT_POOL", "ActorThreadPool", "CallerRunsActor", "PooledActor", "deferred_turns", "turns_deferred"]
+__all__ = [
+    "DEFAULT_POOL",
+    "ActorThreadPool",
+    "CallerRunsActor",
+    "PooledActor",
+    "deferred_turns",
+    "never_run_turns_here",
+    "turns_deferred",
+]

@@ -32,10 +32,19 @@ from collections.abc import Callable, Iterator
 
 from orkeon_actors.actors.pooled import PooledActor, _Inbox
 
-__all__ = ["CallerRunsActor", "deferred_turns", "turns_deferred"]
+__all__ = ["CallerRunsActor", "deferred_turns", "never_run_turns_here", "turns_deferred"]
 
 _owed = threading.local()
-"""``turns``: the list of turns this thread owes inside a :func:`deferred_turns` block."""
+"""``turns``: the list of turns this thread owes inside a :func:`deferred_turns` block;
+``elsewhere``: set by :func:`never_run_turns_here`."""
+
+
+def never_run_turns_here() -> None:
+    """Mark the current thread as one that must never run a caller-runs turn (the store
+    writer: a consumer's callbacks, middleware included, must not run on it and delay
+    every commit, or wait on it). A ``tell`` from it that finds the actor idle hands the
+    turn to the actor's pool instead."""
+    _owed.elsewhere = True
 
 
 @contextlib.contextmanager
@@ -83,6 +92,9 @@ class CallerRunsActor(PooledActor):
         run = self._run_turns
 
         def run_or_owe() -> None:
+            if getattr(_owed, "elsewhere", False):
+                self.pool.submit(self._turn)
+                return
             turns: list[Callable[[], None]] | None = getattr(_owed, "turns", None)
             if turns is None:
                 run()
@@ -96,15 +108,24 @@ class CallerRunsActor(PooledActor):
         run_or_owe()
 
     def _run_turns(self) -> None:
-        """Handle messages until the inbox is empty (or the actor stopped), then mark
-        the actor idle so that the next ``tell`` runs it."""
+        """One pass on the caller's thread: up to ``throughput`` messages, those put
+        meanwhile included. If more are waiting after it, the rest runs on the actor's
+        pool (a caller never works off another thread's backlog without bound);
+        otherwise the actor is marked idle, so that the next ``tell`` runs it."""
         inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
-        while True:
-            more = self._context.run(self._handle_some)
-            if more is None:
-                return  # stopped: stays "scheduled", nothing runs it again
-            if not more:
-                with inbox.lock:
-                    if not inbox.queue:
-                        inbox.scheduled = False
-                        return
+        more = self._context.run(self._handle_some)
+        if more is None:
+            return  # stopped: stays "scheduled", nothing runs it again
+        with inbox.lock:
+            if not more and not inbox.queue:
+                inbox.scheduled = False
+                return
+        self.pool.submit(self._turn)
+
+    def _fatal(self, exc: BaseException) -> None:
+        """An interpreter-level error (``KeyboardInterrupt``, ``SystemExit``) escaped a
+        message: it belongs to the caller whose thread ran the turn. Stop this actor and
+        raise it there (not ``ThreadingActor``'s stop of every actor, from a thread that
+        may itself be running one of them)."""
+        self._stop()
+        raise exc

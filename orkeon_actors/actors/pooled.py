@@ -272,10 +272,15 @@ class PooledActor(pykka.Actor):
                     self.on_failure(*sys.exc_info())
                 except Exception:
                     self._handle_failure(*sys.exc_info())
-        except BaseException:
-            _pykka_logger.debug(f"{sys.exc_info()[1]!r} in {self}. Stopping all actors.")
-            self._stop()
-            ActorRegistry.stop_all()
+        except BaseException as exc:
+            self._fatal(exc)
+
+    def _fatal(self, exc: BaseException) -> None:
+        """An interpreter-level error (``KeyboardInterrupt``, ``SystemExit``) escaped a
+        message: as ``ThreadingActor``, stop this actor and every other one."""
+        _pykka_logger.debug(f"{exc!r} in {self}. Stopping all actors.")
+        self._stop()
+        ActorRegistry.stop_all()
 
     def _actor_loop_teardown(self) -> None:
         inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]

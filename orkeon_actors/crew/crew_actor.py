@@ -452,10 +452,12 @@ class CrewActor(PooledActor):
         if self._passivated:
             self._park_mailboxes()
             return
-        self._release()
-        on_closed, self._on_closed = self._on_closed, None
-        if on_closed is not None:
-            on_closed()
+        try:
+            self._release()
+        finally:  # the supervisor forgets the crew only on this report: send it even if the close failed
+            on_closed, self._on_closed = self._on_closed, None
+            if on_closed is not None:
+                on_closed()
 
     def on_receive(self, message: Any) -> Any:
         try:
@@ -478,7 +480,7 @@ class CrewActor(PooledActor):
             return None
         if isinstance(message, _CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                final = to_json(self.snapshot()) if message.keep_final else None
+                final = self._final_json() if message.keep_final else None
                 outcome = CrewOutcome(self.status, self.result, self.failure, final)
                 self._on_closed = lambda: message.on_closed(outcome)
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
@@ -533,6 +535,15 @@ class CrewActor(PooledActor):
                     if self.activity is not None:
                         self.activity.end()
         return None
+
+    def _final_json(self) -> str | None:
+        """The finished crew's final state for its outcome; ``None`` (logged) if it
+        cannot be encoded: the outcome is reported either way."""
+        try:
+            return to_json(self.snapshot())
+        except (TypeError, ValueError) as exc:
+            logger.warning("crew {}: its final state could not be encoded for its outcome: {}", self.crew_id, exc)
+            return None
 
     def _query(self, what: str) -> Any:
         if what == "snapshot":

@@ -416,7 +416,14 @@ class InMemoryEventHub(EventHub):
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         # Built before taking the lock (starting a mailbox actor is the slow part), so
         # registrations on other threads do not queue behind it.
-        handles = [MailboxHandle(address, owner, inline=self.inline_mailboxes) for address in parsed]
+        handles: list[MailboxHandle] = []
+        try:
+            for address in parsed:
+                handles.append(MailboxHandle(address, owner, inline=self.inline_mailboxes))
+        except BaseException:
+            for handle in handles:
+                handle.close()
+            raise
         with self._mailboxes_lock:
             taken = next((address for address in parsed if address in self._mailboxes), None)
             if taken is None:

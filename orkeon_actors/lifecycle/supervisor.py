@@ -66,7 +66,7 @@ from orkeon_actors.crew.crew_actor import (
 )
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreWriteError
+from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.hub.waiter import Waiter
@@ -108,7 +108,8 @@ park their mailboxes (a crew blocked in a tool or model call parks once it retur
 class _Handover:
     """The topic messages kept for one crew whose cursors are closed while it
     snapshots or activates: those matching any of its cursors (topic pattern, crew
-    scope, metadata match), in the order the supervisor heard of them, once each."""
+    scope, metadata match), once each, in the order the supervisor heard of them, with
+    the events read from the store merged in (see :meth:`merge`)."""
 
     __slots__ = ("filters", "ids", "messages")
 
@@ -121,20 +122,22 @@ class _Handover:
     def patterns(self) -> list[str]:
         return sorted({topic for topic, _ in self.filters})
 
-    def merge(self, messages: Sequence[Message]) -> None:
-        """Add ``messages`` (the events kept for the crew in the store) that are not
-        kept yet, and keep the whole handover in publish order: message ids are ULIDs,
-        minted in order, and a stored event may be older or newer than those heard of
-        live (a publish keeps it durably before the supervisor hears of it)."""
-        added = False
-        for message in messages:
+    def merge(self, stored: Sequence[Message]) -> None:
+        """Merge the events kept for the crew in the store (``stored``, in commit order:
+        every one was routed before the crew went live, so before its cursors reopened).
+        Each one not heard of yet goes right after the stored event before it that was
+        (the first ones: in front, kept while it slept), so the handover keeps both the
+        store's order and the order heard of; a reopened cursor's catch-up relies on
+        what its new subscription holds being the handover's tail."""
+        at = 0
+        for message in stored:
             key = str(message.id)
-            if key not in self.ids:
-                self.ids.add(key)
-                self.messages.append(message)
-                added = True
-        if added:
-            self.messages.sort(key=lambda m: str(m.id))
+            if key in self.ids:
+                at = next(i for i, m in enumerate(self.messages) if str(m.id) == key) + 1
+                continue
+            self.ids.add(key)
+            self.messages.insert(at, message)
+            at += 1
 
     def keep(self, crew_id: CrewId, message: Message) -> bool:
         """Keep ``message`` if it matches a cursor and is not kept yet."""
@@ -315,6 +318,10 @@ class _Shared:
         self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
+        self.kept_read: set[CrewId] = set()
+        """Live crews whose wake has read their kept topic events from the store (in the
+        writer, in order with the publishes' keeping writes): a publish keeps an event
+        for a crew unless it is in here (see ``CrewSupervisor._keep_for_sleepers``)."""
         self.activating: set[CrewId] = set()
         """Crews woken whose restore has not run yet: kept incrementally (added at the
         wake; removed by their first activity after their handover, their finish, their
@@ -491,6 +498,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         crew = self.activator.build(name, crew_id)
         entry = _Entry(name, crew.ref, crew.idle_timeout, crew.ledger)
         self.entries[crew_id] = entry
+        self.outcomes.pop(crew_id, None)  # a finished crew's id used again: that outcome is history
         self.idle.touch(crew_id)
         with self.shared.lock:
             self.shared.live.add(crew_id)
@@ -615,6 +623,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         with self.shared.lock:
             snapshot = self.shared.snapshotting.pop(crew_id, None)
             self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
             self.shared.status.pop(crew_id, None)
         self.hub.end_deferral(crew_id)
         if len(entry.ledger):
@@ -736,7 +745,17 @@ class _SupervisorActor(pykka.ThreadingActor):
             logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
             _tell(me, _KeptLoaded(crew_id, (), {}, 0))
 
-        self.hub.writer.post(lambda conn: cursor_events.load_kept(conn, key), after_commit=loaded, on_error=not_loaded)
+        shared = self.shared
+        shared.kept_read.discard(crew_id)
+
+        def read(conn: apsw.Connection) -> tuple[list[Message], dict[str, int], int]:
+            kept = cursor_events.load_kept(conn, key)
+            with shared.lock:
+                if crew_id in shared.live:  # later keeping writes skip it: its handover has them
+                    shared.kept_read.add(crew_id)
+            return kept
+
+        self.hub.writer.post(read, after_commit=loaded, on_error=not_loaded)
         self.stats.woke(cause, time.perf_counter() - started)
         return True
 
@@ -912,6 +931,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.idle.forget(crew_id)
         with self.shared.lock:
             self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
             self.shared.status.pop(crew_id, None)
         if entry.handover is not None:
             self.shared.remove_patterns(entry.handover.patterns, transient=True)
@@ -1005,6 +1025,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         del self.entries[crew_id]
         with self.shared.lock:
             self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
             self.shared.status.pop(crew_id, None)
         self.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on
 
@@ -1026,10 +1047,10 @@ class _SupervisorActor(pykka.ThreadingActor):
         return self.outcomes.get(crew_id)
 
     def status_of(self, crew_id: CrewId) -> CrewStatus | None:
+        if crew_id in self.entries:
+            return self.shared.status.get(crew_id)
         outcome = self.outcomes.get(crew_id)
-        if outcome is not None:
-            return outcome.status
-        return self.shared.status.get(crew_id) if crew_id in self.entries else None
+        return None if outcome is None else outcome.status
 
     def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
         entry = self.entries.get(crew_id)
@@ -1231,42 +1252,57 @@ class CrewSupervisor:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
     def _on_dispatch(self, message: Message) -> None:
-        """After ``message`` was routed (publisher thread). A topic message matching a
-        sleeping crew's cursor is kept durably for it (:meth:`_keep_for_sleepers`):
-        queued in the writer first, then the actor is told (it decides whom it wakes,
-        and a woken crew's read of its kept events is queued after that write), then
-        the publisher waits for the commit."""
-        self.shared.in_flight.pop(message.id, None)
+        """After ``message`` was routed (on the thread that dispatched it: a topic
+        message's publisher or the outbox dispatcher, which may wait for the store
+        writer; a post or reply may come from the writer's thread and never waits).
+
+        A topic message matching a sleeping crew's cursor is kept durably for it
+        (:meth:`_keep_for_sleepers`): the write is queued first, then the actor is told
+        (so the read of kept events by a wake it decides is queued after that write),
+        then the message leaves ``in_flight`` (a wake decided before this point adopts
+        it from there, one decided after hears of it from ``_Dispatched``), and only then
+        does the publisher wait for the commit. A failure to keep is logged; the wake
+        goes on without the durable copy."""
+        shared = self.shared
         topic = message.topic
         kept: Waiter[None] | None = None
         if topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
             target = message.target_crew_id
-            if target is not None and target in self.shared.live:
+            if target is not None and target in shared.live:
+                shared.in_flight.pop(message.id, None)
                 return
         else:
-            patterns = [p for p in self.shared.pattern_view if topic_matches(p, topic)]
+            patterns = [p for p in shared.pattern_view if topic_matches(p, topic)]
             if not patterns:
+                shared.in_flight.pop(message.id, None)
                 return
-            kept = self._keep_for_sleepers(message, patterns)
+            try:
+                kept = self._keep_for_sleepers(message, patterns)
+            except (HubStoppedError, StoreError, apsw.Error) as exc:
+                logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
         try:
             self._ref.tell(_Dispatched(message))
         except pykka.ActorDeadError:
             logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
-        if kept is not None:
-            try:
-                kept.wait()
-            except HubStoppedError:
-                logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
-            except (StoreWriteError, apsw.Error) as exc:  # published already: the live wake goes on, not durably
-                logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
+        finally:
+            shared.in_flight.pop(message.id, None)
+        if kept is None:
+            return
+        try:
+            kept.wait()
+        except HubStoppedError:
+            logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
+        except (StoreError, apsw.Error) as exc:  # published already: the wake goes on, not durably
+            logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
 
     def _keep_for_sleepers(self, message: Message, patterns: Sequence[str]) -> Waiter[None] | None:
-        """Queue the durable copy of ``message`` for every crew asleep now that has a
-        cursor (a parked ``wait_for_event`` included) it matches; ``None`` if there is
-        none. The wake it causes hands it over from the store too (once: by id), and if
-        the process dies first, the next boot wakes the crew with it: a crash loses no
-        topic trigger of a sleeping crew. A crew live now is skipped: its live cursors
-        have it, or, while it snapshots or activates, its handover."""
+        """Queue the durable copy of ``message`` for every crew with a cursor (a parked
+        ``wait_for_event`` included) it matches that is asleep, or woken but not yet past
+        the read of its kept events, when the write runs; ``None`` if no crew has such a
+        cursor. The wake it causes reads it back and hands it over (once: by id); if the
+        process dies first, the next boot wakes the crew with it, so a crash loses no
+        topic trigger of a sleeping crew. A crew past that read is skipped: its handover
+        or its live cursors have the message (``_Dispatched``, ``in_flight``)."""
         if message.topic.startswith("_system."):
             return None
         marks = ", ".join("?" * len(patterns))
@@ -1274,27 +1310,24 @@ class CrewSupervisor:
             f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
             tuple(patterns),
         )
-        live = self.shared.live
-        keys: dict[str, list[str]] = {}
+        shared = self.shared
+        keys: dict[CrewId, list[str]] = {}
         for crew_text, key, match in rows:
             crew = CrewId(str(crew_text))
-            if crew in live or not scope_allows(crew, message):
+            if crew in shared.kept_read or not scope_allows(crew, message):
                 continue
             if metadata_allows(FrozenMap(_json_map(str(match))), message):
-                keys.setdefault(str(crew), []).append(str(key))
+                keys.setdefault(crew, []).append(str(key))
         if not keys:
             return None
         limit = cursor_events.MAX_KEPT
 
         def work(conn: apsw.Connection) -> None:
             for crew, cursor_keys in keys.items():
-                cursor_events.keep_event(conn, crew, cursor_keys, message, limit)
+                if crew not in shared.kept_read:  # decided here, in order with the wakes' reads
+                    cursor_events.keep_event(conn, str(crew), cursor_keys, message, limit)
 
-        try:
-            return self.hub.writer.submit(work)
-        except HubStoppedError:
-            logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
-            return None
+        return self.hub.writer.submit(work)
 
     def _idle_timer(self, crew_id: CrewId) -> None:
         try:
@@ -1393,10 +1426,11 @@ class CrewSupervisor:
         since (a crew that never slept has no snapshot to restore and is not
         recovered; the messages stay kept). ``timeout=0`` asks no crew to sleep: every
         live crew is parked at once (a fast stop that leaves the store as a crash would,
-        minus the crash). Finished crews release their mailboxes. Either way every
-        unfinished crew's mailboxes stay durably registered: after a restart, posts to
-        them are accepted and wake the crew. Idempotent. A topic message published
-        meanwhile to a crew that is stopping is not kept (publishes are live-only)."""
+        minus the crash). Finished crews stop. Either way every unfinished crew's
+        mailboxes stay durably registered: after a restart, posts to them are accepted
+        and wake the crew. Idempotent. A topic message published meanwhile is kept for
+        the crews asleep (or falling asleep) with a cursor it matches; one for a crew
+        parked without sleeping is not (publishes are live-only for live crews)."""
         if timeout < 0:
             raise InvalidArgumentError(f"stop(timeout={timeout}): give seconds >= 0 (0 parks every crew at once)")
         if self._stopped:

@@ -101,8 +101,12 @@ class SqliteEventHub(InMemoryEventHub):
         self._parked: set[MailboxAddress] = set()
         self.dispatch_listeners: list[Callable[[Message], None]] = []
         """Called with every message routed to topics, every reply, and every post kept
-        for a parked mailbox, on the thread that dispatched it (must not block): how the
-        lifecycle supervisor sees triggers for sleeping crews."""
+        for a parked mailbox, on the thread that dispatched it: how the lifecycle
+        supervisor sees triggers for sleeping crews. It must not block, with one
+        exception: for a topic message (routed by its publisher, or by the outbox
+        dispatcher, never on the writer's thread) it may wait for the store writer (the
+        supervisor keeps the event for sleeping crews before the publish returns). A
+        post or reply may be dispatched on the writer's thread (an outbox post)."""
         self.route_listeners: list[Callable[[Message], None]] = []
         """Called with every message about to be routed to topics, on the publishing
         thread, *before* any subscriber can receive it (must not block). Each call is

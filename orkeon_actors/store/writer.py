@@ -43,6 +43,7 @@ import attrs
 import pykka
 from loguru import logger
 
+from orkeon_actors.actors.caller_runs import never_run_turns_here
 from orkeon_actors.errors import HubStoppedError, StoreWriteError
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.store import faults
@@ -144,6 +145,11 @@ class _WriterActor(pykka.ThreadingActor):
         # commit's fsync (while the GIL is free), not while that batch's statements run
         # (a woken caller competes with the writer for the GIL at every SQLite call).
         self._deferred: list[_Request[Any]] = []
+
+    def on_start(self) -> None:
+        # Callbacks after a commit hand posts to live mailboxes; their consumers' code
+        # must not run on (and hold up, or wait for) the writer's own thread.
+        never_run_turns_here()
 
     def on_receive(self, message: object) -> object:
         if message is _FLUSH:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from orkeon_actors.actors import CallerRunsActor, deferred_turns
+from orkeon_actors.actors import CallerRunsActor, deferred_turns, never_run_turns_here
+from orkeon_actors.testing import wait_until
 
 from .conftest import Recording
 
@@ -144,3 +145,70 @@ def test_a_message_told_from_the_actors_own_turn_runs_after_it() -> None:
         assert seen == ["start outer", "end outer", "start inner", "end inner"]
     finally:
         ref.stop()
+
+
+def test_a_backlog_past_one_pass_is_left_to_the_pool_not_to_the_caller() -> None:
+    inside = threading.Event()
+    release = threading.Event()
+    handled: list[tuple[int, int]] = []
+
+    def on_receive(self: CallerRunsActor, message: Any) -> Any:
+        if message == "hold":
+            inside.set()
+            release.wait(10)
+            return None
+        handled.append((message, threading.get_ident()))
+        return None
+
+    ref = _actor_class(on_receive=on_receive).start()
+    runner = threading.Thread(target=ref.tell, args=("hold",))
+    runner.start()
+    try:
+        assert inside.wait(10)
+        for n in range(200):  # queued behind "hold": the runner's pass takes at most a turn's worth
+            ref.tell(n)
+        release.set()
+        runner.join(10)
+        wait_until(lambda: len(handled) == 200, what="the whole backlog handled")
+        assert [n for n, _ in handled] == list(range(200))
+        by_runner = [n for n, thread in handled if thread == runner.ident]
+        assert len(by_runner) < CallerRunsActor.throughput and by_runner == list(range(len(by_runner)))
+    finally:
+        release.set()
+        ref.stop()
+
+
+def test_a_thread_that_never_runs_turns_hands_them_to_the_pool() -> None:
+    ref = _Recorder.start()
+    told_from: list[int] = []
+
+    def tell_from_a_marked_thread() -> None:
+        never_run_turns_here()
+        told_from.append(threading.get_ident())
+        ref.tell("from the writer, say")
+
+    try:
+        thread = threading.Thread(target=tell_from_a_marked_thread)
+        thread.start()
+        thread.join(10)
+        wait_until(lambda: ref.ask("seen", timeout=10) == ["from the writer, say"], what="handled")
+        assert ref.ask("threads", timeout=10) != told_from
+    finally:
+        ref.stop()
+
+
+def test_an_interpreter_level_error_in_a_turn_reaches_the_caller_and_stops_only_that_actor() -> None:
+    def on_receive(self: CallerRunsActor, message: Any) -> Any:
+        if message == "interrupt":
+            raise _Boom("as KeyboardInterrupt would")
+        return message
+
+    failing = _actor_class(on_receive=on_receive).start()
+    other = _Recorder.start()
+    try:
+        with pytest.raises(_Boom):
+            failing.tell("interrupt")
+        assert not failing.is_alive()
+        assert other.is_alive() and other.ask("seen", timeout=10) == []
+    finally:
+        other.stop()

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+import orkeon_actors as ok
+from orkeon_actors import CrewId
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
+from orkeon_actors.lifecycle.supervisor import _Handover
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.store import faults
 from orkeon_actors.testing import wait_until
@@ -149,3 +152,26 @@ def test_events_for_another_cursor_published_while_snapshotting_are_kept(
     shop.publish("go", {})
     shop.publish("orders", "done")
     assert _result(env, "r1") == [0, 1, 2]
+
+
+def test_stored_events_merge_into_the_handover_in_store_order_around_those_heard_of() -> None:
+    """Stored events were all routed before the crew went live: kept while it slept (in
+    front), or kept by a publish the supervisor had not heard of yet (right after the
+    stored event before it). What was heard of keeps its order: a reopened cursor's
+    catch-up relies on its subscription holding the handover's tail."""
+    rt = ok.Runtime.start()
+    try:
+        shop = rt.hub.bind("shop")
+        # minted first, routed last (an outbox message, say): heard of after the trigger
+        routed_late = shop.publish("orders", "late")
+        asleep_1, asleep_2, trigger, unheard = (shop.publish("orders", n) for n in range(4))
+    finally:
+        rt.stop()
+    handover = _Handover([("orders", None)])
+    for message in (trigger, routed_late):
+        assert handover.keep(CrewId("c"), message)
+    handover.merge([asleep_1, asleep_2, trigger, unheard])
+    assert [m.json() for m in handover.messages] == [0, 1, 2, 3, "late"]
+    handover.merge([asleep_1, unheard])  # already there: nothing moves
+    assert [m.json() for m in handover.messages] == [0, 1, 2, 3, "late"]
+    assert not handover.keep(CrewId("c"), unheard)  # heard of later: once

@@ -120,6 +120,21 @@ def test_with_no_finished_memory_no_outcome_is_kept(env: Env) -> None:
     assert sup.state("c1") is LifecycleState.UNKNOWN
 
 
+def test_a_finished_crews_id_spawned_again_reports_the_new_crew_not_the_old_outcome(env: Env) -> None:
+    env.factories["once"] = lambda _: _crew(respond("first"))
+    env.factories["waits"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("second"))
+    sup = env.boot()
+    sup.spawn("once", "c1")
+    wait_until(lambda: sup.outcome("c1") is not None, what="the first c1 finished")
+    sup.spawn("waits", "c1")  # completed crews are deleted: the id is free again
+    assert env.settle("c1") is CrewStatus.WAITING
+    assert sup.outcome("c1") is None and sup.state("c1") is LifecycleState.ACTIVE
+    env.hub.bind("other", "x").post("agent://c1/a", {"go": 1})
+    wait_until(lambda: sup.outcome("c1") is not None, what="the second c1 finished")
+    outcome = sup.outcome("c1")
+    assert outcome is not None and outcome.result == "second"
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
 def test_finished_memory_must_be_a_count_of_crews(env: Env, bad: object) -> None:
     with pytest.raises(InvalidArgumentError, match="finished_memory must be a number of crews"):

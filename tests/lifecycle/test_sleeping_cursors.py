@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import apsw
 import attrs
 import pytest
+from loguru import logger
 
 from orkeon_actors import CrewId, PublishOptions
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
@@ -169,3 +171,33 @@ def test_an_event_kept_for_a_parked_wait_wakes_the_crew_at_the_next_boot(env: En
     assert sup.stats.wakes == 1
     env.hub.bind("shop").publish("orders", "done")
     assert _result(env, "r1") == {"read": [], "missed": 0}
+
+
+def test_a_publish_waits_for_its_kept_copy_and_a_wake_hands_it_over_once(env: Env) -> None:
+    sup = _asleep_on_go(env)
+    shop = env.hub.bind("shop")
+    shop.publish("orders", 0)
+    assert _kept(env, "r1") == 1  # committed before publish returned: no waiting needed
+    shop.publish("go", {})  # wakes it: kept too, read back at the wake, handed over once
+    wait_until(lambda: _parked(env, "r1", 3), what="the kept order read, parked on orders")
+    shop.publish("orders", "done")
+    assert _result(env, "r1") == {"read": [0], "missed": 0}
+    assert sup.stats.wakes == 1
+
+
+def test_a_failed_keep_is_logged_and_the_wake_goes_on(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    sup = _asleep_on_go(env)
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise apsw.IOError("disk gone")
+
+    monkeypatch.setattr(cursor_events, "keep_event", broken)
+    logged: list[str] = []
+    sink = logger.add(lambda m: logged.append(str(m)), level="ERROR")
+    try:
+        env.hub.bind("shop").publish("go", {})  # returns: the event was published
+    finally:
+        logger.remove(sink)
+    assert any("not kept for its sleeping crews" in line and "disk gone" in line for line in logged)
+    wait_until(lambda: _parked(env, "r1", 2), what="woken by the live event all the same")
+    assert sup.stats.wakes == 1 and _kept(env, "r1") == 0
