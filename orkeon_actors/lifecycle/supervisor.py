@@ -777,7 +777,7 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def _kept_loaded(self, loaded: _KeptLoaded) -> None:
         """The events kept in the store for the crew (while it slept, and those a publish
-        kept before the crew went live): merged into the handover in publish order."""
+        kept before the wake read them): merged into the handover (:meth:`_Handover.merge`)."""
         entry = self.entries.get(loaded.crew_id)
         if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
             return
