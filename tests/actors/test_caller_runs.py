@@ -35,33 +35,46 @@ def test_on_start_and_a_tell_to_an_idle_actor_run_on_the_callers_thread() -> Non
         ref.stop()
 
 
+class _Busy:
+    """A caller-runs actor kept busy by a runner thread (inside a ``"hold"`` message,
+    until ``release``); records the thread that handled each other message."""
+
+    def __init__(self) -> None:
+        self.inside = threading.Event()
+        self.release = threading.Event()
+        self.handled: list[tuple[Any, int | None]] = []
+
+        def on_receive(actor: CallerRunsActor, message: Any) -> Any:
+            if message == "hold":
+                self.inside.set()
+                self.release.wait(10)
+                return None
+            self.handled.append((message, threading.get_ident()))
+            return message
+
+        self.ref = _actor_class(on_receive=on_receive).start()
+        self.runner = threading.Thread(target=self.ref.tell, args=("hold",))
+
+    def __enter__(self) -> _Busy:
+        self.runner.start()
+        assert self.inside.wait(10)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release.set()
+        self.runner.join(10)
+        self.ref.stop()
+
+
 def test_a_tell_or_ask_to_a_busy_actor_is_handled_by_the_thread_running_it() -> None:
-    inside = threading.Event()
-    release = threading.Event()
-    handled_on: dict[str, int] = {}
-
-    def on_receive(self: CallerRunsActor, message: Any) -> Any:
-        handled_on[message] = threading.get_ident()
-        if message == "hold":
-            inside.set()
-            release.wait(10)
-        return message
-
-    ref = _actor_class(on_receive=on_receive).start()
-    runner = threading.Thread(target=ref.tell, args=("hold",))
-    runner.start()
-    try:
-        assert inside.wait(10)
-        ref.tell("queued")  # the actor is busy: this only queues it
-        answer = ref.ask("answer", block=False)  # answered by the runner, not by this thread
-        assert "queued" not in handled_on and "answer" not in handled_on
-        release.set()
+    with _Busy() as busy:
+        busy.ref.tell("queued")  # the actor is busy: this only queues it
+        answer = busy.ref.ask("answer", block=False)  # answered by the runner, not by this thread
+        assert busy.handled == []
+        busy.release.set()
         assert answer.get(timeout=10) == "answer"
-        runner.join(10)
-        assert handled_on["queued"] == handled_on["answer"] == handled_on["hold"] == runner.ident
-    finally:
-        release.set()
-        ref.stop()
+        busy.runner.join(10)
+        assert busy.handled == [("queued", busy.runner.ident), ("answer", busy.runner.ident)]
 
 
 def test_deferred_turns_run_after_the_lock_the_block_released() -> None:
@@ -148,34 +161,15 @@ def test_a_message_told_from_the_actors_own_turn_runs_after_it() -> None:
 
 
 def test_a_backlog_past_one_pass_is_left_to_the_pool_not_to_the_caller() -> None:
-    inside = threading.Event()
-    release = threading.Event()
-    handled: list[tuple[int, int]] = []
-
-    def on_receive(self: CallerRunsActor, message: Any) -> Any:
-        if message == "hold":
-            inside.set()
-            release.wait(10)
-            return None
-        handled.append((message, threading.get_ident()))
-        return None
-
-    ref = _actor_class(on_receive=on_receive).start()
-    runner = threading.Thread(target=ref.tell, args=("hold",))
-    runner.start()
-    try:
-        assert inside.wait(10)
+    with _Busy() as busy:
         for n in range(200):  # queued behind "hold": the runner's pass takes at most a turn's worth
-            ref.tell(n)
-        release.set()
-        runner.join(10)
-        wait_until(lambda: len(handled) == 200, what="the whole backlog handled")
-        assert [n for n, _ in handled] == list(range(200))
-        by_runner = [n for n, thread in handled if thread == runner.ident]
+            busy.ref.tell(n)
+        busy.release.set()
+        busy.runner.join(10)
+        wait_until(lambda: len(busy.handled) == 200, what="the whole backlog handled")
+        assert [n for n, _ in busy.handled] == list(range(200))
+        by_runner = [n for n, thread in busy.handled if thread == busy.runner.ident]
         assert len(by_runner) < CallerRunsActor.throughput and by_runner == list(range(len(by_runner)))
-    finally:
-        release.set()
-        ref.stop()
 
 
 def test_a_thread_that_never_runs_turns_hands_them_to_the_pool() -> None:

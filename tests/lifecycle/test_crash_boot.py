@@ -43,35 +43,22 @@ def test_a_killed_process_reboots_lazily_and_a_past_expiry_wakes_at_once(asleep:
 
 
 @pytest.mark.parametrize("kill", ["factory", "model"])
-def test_a_post_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
-    lines = _run(asleep, "post", 10, "--kill", kill, "--expect", "mail", killed=True)
-    assert ("ACTIVATING mail" if kill == "factory" else "DELIVERED mail") in lines
-    result = tagged(_run(asleep, "run", 20, "--expect", "mail"), "RESULT")
-    [received] = _tool_results(result["results"]["mail"])
+@pytest.mark.parametrize(("phase", "crew"), [("post", "mail"), ("publish", "forever")])
+def test_a_post_or_a_topic_trigger_is_processed_once_when_the_process_dies_during_activation(
+    asleep: Path, phase: str, crew: str, kill: str
+) -> None:
+    """A post is durable once ``post`` returns; a published event that wakes a sleeping
+    crew is kept for it before ``publish`` returns. A crash during the activation loses
+    neither: the next boot wakes the crew with it, and it is not delivered again."""
+    lines = _run(asleep, phase, 10, "--kill", kill, "--expect", crew, killed=True)
+    assert (f"ACTIVATING {crew}" if kill == "factory" else f"DELIVERED {crew}") in lines
+    result = tagged(_run(asleep, "run", 20, "--expect", crew), "RESULT")
+    [received] = _tool_results(result["results"][crew])
     assert received["timed_out"] is False and received["message"]["payload"] == {"n": 1}
-    assert result["states"] == {"finite": "Asleep", "forever": "Asleep"}
-    after = _run(asleep, "boot", 30, killed=True)  # the post is not delivered again
-    assert tagged(after, "STATE") == {
-        "states": {"finite": "Asleep", "forever": "Asleep", "mail": "Unknown"},
-        "wakes": 0,
-    }
-
-
-@pytest.mark.parametrize("kill", ["factory", "model"])
-def test_a_topic_trigger_is_processed_once_when_the_process_dies_during_activation(asleep: Path, kill: str) -> None:
-    """A publish that wakes a sleeping crew is kept for it durably before it returns: a
-    crash during the activation loses nothing, the next boot wakes the crew with it."""
-    lines = _run(asleep, "publish", 10, "--kill", kill, "--expect", "forever", killed=True)
-    assert "PUBLISHED" in lines and ("ACTIVATING forever" if kill == "factory" else "DELIVERED forever") in lines
-    result = tagged(_run(asleep, "run", 20, "--expect", "forever"), "RESULT")
-    [received] = _tool_results(result["results"]["forever"])
-    assert received["timed_out"] is False and received["message"]["payload"] == {"n": 1}
-    assert result["states"] == {"finite": "Asleep", "mail": "Asleep"}
-    after = _run(asleep, "boot", 30, killed=True)  # the event is not delivered again
-    assert tagged(after, "STATE") == {
-        "states": {"finite": "Asleep", "forever": "Unknown", "mail": "Asleep"},
-        "wakes": 0,
-    }
+    others = {c: "Asleep" for c in ("finite", "forever", "mail") if c != crew}
+    assert result["states"] == others
+    after = _run(asleep, "boot", 30, killed=True)  # not delivered again
+    assert tagged(after, "STATE") == {"states": {**others, crew: "Unknown"}, "wakes": 0}
 
 
 @pytest.mark.parametrize("kill", ["factory", "model"])
