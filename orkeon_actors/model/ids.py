@@ -52,6 +52,11 @@ def _make_ulid_generator() -> Callable[[], str]:
     def new_ulid() -> str:
         nonlocal last_ms, last_rand, head, head_key
         ms = time_ns() // 1_000_000
+        # The first id of a millisecond needs fresh randomness: read it before taking the
+        # lock (``urandom`` is a system call that lets other threads run; under the lock,
+        # every thread minting an id would queue behind it). ``last_ms`` read unlocked is
+        # only a hint; the lock decides.
+        fresh = from_bytes(urandom(10), "big") >> 1 if ms > last_ms else -1
         with lock:
             if ms <= last_ms:
                 ms = last_ms
@@ -62,7 +67,7 @@ def _make_ulid_generator() -> Callable[[], str]:
                     head_key = -1
             else:
                 # Keep the top bit clear so increments within a millisecond never overflow.
-                rand = from_bytes(urandom(10), "big") >> 1
+                rand = fresh if fresh >= 0 else from_bytes(urandom(10), "big") >> 1
                 head_key = -1
             last_ms = ms
             last_rand = rand

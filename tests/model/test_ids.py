@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
@@ -79,3 +81,26 @@ def test_minted_ulids_decode_to_their_minting_time_with_python_ulid() -> None:
         decoded = ULID.from_str(text)
         assert str(decoded) == text
         assert before <= decoded.milliseconds <= after + 1
+
+
+@settings(max_examples=10, deadline=None)
+@given(threads=st.integers(2, 8), per_thread=st.integers(1, 2_000))
+def test_ulids_minted_on_several_threads_at_once_are_unique_and_increase_per_thread(
+    threads: int, per_thread: int
+) -> None:
+    minted: list[list[str]] = [[] for _ in range(threads)]
+    start = threading.Barrier(threads)
+
+    def mint(into: list[str]) -> None:
+        start.wait(10)
+        into.extend(new_ulid_str() for _ in range(per_thread))
+
+    workers = [threading.Thread(target=mint, args=(into,)) for into in minted]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    every = [ulid for into in minted for ulid in into]
+    assert len(set(every)) == threads * per_thread  # no id twice, across threads
+    for into in minted:
+        assert into == sorted(into) and len(set(into)) == len(into)  # each thread's in mint order
