@@ -42,14 +42,15 @@ class _Busy:
     def __init__(self) -> None:
         self.inside = threading.Event()
         self.release = threading.Event()
-        self.handled: list[tuple[Any, int | None]] = []
+        self.handled: list[tuple[Any, threading.Thread]] = []
+        """(message, thread): the thread object, not its ident (idents are reused)."""
 
         def on_receive(actor: CallerRunsActor, message: Any) -> Any:
             if message == "hold":
                 self.inside.set()
                 self.release.wait(10)
                 return None
-            self.handled.append((message, threading.get_ident()))
+            self.handled.append((message, threading.current_thread()))
             return message
 
         self.ref = _actor_class(on_receive=on_receive).start()
@@ -74,7 +75,7 @@ def test_a_tell_or_ask_to_a_busy_actor_is_handled_by_the_thread_running_it() -> 
         busy.release.set()
         assert answer.get(timeout=10) == "answer"
         busy.runner.join(10)
-        assert busy.handled == [("queued", busy.runner.ident), ("answer", busy.runner.ident)]
+        assert busy.handled == [("queued", busy.runner), ("answer", busy.runner)]
 
 
 def test_deferred_turns_run_after_the_lock_the_block_released() -> None:
@@ -168,7 +169,7 @@ def test_a_backlog_past_one_pass_is_left_to_the_pool_not_to_the_caller() -> None
         busy.runner.join(10)
         wait_until(lambda: len(busy.handled) == 200, what="the whole backlog handled")
         assert [n for n, _ in busy.handled] == list(range(200))
-        by_runner = [n for n, thread in busy.handled if thread == busy.runner.ident]
+        by_runner = [n for n, thread in busy.handled if thread is busy.runner]
         assert len(by_runner) < CallerRunsActor.throughput and by_runner == list(range(len(by_runner)))
 
 
