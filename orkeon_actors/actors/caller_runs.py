@@ -25,10 +25,9 @@ get to it.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from orkeon_actors.actors.pooled import PooledActor, _Inbox
 
@@ -47,20 +46,22 @@ def never_run_turns_here() -> None:
     _owed.elsewhere = True
 
 
-@contextlib.contextmanager
-def deferred_turns() -> Iterator[None]:
-    """Within the block, a ``tell`` that finds a :class:`CallerRunsActor` idle does not run
-    its turn at once: the turn runs when the block exits (also when it raises, since the
-    actor counts as running until it does), after whatever the block released. Nested
-    blocks run their turns at the exit of the outermost one."""
-    if getattr(_owed, "turns", None) is not None:
-        yield  # the outer block runs them
-        return
-    turns: list[Callable[[], None]] = []
-    _owed.turns = turns
-    try:
-        yield
-    finally:
+class _DeferredTurns:
+    """The context manager :func:`deferred_turns` returns (a class, not a generator:
+    every mailbox call enters one)."""
+
+    __slots__ = ("_turns",)
+
+    def __enter__(self) -> None:
+        if getattr(_owed, "turns", None) is not None:
+            self._turns: list[Callable[[], None]] | None = None  # the outer block runs them
+            return
+        self._turns = _owed.turns = []
+
+    def __exit__(self, *_exc: object) -> None:
+        turns = self._turns
+        if turns is None:
+            return
         _owed.turns = None
         # Every owed turn runs, even past one that raised (a turn handles its actor's
         # errors; only an interpreter-level one gets here): an actor whose turn never
@@ -73,6 +74,14 @@ def deferred_turns() -> Iterator[None]:
                 error = error or exc
         if error is not None:
             raise error
+
+
+def deferred_turns() -> _DeferredTurns:
+    """Within the block, a ``tell`` that finds a :class:`CallerRunsActor` idle does not run
+    its turn at once: the turn runs when the block exits (also when it raises, since the
+    actor counts as running until it does), after whatever the block released. Nested
+    blocks run their turns at the exit of the outermost one."""
+    return _DeferredTurns()
 
 
 def turns_deferred() -> bool:

@@ -129,15 +129,23 @@ class _Handover:
         (the first ones: in front, kept while it slept), so the handover keeps both the
         store's order and the order heard of; a reopened cursor's catch-up relies on
         what its new subscription holds being the handover's tail."""
-        at = 0
+        front: list[Message] = []
+        after: dict[str, list[Message]] = {}  # id of a stored event heard of -> those that follow it
+        following = front
         for message in stored:
             key = str(message.id)
             if key in self.ids:
-                at = next(i for i, m in enumerate(self.messages) if str(m.id) == key) + 1
-                continue
-            self.ids.add(key)
-            self.messages.insert(at, message)
-            at += 1
+                following = after.setdefault(key, [])
+            else:
+                self.ids.add(key)
+                following.append(message)
+        if not front and not any(after.values()):
+            return
+        merged = front
+        for message in self.messages:  # one pass: up to 10,000 kept events per cursor
+            merged.append(message)
+            merged.extend(after.get(str(message.id), ()))
+        self.messages = merged
 
     def keep(self, crew_id: CrewId, message: Message) -> bool:
         """Keep ``message`` if it matches a cursor and is not kept yet."""
