@@ -58,6 +58,7 @@ from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
 from orkeon_actors.store.records import PendingWaitRecord, SnapshotRecord, pending_wait_from_row, snapshot_from_row
+from orkeon_actors.store.identity import verify_store_file
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.store.unit_of_work import UnitOfWork
 from orkeon_actors.store.writer import StoreWriter
@@ -118,6 +119,7 @@ class SqliteEventHub(InMemoryEventHub):
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
+        verify_store_file(config.path)  # before the lock file and WAL: a refused file stays as it was
         self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
