@@ -54,11 +54,12 @@ from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
+from orkeon_actors.store.damage import store_errors
+from orkeon_actors.store.identity import verify_store_file
 from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
 from orkeon_actors.store.records import PendingWaitRecord, SnapshotRecord, pending_wait_from_row, snapshot_from_row
-from orkeon_actors.store.identity import verify_store_file
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.store.unit_of_work import UnitOfWork
 from orkeon_actors.store.writer import StoreWriter
@@ -123,7 +124,8 @@ class SqliteEventHub(InMemoryEventHub):
         self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
-            self._open()
+            with store_errors(config.path, "opening it"):
+                self._open()
         except BaseException:
             self._close_store()
             raise
