@@ -13,16 +13,47 @@ all. Each refusal is a typed error naming the rule:
 * **replies**: only the crew that received a request may answer it; the hub refuses any
   other replier with the same ``UnknownCorrelationError`` as an unknown id
   (:func:`may_reply`).
+
+:func:`bounded_payload` and :func:`check_metadata` apply the input bounds of
+:mod:`orkeon_actors.model.limits` to what a caller sends; every path that sends for a
+caller (the client, a durable unit of work) runs them before anything is stored or routed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from orkeon_actors.errors import EventAclError, ReservedTopicError
 from orkeon_actors.hub.port import CallerContext
 from orkeon_actors.model.address import RESERVED_TOPIC_PREFIX, MailboxAddress, Scheme, is_reserved_topic
 from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.limits import Limits, check_metadata_bounds, check_payload_size
+from orkeon_actors.model.message import FrozenMap, encode_payload
 
-__all__ = ["check_last_value_scope", "check_mailbox_reader", "check_publish_topic", "may_reply"]
+__all__ = [
+    "bounded_payload",
+    "check_last_value_scope",
+    "check_mailbox_reader",
+    "check_metadata",
+    "check_publish_topic",
+    "may_reply",
+]
+
+
+def bounded_payload(payload: object, limits: Limits) -> bytes:
+    """``payload`` encoded (strict JSON unless bytes), or ``LimitExceededError`` when it
+    is over ``limits.max_payload_bytes`` (``InvalidArgumentError`` if not encodable)."""
+    data = encode_payload(payload)
+    check_payload_size(len(data), limits)
+    return data
+
+
+def check_metadata(metadata: Mapping[str, str] | None) -> None:
+    """Bound ``metadata`` even when it is a ready-made :class:`FrozenMap` (which
+    ``freeze_metadata`` passes through unchecked); a plain mapping is bounded when it is
+    frozen."""
+    if isinstance(metadata, FrozenMap):
+        check_metadata_bounds(metadata)
 
 
 def check_publish_topic(caller: CallerContext, topic: str) -> None:

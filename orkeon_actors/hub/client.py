@@ -16,13 +16,18 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.hub.boundary import check_last_value_scope, check_mailbox_reader, check_publish_topic
+from orkeon_actors.hub.boundary import (
+    bounded_payload,
+    check_last_value_scope,
+    check_mailbox_reader,
+    check_metadata,
+    check_publish_topic,
+)
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic, validate_topic_pattern
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
-from orkeon_actors.model.limits import check_metadata_bounds, check_payload_size
-from orkeon_actors.model.message import FrozenMap, Message, encode_payload, freeze_metadata
+from orkeon_actors.model.message import Message, freeze_metadata
 from orkeon_actors.model.options import (
     DEFAULT_PUBLISH_OPTIONS,
     FiniteWaitTimeout,
@@ -53,13 +58,6 @@ def _send_timeout(timeout: Seconds | WaitTimeout) -> float:
     if isinstance(timeout, FiniteWaitTimeout):
         return timeout.seconds
     return to_seconds(timeout)
-
-
-def _check_metadata(metadata: Mapping[str, str] | None) -> None:
-    """Bound ``metadata`` even when it is a ready-made :class:`FrozenMap` (which
-    ``freeze_metadata`` passes through unchecked)."""
-    if isinstance(metadata, FrozenMap):
-        check_metadata_bounds(metadata)
 
 
 class HubClient:
@@ -94,7 +92,7 @@ class HubClient:
         validate_topic(topic)
         check_publish_topic(self.caller, topic)
         options = options or DEFAULT_PUBLISH_OPTIONS
-        _check_metadata(options.metadata)
+        check_metadata(options.metadata)
         return self.hub.publish(self.caller, topic, self._payload(payload), options, cancel)
 
     def post(
@@ -111,7 +109,7 @@ class HubClient:
         address = MailboxAddress.parse(to)
         if address.scheme is Scheme.TOPIC:
             check_publish_topic(self.caller, address.name or "")
-        _check_metadata(metadata)
+        check_metadata(metadata)
         return self.hub.post(self.caller, address, self._payload(payload), metadata, cancel)
 
     def send(
@@ -127,7 +125,7 @@ class HubClient:
         (``FOREVER`` raises ``InvalidArgumentError``); no reply in time raises
         ``SendTimeoutError`` (a ``TimeoutError``)."""
         seconds = _send_timeout(timeout)
-        _check_metadata(metadata)
+        check_metadata(metadata)
         return self.hub.send(self.caller, MailboxAddress.parse(to), self._payload(request), seconds, metadata, cancel)
 
     def request(
@@ -143,7 +141,7 @@ class HubClient:
         reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
         stays answerable until ``timeout`` passes."""
         seconds = _send_timeout(timeout)
-        _check_metadata(metadata)
+        check_metadata(metadata)
         address = MailboxAddress.parse(to)
         return self.hub.request(self.caller, address, self._payload(request), seconds, metadata, cancel)
 
@@ -157,7 +155,7 @@ class HubClient:
     ) -> Message:
         """Answer a pending request. Raises ``UnknownCorrelationError`` when the id is
         unknown, already answered or expired, or the request went to another crew."""
-        _check_metadata(metadata)
+        check_metadata(metadata)
         return self.hub.reply(self.caller, CorrelationId(correlation_id), self._payload(payload), metadata, cancel)
 
     def subscribe(
@@ -224,10 +222,7 @@ class HubClient:
         return self.hub.get_last_value(self.caller, key, scope, cancel)
 
     def _payload(self, payload: object) -> bytes:
-        """``payload`` encoded (strict JSON unless bytes) and within ``max_payload_bytes``."""
-        data = encode_payload(payload)
-        check_payload_size(len(data), self.hub.limits)
-        return data
+        return bounded_payload(payload, self.hub.limits)
 
     def __repr__(self) -> str:
         agent = f", agent_id={self.caller.agent_id!s}" if self.caller.agent_id else ""

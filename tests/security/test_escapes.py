@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.acl import LinksBlock, load_links
 from orkeon_actors.acl.links import CrewLink, Direction
-from orkeon_actors.errors import EventAclError, ReservedTopicError, UnknownCorrelationError
+from orkeon_actors.errors import EventAclError, LimitExceededError, ReservedTopicError, UnknownCorrelationError
 from orkeon_actors.model.ids import CorrelationId
 from orkeon_actors.tools import EventHubTools
 
@@ -121,3 +122,18 @@ def test_duplicate_links_sharing_nothing_grant_nothing() -> None:
     )
     assert [link.to for link in block.links] == ["b2"]
     assert block.warnings
+
+
+def test_a_durable_unit_of_work_holds_the_same_boundary(tmp_path: Path) -> None:
+    """The durable hub's other way to send (``hub.unit_of_work``) applies the same rules."""
+    with ok.Runtime.start(store=str(tmp_path / "state.db"), max_payload_bytes=100) as rt:
+        hub = rt.hub
+        hub.register_mailbox("agent://c/a")
+        with hub.unit_of_work("evil") as uow:  # type: ignore[attr-defined]
+            with pytest.raises(ReservedTopicError):
+                uow.publish("_system.post", "looks like the hub")
+            with pytest.raises(ReservedTopicError):
+                uow.post("topic://_system.reply", "looks like the hub")
+            with pytest.raises(LimitExceededError):
+                uow.post("agent://c/a", "x" * 200)
+            assert uow.outgoing == []
