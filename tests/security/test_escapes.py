@@ -137,3 +137,17 @@ def test_a_durable_unit_of_work_holds_the_same_boundary(tmp_path: Path) -> None:
             with pytest.raises(LimitExceededError):
                 uow.post("agent://c/a", "x" * 200)
             assert uow.outgoing == []
+
+
+def test_a_subscription_sees_no_mail_of_another_crew(rt: ok.Runtime) -> None:
+    hub = rt.hub
+    hub.register_mailbox("agent://victim/a")
+    hub.register_mailbox("agent://bank/t")
+    spy = hub.bind("spy", "s")
+    subscriptions = [spy.subscribe("#"), spy.subscribe("_system.#")]
+    victim = hub.bind("victim", "b")
+    victim.post("agent://victim/a", "secret")
+    victim.request("agent://bank/t", "secret request", timeout=60)
+    victim.publish("not.secret", "broadcast")
+    assert subscriptions[0].receive(5).json() == "broadcast"
+    assert [s.poll() for s in subscriptions] == [None, None]
