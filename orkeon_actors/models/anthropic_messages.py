@@ -27,7 +27,7 @@ from typing import Any
 
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.errors import ModelConfigError
-from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure
+from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure, split_parameters
 from orkeon_actors.models.pricing import Price, TokenCounts
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import render
@@ -36,8 +36,6 @@ __all__ = ["AnthropicModel"]
 
 DEFAULT_MAX_TOKENS = 4096
 """The Messages API requires ``max_tokens``; this is sent when none is configured."""
-
-_SDK_PARAMETERS = frozenset({"model", "messages", "max_tokens", "system", "tools", "temperature"})
 
 
 class AnthropicModel(ProviderModel):
@@ -121,10 +119,9 @@ class AnthropicModel(ProviderModel):
         return body
 
     def send(self, body: Mapping[str, Any]) -> str:
-        known = {k: v for k, v in body.items() if k in _SDK_PARAMETERS}
-        extra = {k: v for k, v in body.items() if k not in _SDK_PARAMETERS}
-        raw = self._client.messages.with_raw_response.create(**known, extra_body=extra or None)
-        text: str = raw.text
+        known, extra = split_parameters(self._client.messages.create, body)
+        raw = self._client.messages.with_raw_response.create(**known, extra_body=extra)
+        text: str = raw.http_response.text
         return text
 
     def failure(self, exc: Exception) -> Failure | None:

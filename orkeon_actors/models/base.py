@@ -19,6 +19,8 @@ body (:meth:`~ProviderModel.wire_response`). ``complete`` then guarantees:
 from __future__ import annotations
 
 import abc
+import functools
+import inspect
 import json
 import math
 from collections.abc import Mapping
@@ -32,7 +34,7 @@ from orkeon_actors.errors import ModelConfigError, ModelError
 from orkeon_actors.models.pricing import Price, TokenCounts, resolve_price
 from orkeon_actors.models.retry import RetryPolicy, is_retryable_status, parse_retry_after
 
-__all__ = ["Failure", "MalformedResponse", "ProviderModel", "provider_message", "sdk_failure"]
+__all__ = ["Failure", "MalformedResponse", "ProviderModel", "provider_message", "sdk_failure", "split_parameters"]
 
 
 @attrs.frozen
@@ -237,6 +239,22 @@ def sdk_failure(
         cause = exc.__cause__ or exc
         return Failure(f"cannot reach the server ({type(cause).__name__}: {cause})")
     return None
+
+
+def split_parameters(create: Any, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``body`` split into the keyword arguments the SDK's ``create`` names and the rest,
+    which the SDK sends through its ``extra_body`` (SDK releases add and drop named
+    parameters; the JSON on the wire is the same either way)."""
+    named = _named_parameters(create)
+    known = {k: v for k, v in body.items() if k in named}
+    extra = {k: v for k, v in body.items() if k not in named}
+    return known, extra or None
+
+
+@functools.cache
+def _named_parameters(create: Any) -> frozenset[str]:
+    signature = inspect.signature(create)
+    return frozenset(name for name in signature.parameters if not name.startswith("extra_"))
 
 
 def provider_message(body: object) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.errors import ModelConfigError
-from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure
+from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure, split_parameters
 from orkeon_actors.models.pricing import Price, TokenCounts
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import DefinitionStyle, canonical_arguments, render
@@ -33,11 +33,6 @@ from orkeon_actors.tools.styles import DefinitionStyle, canonical_arguments, ren
 __all__ = ["OpenAIChatModel"]
 
 MaxTokensParameter = Literal["max_completion_tokens", "max_tokens"]
-
-_SDK_PARAMETERS = frozenset(
-    {"model", "messages", "tools", "parallel_tool_calls", "max_completion_tokens", "max_tokens", "temperature"}
-)
-"""Body fields passed to ``create`` by name; the rest (``extra_body``) as ``extra_body``."""
 
 
 class OpenAIChatModel(ProviderModel):
@@ -134,10 +129,9 @@ class OpenAIChatModel(ProviderModel):
         return body
 
     def send(self, body: Mapping[str, Any]) -> str:
-        known = {k: v for k, v in body.items() if k in _SDK_PARAMETERS}
-        extra = {k: v for k, v in body.items() if k not in _SDK_PARAMETERS}
-        raw = self._client.chat.completions.with_raw_response.create(**known, extra_body=extra or None)
-        text: str = raw.text
+        known, extra = split_parameters(self._client.chat.completions.create, body)
+        raw = self._client.chat.completions.with_raw_response.create(**known, extra_body=extra)
+        text: str = raw.http_response.text
         return text
 
     def failure(self, exc: Exception) -> Failure | None:

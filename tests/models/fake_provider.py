@@ -51,7 +51,7 @@ class FakeProvider:
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 raw = self.rfile.read(length)
                 received = Received(
@@ -68,12 +68,14 @@ class FakeProvider:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            def log_message(self, format: str, *args: Any) -> None:
                 return None
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="fake-provider", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-provider", daemon=True
+        )
         self._thread.start()
 
     @property

@@ -65,7 +65,12 @@ TEXT_RESPONSE: dict[str, Any] = {
             "finish_reason": "stop",
         }
     ],
-    "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21, "prompt_tokens_details": {"cached_tokens": 4}},
+    "usage": {
+        "prompt_tokens": 9,
+        "completion_tokens": 12,
+        "total_tokens": 21,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    },
 }
 
 
@@ -87,7 +92,10 @@ def test_the_request_is_the_documented_body_field_by_field(provider: FakeProvide
         ChatMessage(
             "assistant",
             "Looking both up.",
-            (ToolCall("call_1", "get_current_weather", '{"location": "Boston"}'), ToolCall("call_2", "get_current_weather", '{"location":"Paris"}')),
+            (
+                ToolCall("call_1", "get_current_weather", '{"location": "Boston"}'),
+                ToolCall("call_2", "get_current_weather", '{"location":"Paris"}'),
+            ),
         ),
         ChatMessage("tool", '{"temp": 3}', tool_call_id="call_1", name="get_current_weather"),
         ChatMessage("tool", '{"temp": 9}', tool_call_id="call_2", name="get_current_weather"),
@@ -106,8 +114,16 @@ def test_the_request_is_the_documented_body_field_by_field(provider: FakeProvide
                 "role": "assistant",
                 "content": "Looking both up.",
                 "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "get_current_weather", "arguments": '{"location": "Boston"}'}},
-                    {"id": "call_2", "type": "function", "function": {"name": "get_current_weather", "arguments": '{"location":"Paris"}'}},
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_current_weather", "arguments": '{"location": "Boston"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_current_weather", "arguments": '{"location":"Paris"}'},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": '{"temp": 3}'},
@@ -116,7 +132,11 @@ def test_the_request_is_the_documented_body_field_by_field(provider: FakeProvide
         "tools": [
             {
                 "type": "function",
-                "function": {"name": WEATHER["name"], "description": WEATHER["description"], "parameters": WEATHER["input_schema"]},
+                "function": {
+                    "name": WEATHER["name"],
+                    "description": WEATHER["description"],
+                    "parameters": WEATHER["input_schema"],
+                },
             }
         ],
         "parallel_tool_calls": True,
@@ -139,7 +159,11 @@ def test_text_plus_parallel_tool_calls_in_one_turn(provider: FakeProvider) -> No
     message = body["choices"][0]["message"]
     message["content"] = "Checking two cities."
     message["tool_calls"].append(
-        {"id": "call_def456", "type": "function", "function": {"name": "get_current_weather", "arguments": '{"location": "Paris"}'}}
+        {
+            "id": "call_def456",
+            "type": "function",
+            "function": {"name": "get_current_weather", "arguments": '{"location": "Paris"}'},
+        }
     )
     provider.replies = [Reply(body=body)]
     response = _model(provider).complete(_request())
@@ -160,7 +184,10 @@ def test_strict_mode_sends_strict_tools_and_gives_canonical_arguments(provider: 
     body = json.loads(json.dumps(TOOL_CALL_RESPONSE))
     strict_args = {"topic": "orders.new", "payload": '{"id": 7}', "target_crew_id": None, "metadata": None,
                    "retain_as_last_value": None, "last_value_key": None}  # fmt: skip
-    body["choices"][0]["message"]["tool_calls"][0]["function"] = {"name": "publish_event", "arguments": json.dumps(strict_args)}
+    body["choices"][0]["message"]["tool_calls"][0]["function"] = {
+        "name": "publish_event",
+        "arguments": json.dumps(strict_args),
+    }
     provider.replies = [Reply(body=body)]
     hub_tools = tuple(tool_definitions("anthropic"))
     response = _model(provider, strict=True).complete(_request(tools=hub_tools))
@@ -178,7 +205,9 @@ def test_arguments_that_are_not_json_reach_the_tool_as_a_string(provider: FakePr
 
 
 def test_429_honours_retry_after_then_succeeds(provider: FakeProvider, sleeps: Sleeps) -> None:
-    limited = {"error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
+    limited = {
+        "error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}
+    }
     provider.replies = [
         Reply(429, limited, {"retry-after": "2"}),
         Reply(429, limited, {"retry-after-ms": "250"}),
@@ -193,7 +222,10 @@ def test_429_honours_retry_after_then_succeeds(provider: FakeProvider, sleeps: S
 
 @pytest.mark.parametrize("status", [408, 409, 500, 502, 503])
 def test_transient_statuses_back_off_and_retry(provider: FakeProvider, sleeps: Sleeps, status: int) -> None:
-    provider.replies = [Reply(status, {"error": {"message": "busy", "type": "server_error"}}), Reply(body=TEXT_RESPONSE)]
+    provider.replies = [
+        Reply(status, {"error": {"message": "busy", "type": "server_error"}}),
+        Reply(body=TEXT_RESPONSE),
+    ]
     _model(provider, sleeps).complete(_request())
     assert len(sleeps.delays) == 1 and 0.375 <= sleeps.delays[0] <= 0.5  # 0.5 s less up to 25 % jitter
 
@@ -211,14 +243,18 @@ def test_retries_exhausted_raise_a_model_error_with_the_reason(provider: FakePro
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 def test_other_4xx_are_not_retried(provider: FakeProvider, sleeps: Sleeps, status: int) -> None:
     provider.replies = [Reply(status, {"error": {"message": "Invalid 'messages'", "type": "invalid_request_error"}})]
-    with pytest.raises(ModelError, match=f"HTTP {status} invalid_request_error: Invalid 'messages'.*not retried") as caught:
+    with pytest.raises(
+        ModelError, match=f"HTTP {status} invalid_request_error: Invalid 'messages'.*not retried"
+    ) as caught:
         _model(provider, sleeps).complete(_request())
     assert caught.value.attempts == 1 and not caught.value.retryable
     assert sleeps.delays == [] and len(provider.requests) == 1
 
 
 def test_a_retry_after_beyond_the_limit_fails_at_once(provider: FakeProvider, sleeps: Sleeps) -> None:
-    provider.replies = [Reply(429, {"error": {"message": "quota", "type": "insufficient_quota"}}, {"retry-after": "3600"})]
+    provider.replies = [
+        Reply(429, {"error": {"message": "quota", "type": "insufficient_quota"}}, {"retry-after": "3600"})
+    ]
     with pytest.raises(ModelError, match="asks to wait 3600 s, more than max_retry_after"):
         _model(provider, sleeps).complete(_request())
     assert sleeps.delays == []
