@@ -183,7 +183,7 @@ def test_an_invalid_request_is_not_retried(provider: FakeProvider, sleeps: Sleep
 def test_rate_limits_exhausted(provider: FakeProvider, sleeps: Sleeps) -> None:
     limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     provider.replies = [Reply(429, limited, {"retry-after": "1"})] * 2
-    with pytest.raises(ModelError, match="gave up after 2 attempts.*slow the crew down"):
+    with pytest.raises(ModelError, match=r"gave up after 2 attempts.*slow the crew down"):
         _model(provider, sleeps, max_retries=1).complete(_request())
     assert sleeps.delays == [1.0]
 
