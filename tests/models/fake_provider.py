@@ -114,3 +114,74 @@ class Sleeps:
 
     def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+@attrs.frozen
+class Step:
+    """One scripted model turn: text and/or tool calls ``(name, arguments)``."""
+
+    text: str = ""
+    calls: tuple[tuple[str, dict[str, Any]], ...] = ()
+    input_tokens: int = 10
+    output_tokens: int = 5
+
+
+def _turn(received: Received) -> int:
+    """How many assistant turns the request's conversation holds: the position in the
+    script, derived from the history as the provider sees it (so it survives a restart)."""
+    return sum(1 for m in received.body["messages"] if m["role"] == "assistant")
+
+
+def openai_script(*steps: Step) -> Callable[[Received], Reply]:
+    """A Chat Completions server playing ``steps`` in conversation order."""
+
+    def handler(received: Received) -> Reply:
+        turn = _turn(received)
+        step = steps[turn]
+        message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+        if step.calls:
+            message["tool_calls"] = [
+                {"id": f"call_{turn}_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, (n, a) in enumerate(step.calls)
+            ]
+        body = {
+            "id": f"chatcmpl-{turn}",
+            "object": "chat.completion",
+            "created": 1700000000 + turn,
+            "model": received.body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if step.calls else "stop"}],
+            "usage": {
+                "prompt_tokens": step.input_tokens,
+                "completion_tokens": step.output_tokens,
+                "total_tokens": step.input_tokens + step.output_tokens,
+            },
+        }
+        return Reply(body=body)
+
+    return handler
+
+
+def anthropic_script(*steps: Step) -> Callable[[Received], Reply]:
+    """A Messages API server playing ``steps`` in conversation order."""
+
+    def handler(received: Received) -> Reply:
+        turn = _turn(received)
+        step = steps[turn]
+        content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
+        content += [
+            {"type": "tool_use", "id": f"toolu_{turn}_{i}", "name": n, "input": a}
+            for i, (n, a) in enumerate(step.calls)
+        ]
+        body = {
+            "id": f"msg_{turn}",
+            "type": "message",
+            "role": "assistant",
+            "model": received.body["model"],
+            "content": content,
+            "stop_reason": "tool_use" if step.calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": step.input_tokens, "output_tokens": step.output_tokens},
+        }
+        return Reply(body=body)
+
+    return handler
