@@ -69,6 +69,21 @@ def test_bad_references_say_what_is_wrong(reference: dict[str, object], message:
         _factory("openai")(reference)
 
 
+def test_check_lists_problems_without_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOT_SET_HERE", raising=False)
+    openai = _factory("openai")
+    assert openai.check({"model": "m", "api_key_env": "NOT_SET_HERE"}) == []  # set where the crew runs
+    [problem] = openai.check({"model": "m", "retry": {"max_retries": -1}})
+    assert "max_retries must be an int >= 0" in problem
+    assert _factory("anthropic").check({"model": "m", "prices": {"other": {"input": 1, "output": 1}}})
+
+
+def test_create_takes_the_options_and_a_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
+    model = _factory("anthropic").create({"model": "claude-sonnet-5-5"}, object())
+    assert isinstance(model, AnthropicModel)
+
+
 def test_an_anthropic_only_reference_refuses_openai_settings() -> None:
     with pytest.raises(ModelConfigError, match="strict"):
         _factory("anthropic")({"model": "m", "strict": True})
