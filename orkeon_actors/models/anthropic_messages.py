@@ -27,7 +27,7 @@ from typing import Any
 
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.errors import ModelConfigError
-from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure, split_parameters
+from orkeon_actors.models.base import MalformedResponse, SdkModel
 from orkeon_actors.models.pricing import Price, TokenCounts
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import render
@@ -38,7 +38,7 @@ DEFAULT_MAX_TOKENS = 4096
 """The Messages API requires ``max_tokens``; this is sent when none is configured."""
 
 
-class AnthropicModel(ProviderModel):
+class AnthropicModel(SdkModel):
     """An agent's model on the Anthropic Messages API.
 
     * ``api_key``: default ``ANTHROPIC_API_KEY`` (required).
@@ -84,18 +84,13 @@ class AnthropicModel(ProviderModel):
             raise ModelConfigError(
                 'AnthropicModel needs the anthropic SDK: pip install "orkeon-actors[anthropic]"'
             ) from exc
-        self._sdk = anthropic
         self.base_url = base_url
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
-        if client is None:
-            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not key:
-                raise ModelConfigError("AnthropicModel needs an API key: set ANTHROPIC_API_KEY or pass api_key")
-            client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
-        else:
-            client = client.with_options(timeout=self.timeout, max_retries=0)
-        self._client = client
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key and client is None:
+            raise ModelConfigError("AnthropicModel needs an API key: set ANTHROPIC_API_KEY or pass api_key")
+        self.resource = self.connect(anthropic, anthropic.Anthropic, client, api_key=key, base_url=base_url).messages
 
     # -- request -----------------------------------------------------------------------
 
@@ -113,26 +108,7 @@ class AnthropicModel(ProviderModel):
             body["system"] = system
         if request.tools:
             body["tools"] = [render(definition, "anthropic") for definition in request.tools]
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        body.update(self.extra_body)
-        return body
-
-    def send(self, body: Mapping[str, Any]) -> str:
-        known, extra = split_parameters(self._client.messages.create, body)
-        raw = self._client.messages.with_raw_response.create(**known, extra_body=extra)
-        text: str = raw.http_response.text
-        return text
-
-    def failure(self, exc: Exception) -> Failure | None:
-        sdk = self._sdk
-        return sdk_failure(
-            exc,
-            status_error=sdk.APIStatusError,
-            timeout_error=sdk.APITimeoutError,
-            connection_error=sdk.APIConnectionError,
-            timeout=self.timeout,
-        )
+        return self.finish_body(body)
 
     # -- response ----------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.errors import ModelConfigError
-from orkeon_actors.models.base import Failure, MalformedResponse, ProviderModel, sdk_failure, split_parameters
+from orkeon_actors.models.base import MalformedResponse, SdkModel
 from orkeon_actors.models.pricing import Price, TokenCounts
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import DefinitionStyle, canonical_arguments, render
@@ -35,7 +35,7 @@ __all__ = ["OpenAIChatModel"]
 MaxTokensParameter = Literal["max_completion_tokens", "max_tokens"]
 
 
-class OpenAIChatModel(ProviderModel):
+class OpenAIChatModel(SdkModel):
     """An agent's model on Chat Completions.
 
     * ``api_key``: default ``OPENAI_API_KEY``; with a ``base_url`` and no key at all
@@ -91,26 +91,21 @@ class OpenAIChatModel(ProviderModel):
             import openai
         except ImportError as exc:
             raise ModelConfigError('OpenAIChatModel needs the openai SDK: pip install "orkeon-actors[openai]"') from exc
-        self._sdk = openai
         self.base_url = base_url
         self.max_tokens_parameter = max_tokens_parameter
         self.strict = strict
         self.parallel_tool_calls = parallel_tool_calls
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
-        if client is None:
-            key = api_key or os.environ.get("OPENAI_API_KEY")
-            if not key:
-                if base_url is None:
-                    raise ModelConfigError(
-                        "OpenAIChatModel needs an API key: set OPENAI_API_KEY or pass api_key (or a base_url for a "
-                        "local server that needs none)"
-                    )
-                key = "not-needed"
-            client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
-        else:
-            client = client.with_options(timeout=self.timeout, max_retries=0)
-        self._client = client
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and client is None:
+            if base_url is None:
+                raise ModelConfigError(
+                    "OpenAIChatModel needs an API key: set OPENAI_API_KEY or pass api_key (or a base_url for a "
+                    "local server that needs none)"
+                )
+            key = "not-needed"
+        self.resource = self.connect(openai, openai.OpenAI, client, api_key=key, base_url=base_url).chat.completions
 
     # -- request -----------------------------------------------------------------------
 
@@ -123,26 +118,7 @@ class OpenAIChatModel(ProviderModel):
                 body["parallel_tool_calls"] = self.parallel_tool_calls
         if self.max_tokens is not None:
             body[self.max_tokens_parameter] = self.max_tokens
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        body.update(self.extra_body)
-        return body
-
-    def send(self, body: Mapping[str, Any]) -> str:
-        known, extra = split_parameters(self._client.chat.completions.create, body)
-        raw = self._client.chat.completions.with_raw_response.create(**known, extra_body=extra)
-        text: str = raw.http_response.text
-        return text
-
-    def failure(self, exc: Exception) -> Failure | None:
-        sdk = self._sdk
-        return sdk_failure(
-            exc,
-            status_error=sdk.APIStatusError,
-            timeout_error=sdk.APITimeoutError,
-            connection_error=sdk.APIConnectionError,
-            timeout=self.timeout,
-        )
+        return self.finish_body(body)
 
     # -- response ----------------------------------------------------------------------
 
