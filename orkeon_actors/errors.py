@@ -36,6 +36,8 @@ __all__ = [
     "UnroutableError",
     "ExclusiveConsumerError",
     "SignatureError",
+    "FleetControlError",
+    "FleetTimeoutError",
 ]
 
 
@@ -194,3 +196,11 @@ class SignatureError(BrokerError):
     """A cross-host message failed verification: bad or missing signature, unknown signing
     host, a sender not living on the signing host, a recipient that does not match the
     routing key, an expired message or a replay."""
+
+
+class FleetControlError(BrokerError):
+    """A host refused a control request (spawn, stop): the text names its error."""
+
+
+class FleetTimeoutError(BrokerError, TimeoutError):
+    """A host did not answer a control request within its bound."""
