@@ -111,6 +111,7 @@ class Simulation:
         self._definitions: dict[str, _Definition] = {}
         self._status: dict[str, CrewStatus] = {}
         self._parked: list[str] = []  # crews that just parked every agent (a snapshot point)
+        self._restored: set[str] = set()  # restored, not parked again since (no new snapshot point yet)
         self._counter = 0
         self._crashing = False
         if self.faults.delay > 0:
@@ -191,6 +192,7 @@ class Simulation:
         if old is not None:
             old.stop()
         self._status.pop(crew_id, None)
+        self._restored.add(crew_id)
         ref = self._start(crew_id, snapshot.name, definition)
         restore_crew(ref, snapshot)
         return crew_id
@@ -210,7 +212,10 @@ class Simulation:
         self._status[key] = status
         self.trace.record(key, None, "status", status.value)
         if status is CrewStatus.WAITING:
-            self._parked.append(key)
+            if key in self._restored:
+                self._restored.discard(key)  # parked as restored: the snapshot it came from
+            else:
+                self._parked.append(key)
 
     # -- faults -----------------------------------------------------------------------
 
