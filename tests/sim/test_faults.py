@@ -34,7 +34,8 @@ def _ask_and_answer(sim: Simulation) -> str:
             return call("send_request", {"target_mailbox": f"agent://{answerer}/r", "payload": 1, "timeout_ms": 10_000})
         return respond(json.dumps(request.last_tool_result()))
 
-    return sim.spawn("asker", agents=[Agent("q", ScriptedModel(policy=ask))], orchestration=Sequential([Task("t", "q")]))
+    asker = Agent("q", ScriptedModel(policy=ask))
+    return sim.spawn("asker", agents=[asker], orchestration=Sequential([Task("t", "q")]))
 
 
 def _answer(request: ModelRequest) -> ModelResponse:

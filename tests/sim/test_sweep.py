@@ -91,7 +91,8 @@ def test_every_mode_example_keeps_its_invariants_over_many_seeds(mode: str) -> N
 
 
 def test_the_cli_sweep_prints_outcome_classes_and_the_first_seed_of_each(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "parallel", "--seeds", "1..30", "--check", "quorum-join", "--faults", "model_errors=0.2"]) == 0
+    args = ["simulate", "parallel", "--seeds", "1..30", "--check", "quorum-join", "--faults", "model_errors=0.2"]
+    assert main(args) == 0
     out = capsys.readouterr().out
     assert "parallel: 30 seeds (1..30), checked: quorum-join" in out
     assert "completed: score 7" in out and "first seed" in out and "failed: SimulatedModelError" in out
@@ -105,7 +106,7 @@ def test_the_cli_sweep_prints_outcome_classes_and_the_first_seed_of_each(capsys:
 def test_seed_ranges() -> None:
     assert parse_seeds("1..500") == range(1, 501)
     assert parse_seeds("7") == range(7, 8)
-    with pytest.raises(ValueError, match="FIRST..LAST"):
+    with pytest.raises(ValueError, match=r"FIRST\.\.LAST"):
         parse_seeds("1-5")
     with pytest.raises(ValueError, match="before the first"):
         parse_seeds("5..1")
