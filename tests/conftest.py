@@ -20,14 +20,7 @@ __all__ = ["ADAPTERS", "Background", "wait_until"]
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
     "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),
-    "inline": lambda tmp, clock: _inline(ok.Runtime.start(clock=clock)),
 }
-
-
-def _inline(rt: ok.Runtime) -> ok.Runtime:
-    """The in-memory hub with inline mailboxes (what a Simulation runs on)."""
-    rt.hub.inline_mailboxes = True  # type: ignore[attr-defined]
-    return rt
 
 
 @pytest.fixture(params=sorted(ADAPTERS))

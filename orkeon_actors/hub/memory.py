@@ -293,9 +293,6 @@ class InMemoryEventHub(EventHub):
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
         self.on_wait_timed_out: Callable[[Message], None] | None = None
-        self.inline_mailboxes = False
-        """Mailboxes registered from now on run their logic on the caller's thread (no
-        actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
@@ -419,7 +416,7 @@ class InMemoryEventHub(EventHub):
         handles: list[MailboxHandle] = []
         try:
             for address in parsed:
-                handles.append(MailboxHandle(address, owner, inline=self.inline_mailboxes))
+                handles.append(MailboxHandle(address, owner))
         except BaseException:
             for handle in handles:
                 handle.close()

@@ -69,7 +69,7 @@ def run_simulate(
         print(sim.trace.timeline())
         for crew, name in crews.items():
             status, value, failure = result.crews[crew]
-            print(f"-> {name} {crew} {status.value}: {value if failure is None else failure}")
+            print(f"-> {status.value}: {value if failure is None else failure}  ({name}, crew {crew})")
         for path, what in ((html, "HTML"), (trace, "Chrome trace")):
             if path is not None:
                 print(f"{what} written to {path}")
