@@ -76,8 +76,9 @@ def build_sequential(sim: Simulation) -> str:
     )
 
 
-def build_hierarchical(sim: Simulation) -> str:
-    """A manager splits a goal between two researchers over the hub, then aggregates."""
+def build_hierarchical(sim: Simulation, mode: type[Hierarchical] = Hierarchical) -> str:
+    """A manager splits a goal between two researchers over the hub, then aggregates.
+    ``mode``: a ``Hierarchical`` subclass to run instead (a test plants a bug in one)."""
     plan = {"subtasks": [{"worker": "r1", "task": "prices"}, {"worker": "r2", "task": "reviews"}]}
 
     def manager(req: ModelRequest) -> ModelResponse:
@@ -92,7 +93,7 @@ def build_hierarchical(sim: Simulation) -> str:
     return sim.spawn(
         "research",
         agents=[Agent("manager", ScriptedModel(policy=manager)), Agent("r1", worker("r1")), Agent("r2", worker("r2"))],
-        orchestration=Hierarchical("manager", ["r1", "r2"], "compare laptops"),
+        orchestration=mode("manager", ["r1", "r2"], "compare laptops"),
     )
 
 

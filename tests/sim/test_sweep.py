@@ -8,7 +8,6 @@ import attrs
 import pytest
 
 from orkeon_actors.cli.main import main
-from orkeon_actors.crew import Agent, ModelRequest, ModelResponse, ScriptedModel, respond
 from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.model.ids import AgentId
 from orkeon_actors.model.message import Message
@@ -16,7 +15,7 @@ from orkeon_actors.orchestration import Hierarchical
 from orkeon_actors.orchestration.hierarchical import RESULT_KEY
 from orkeon_actors.orchestration.state import HierarchicalState
 from orkeon_actors.sim import Simulation
-from orkeon_actors.sim.examples import EXAMPLES, INVARIANTS
+from orkeon_actors.sim.examples import EXAMPLES, INVARIANTS, build_hierarchical
 from orkeon_actors.sim.sweep import parse_seeds, run_seed, sweep
 
 
@@ -40,22 +39,7 @@ class RacyHierarchical(Hierarchical):
 
 
 def _racy(sim: Simulation) -> str:
-    plan = {"subtasks": [{"worker": "r1", "task": "prices"}, {"worker": "r2", "task": "reviews"}]}
-
-    def manager(req: ModelRequest) -> ModelResponse:
-        data = json.loads(req.task)
-        if "results" in data:
-            return respond("report: " + "; ".join(r["output"] for r in data["results"]))
-        return respond(json.dumps(plan))
-
-    def worker(name: str) -> ScriptedModel:
-        return ScriptedModel(policy=lambda req: respond(f"{name} found {json.loads(req.task)['task']}"))
-
-    return sim.spawn(
-        "racy",
-        agents=[Agent("manager", ScriptedModel(policy=manager)), Agent("r1", worker("r1")), Agent("r2", worker("r2"))],
-        orchestration=RacyHierarchical("manager", ["r1", "r2"], "compare laptops"),
-    )
+    return build_hierarchical(sim, RacyHierarchical)
 
 
 def _every_worker_reported(sim: Simulation, crew: str) -> str | None:
