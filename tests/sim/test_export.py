@@ -93,4 +93,9 @@ def test_the_cli_writes_the_files_it_names(tmp_path: Path, capsys: pytest.Captur
     assert json.loads(trace.read_text(encoding="utf-8"))["traceEvents"]
     assert main(["simulate", "graph", "--json"]) == 0
     assert events_from_json(capsys.readouterr().out)[0].kind == "crew"
+    runs = []
+    for seed in ("1", "1", "2"):
+        assert main(["simulate", "all", "--seed", seed, "--json"]) == 0
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1] != runs[2]  # --seed is real: it changes the run, and only it
     assert main(["simulate", "nope"]) == 2
