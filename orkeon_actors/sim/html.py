@@ -50,7 +50,7 @@ def to_html(events: Sequence[TraceEvent], *, title: str = "orkeon simulation") -
     view = spans(events)
     crews = sum(1 for lane in view.lanes if "/" not in lane)
     meta = (
-        f"{len(events)} entries, {crews} crews, {len(view.lanes) - crews} agents, "
+        f"{len(events)} entries, {crews} crew{'s' * (crews != 1)}, {len(view.lanes) - crews} agents, "
         f"{len(view.arrows)} messages, {view.end:g}s virtual"
     )
     legend = (
@@ -151,7 +151,7 @@ def _gantt(view: Spans) -> str:
         tick = left + round(i * _GANTT_W / ticks)
         seconds = view.end * i / ticks
         parts.append(f'<line class="gtick" x1="{tick}" y1="20" x2="{tick}" y2="{height - 10}"/>')
-        parts.append(f'<text class="time" x="{tick}" y="14" text-anchor="middle">{seconds:g}s</text>')
+        parts.append(f'<text class="time" x="{tick}" y="14" text-anchor="middle">{seconds:.3g}s</text>')
     for row, lane in enumerate(agents):
         y = 26 + row * _GANTT_ROW
         parts.append(

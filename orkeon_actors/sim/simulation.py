@@ -114,6 +114,7 @@ class Simulation:
         self._restored: set[str] = set()  # restored, not parked again since (no new snapshot point yet)
         self._counter = 0
         self._crashing = False
+        self._observing = False  # a query of the harness is running (no delay fault then)
         if self.faults.delay > 0:
             self.scheduler.interceptor = self._maybe_delay
         if self.faults.crashes > 0:
@@ -132,6 +133,17 @@ class Simulation:
     def _driving(self) -> Iterator[None]:
         with executor_scope(self.scheduler):
             yield
+
+    @contextmanager
+    def _querying(self) -> Iterator[None]:
+        """Asks of the harness itself (status, summary, snapshot): they observe the run
+        and are never delayed by a fault."""
+        observing, self._observing = self._observing, True
+        try:
+            with executor_scope(self.scheduler):
+                yield
+        finally:
+            self._observing = observing
 
     # -- crews ------------------------------------------------------------------------
 
@@ -220,8 +232,12 @@ class Simulation:
     # -- faults -----------------------------------------------------------------------
 
     def _maybe_delay(self, task: Task) -> bool:
+        """Hold a crew's turn back (a ``delay`` fault): only turns that deliver to a crew
+        still working, never those answering the harness's own queries."""
         owner = task_owner(task)
-        if not isinstance(owner, CrewActor) or not self.injector.draw(self.faults.delay):
+        if not isinstance(owner, CrewActor) or self._observing or self._status.get(str(owner.crew_id)) in FINISHED:
+            return False
+        if not self.injector.draw(self.faults.delay):
             return False
         seconds = self.injector.delay_seconds()
         self.injector.note(str(owner.crew_id), None, f"delivery delayed {seconds:g}s")
@@ -237,7 +253,7 @@ class Simulation:
             for crew_id in parked:
                 if self._status.get(crew_id) is not CrewStatus.WAITING or not self.injector.draw(self.faults.crashes):
                     continue
-                snapshot: CrewSnapshot = query_crew(self.crews[crew_id], "snapshot")
+                snapshot = self.snapshot(crew_id)
                 self.injector.note(crew_id, None, "crashed; restored from its last snapshot")
                 self._restore(snapshot, self._definitions[crew_id])
         finally:
@@ -251,7 +267,7 @@ class Simulation:
             self.scheduler.run_ready()
 
     def statuses(self) -> dict[str, CrewStatus]:
-        with self._driving():
+        with self._querying():
             return {crew: query_crew(ref, "status") for crew, ref in self.crews.items()}
 
     def _all_finished(self) -> bool:
@@ -287,12 +303,12 @@ class Simulation:
             self.scheduler.run_ready()
 
     def result(self) -> SimulationResult:
-        with self._driving():
+        with self._querying():
             crews = {crew: query_crew(ref, "summary") for crew, ref in self.crews.items()}
         return SimulationResult(crews, self.clock.monotonic() - self._origin)
 
     def snapshot(self, crew_id: str) -> CrewSnapshot:
-        with self._driving():
+        with self._querying():
             snap: CrewSnapshot = query_crew(self.crews[crew_id], "snapshot")
         return snap
 
