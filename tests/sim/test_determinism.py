@@ -9,7 +9,7 @@ import sys
 import threading
 
 from orkeon_actors.crew import Agent, ModelRequest, ModelResponse, ScriptedModel, call, respond
-from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.orchestration import Branch, Parallel, Sequential, Task
 from orkeon_actors.sim import Faults, Simulation
 from orkeon_actors.sim.examples import EXAMPLES
 from orkeon_actors.sim.sweep import run_seed
@@ -106,3 +106,37 @@ def test_every_turn_and_timer_runs_on_the_callers_thread_and_no_thread_is_starte
     assert result.virtual_time == 60.0  # the sequential example's one-minute wait expired
     assert seen == {threading.current_thread()}
     assert during - before == set()
+
+
+def _race(sim: Simulation) -> str:
+    """A parallel crew (join ``any``) whose two branches each wait for a message that
+    its own feeder crew posts at the same virtual instant: which branch wins is the
+    order in which the two deliveries are handled."""
+    racers = sim.spawn(
+        "race",
+        agents=[
+            Agent(name, ScriptedModel([call("receive_message", {"timeout_ms": 5_000}), respond(f"{name} won")]))
+            for name in ("left", "right")
+        ],
+        orchestration=Parallel([Branch("l", "left", "wait"), Branch("r", "right", "wait")], join="any"),
+    )
+    for name in ("left", "right"):
+        feeder = Agent(
+            "f",
+            ScriptedModel(
+                [
+                    call("wait_for_event", {"topic": "never", "timeout_ms": 1_000}),
+                    call("post_message", {"target_mailbox": f"agent://{racers}/{name}", "payload": "go"}),
+                    respond("sent"),
+                ]
+            ),
+        )
+        sim.spawn(f"feed-{name}", agents=[feeder], orchestration=Sequential([Task("feed", "f")]))
+    return racers
+
+
+def test_the_seed_decides_which_parallel_branch_wins_a_race_at_one_instant() -> None:
+    winners = {seed: run_seed(_race, seed).outcome for seed in range(100)}
+    assert set(winners.values()) == {"completed: left won", "completed: right won"}
+    for seed in (0, 1, 2):
+        assert run_seed(_race, seed).outcome == winners[seed]
