@@ -9,7 +9,6 @@ skipping it. Each test saves a screenshot under its temporary directory.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ ARGS = [
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    missing = None if shutil.which("chromium") or os.path.exists(CHROMIUM) else "chromium is not installed"
+    missing = None if os.path.exists(CHROMIUM) else f"{CHROMIUM} is missing (apt-get install -y chromium)"
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
