@@ -1,14 +1,9 @@
-"""The simulation HTML in a real browser: Debian's chromium driven by Playwright.
-
-``.ci/run`` installs chromium (``apt-get install -y chromium``) and the ``dev`` extra
-installs Playwright; Playwright never downloads a browser of its own here
-(``executable_path``). Under ``CI=true`` a missing browser fails the test instead of
-skipping it. Each test saves a screenshot under its temporary directory.
-"""
+"""The simulation HTML in a real browser: Debian's chromium driven by Playwright
+(``executable_path``, no browser download; see ``tests/browser.py``). Each test saves a
+screenshot under its temporary directory."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,30 +14,12 @@ from orkeon_actors.sim import Simulation
 from orkeon_actors.sim.examples import EXAMPLES
 from orkeon_actors.sim.html import to_html
 from orkeon_actors.sim.spans import spans
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from tests.browser import ARGS, CHROMIUM, sync_playwright_or_skip
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    missing = None if os.path.exists(CHROMIUM) else f"{CHROMIUM} is missing (apt-get install -y chromium)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing = missing or "playwright is not installed (pip install -e '.[dev]')"
-    if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing}: .ci/run installs both")
-        pytest.skip(missing)
+    sync_playwright = sync_playwright_or_skip()
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
