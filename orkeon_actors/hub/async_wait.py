@@ -151,7 +151,7 @@ class AsyncWait:
         """Register one round of the wait (a fresh waiter).
 
         Registering may settle the waiter at once, on this thread (a message already
-        queued in an inline mailbox) or on another (a mailbox actor): the settle hook
+        queued in a mailbox whose turn runs here) or on another (a mailbox actor): the settle hook
         then only notes it, and the outcome is handled here once the registration is
         known, so its cleanup runs and no timer is left behind."""
         hub = self._hub

@@ -306,9 +306,6 @@ class InMemoryEventHub(EventHub):
         self.wait_observer: WaitObserver | None = None
         """Told when a wait starts and ends (:mod:`orkeon_actors.hub.observe`); ``None``
         costs nothing."""
-        self.inline_mailboxes = False
-        """Mailboxes registered from now on run their logic on the caller's thread (no
-        actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
         self._base_pipeline = self.pipeline
         self._compose_chains()
@@ -450,7 +447,7 @@ class InMemoryEventHub(EventHub):
         handles: list[MailboxHandle] = []
         try:
             for address in parsed:
-                handles.append(MailboxHandle(address, owner, inline=self.inline_mailboxes))
+                handles.append(MailboxHandle(address, owner))
         except BaseException:
             for handle in handles:
                 handle.close()
