@@ -40,7 +40,25 @@ from loguru import logger
 
 from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
+from orkeon_actors.crew.handover import for_cursor
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
+from orkeon_actors.crew.protocol import (
+    CatchUp,
+    Closed,
+    CloseMailboxes,
+    CursorsOpen,
+    Deliver,
+    Passivate,
+    Passivated,
+    Release,
+    Released,
+    ReleasePurpose,
+    Restore,
+    Resume,
+    SleepRefused,
+    SnapshotTaken,
+    Supervision,
+)
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
 from orkeon_actors.crew.state import (
     AgentState,
@@ -78,7 +96,7 @@ from orkeon_actors.hub.async_wait import (
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.memory import REPLY_TOPIC
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
-from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
+from orkeon_actors.hub.routing import cursor_matches
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import Budget
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
@@ -204,74 +222,6 @@ class _Query:
     what: str
 
 
-@attrs.frozen(eq=False)
-class _Restore:
-    """Recompose the crew from ``snapshot`` instead of starting it (a wake)."""
-
-    snapshot: CrewSnapshot
-    on_cursors_open: Callable[[], None] | None = None
-    """If given (the lifecycle supervisor): called on the crew's thread once the
-    restored cursors are open again; the crew then reads nothing and handles nothing
-    else until it is told :class:`_Handover` (the topic messages its cursors missed
-    while they were closed)."""
-
-
-@attrs.frozen(eq=False)
-class _Handover:
-    """What the lifecycle kept for a waking crew: topic messages published from the
-    moment it began to sleep (or to wake) until its restored cursors were open, in
-    publish order; each cursor catches up on those it matches (once each)."""
-
-    messages: tuple[Message, ...]
-    missed: Mapping[str, int] = attrs.field(factory=dict)
-    """Drops per cursor key (``store.cursor_events.cursor_key``) while it slept."""
-
-
-@attrs.frozen(eq=False)
-class _Deliver:
-    """A trigger for a parked agent (a topic message or reply that woke the crew)."""
-
-    message: Message
-
-
-@attrs.frozen(eq=False)
-class _Passivate:
-    """Sleep request (lifecycle): see :meth:`CrewActor._passivate`."""
-
-    on_snapshot: Callable[[CrewSnapshot], None]
-    on_refused: Callable[[str], None]
-    on_passivated: Callable[[], None] | None = None
-    """Called (on the crew's thread) once the live waits are withdrawn and the sleep is
-    not refused: the snapshot reflects every message the crew consumed."""
-
-
-@attrs.frozen(eq=False)
-class _Resume:
-    """The sleep failed: re-arm every withdrawn wait and go on."""
-
-
-@attrs.frozen(eq=False)
-class _Release:
-    """The snapshot is durable: park the mailboxes, close the subscriptions, stop."""
-
-    on_released: Callable[[], None]
-    on_leftovers: Callable[[list[Message]], None] | None = None
-    """Called (on the crew's thread, before ``on_released``) with the topic messages its
-    cursors received after the snapshot was taken: the snapshot does not hold them."""
-
-
-@attrs.frozen(eq=False)
-class _CloseMailboxes:
-    """The crew finished and its outcome is durable (lifecycle): close its mailbox
-    registrations (later posts are refused with ``MailboxNotFoundError``) and stop the
-    actor, so that a finished crew holds no memory; ``on_closed`` gets its outcome from
-    ``on_stop``, after every message handled before the stop."""
-
-    on_closed: Callable[[CrewOutcome], None]
-    keep_final: bool = True
-    """Put the crew's final state in its outcome (``CrewOutcome.final_json``)."""
-
-
 class _AgentRuntime:
     """The live side of one agent: its definition, state, budget and hub handles.
     Touched only on the crew actor's thread."""
@@ -378,16 +328,16 @@ class CrewActor(PooledActor):
         self._deferred: list[Callable[[], None]] = []
         self._on_activity = on_activity
         self._passivated = False
-        self._on_released: Callable[[], None] | None = None
-        self._on_leftovers: Callable[[list[Message]], None] | None = None
-        self._on_closed: Callable[[], None] | None = None
-        """Reports the finished crew's outcome once it stopped (see :class:`_CloseMailboxes`)."""
+        self._release_order: Release | None = None
+        """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
+        self._closing: tuple[Supervision, CrewOutcome] | None = None
+        """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
         self._snapshot_held: set[MessageId] = set()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
-        self._cursors_open_notice: Callable[[], None] | None = None
-        """Called once the restore's activity was reported (so the handover, and the
-        activity after it, come later)."""
+        self._cursors_open_to: Supervision | None = None
+        """Told :class:`CursorsOpen` once the restore's activity was reported (so the
+        catch-up, and the activity after it, come later)."""
         self._held: list[Any] = []
         """Actor messages received while awaiting the handover, replayed after it."""
 
@@ -455,9 +405,10 @@ class CrewActor(PooledActor):
         try:
             self._release()
         finally:  # the supervisor forgets the crew only on this report: send it even if the close failed
-            on_closed, self._on_closed = self._on_closed, None
-            if on_closed is not None:
-                on_closed()
+            closing, self._closing = self._closing, None
+            if closing is not None:
+                supervision, outcome = closing
+                supervision.tell(Closed(self.crew_id, outcome))
 
     def on_receive(self, message: Any) -> Any:
         try:
@@ -469,24 +420,22 @@ class CrewActor(PooledActor):
     def _dispatch(self, message: Any) -> Any:
         if isinstance(message, _Query):
             return self._query(message.what)
-        if isinstance(message, _Passivate):
+        if isinstance(message, Passivate):
             self._passivate(message)
             return None
-        if isinstance(message, _Release):
+        if isinstance(message, Release):
             self._passivated = True
-            self._on_released = message.on_released  # called by on_stop, once the mailboxes are parked
-            self._on_leftovers = message.on_leftovers
+            self._release_order = message  # reported by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
             return None
-        if isinstance(message, _CloseMailboxes):
+        if isinstance(message, CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 final = self._final_json() if message.keep_final else None
-                outcome = CrewOutcome(self.status, self.result, self.failure, final)
-                self._on_closed = lambda: message.on_closed(outcome)
+                self._closing = (message.supervision, CrewOutcome(self.status, self.result, self.failure, final))
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
         if self._awaiting_handover:
-            if not isinstance(message, _Handover):
+            if not isinstance(message, CatchUp):
                 self._held.append(message)  # replayed in order once the cursors caught up
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
@@ -504,13 +453,13 @@ class CrewActor(PooledActor):
                 self._mail(message)
             elif isinstance(message, _Bound):
                 self._bound(message)
-            elif isinstance(message, _Restore):
-                self._restore(message.snapshot, message.on_cursors_open)
-            elif isinstance(message, _Deliver):
+            elif isinstance(message, Restore):
+                self._restore(message.snapshot, message.supervision)
+            elif isinstance(message, Deliver):
                 self._deliver(message.message)
-            elif isinstance(message, _Handover):
+            elif isinstance(message, CatchUp):
                 self._handover(message.messages, message.missed)
-            elif isinstance(message, _Resume):
+            elif isinstance(message, Resume):
                 self._rearm_all()
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 self._deferred.pop(0)()
@@ -523,10 +472,10 @@ class CrewActor(PooledActor):
             self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
         if self._on_activity is not None:
             self._on_activity(self.crew_id, self.status)
-        notice, self._cursors_open_notice = self._cursors_open_notice, None
-        if notice is not None:
-            notice()
-        if isinstance(message, _Handover):
+        supervision, self._cursors_open_to = self._cursors_open_to, None
+        if supervision is not None:
+            supervision.tell(CursorsOpen(self.crew_id))
+        if isinstance(message, CatchUp):
             held, self._held = self._held, []
             for later in held:  # what arrived while the cursors caught up, in order
                 try:
@@ -596,21 +545,21 @@ class CrewActor(PooledActor):
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
-    def _restore(self, snapshot: CrewSnapshot, on_cursors_open: Callable[[], None] | None = None) -> None:
+    def _restore(self, snapshot: CrewSnapshot, supervision: Supervision | None = None) -> None:
         """Recompose the crew from ``snapshot`` (its definitions come from the factory
         that built this actor): agent states, orchestration state, budgets used; then
         register the mailboxes (the durable hub reloads what was kept for them, oldest
         first), re-arm every parked agent's wait with its remaining time, and deliver
-        the timeout message of a wait that expired meanwhile. With ``on_cursors_open``
-        the re-arming waits for the :class:`_Handover` (see :meth:`_handover`)."""
+        the timeout message of a wait that expired meanwhile. With a ``supervision``
+        the re-arming waits for the :class:`CatchUp` (see :meth:`_handover`)."""
         if self.status is not CrewStatus.CREATED:
             return
         try:
             self._restore_state(snapshot)
         finally:
-            if on_cursors_open is not None:
+            if supervision is not None:
                 self._awaiting_handover = True
-                self._cursors_open_notice = on_cursors_open
+                self._cursors_open_to = supervision
         if not self._awaiting_handover:
             self._rearm_all()
 
@@ -654,14 +603,7 @@ class CrewActor(PooledActor):
             for cursor in cursors.cursors():
                 topic, match = cursor.key
                 cursor.carried_missed += missed.get(cursor_key(topic, match), 0)
-                matching = [
-                    m
-                    for m in messages
-                    if not m.topic.startswith("_system.")
-                    and topic_matches(topic, m.topic)
-                    and scope_allows(self.crew_id, m)
-                    and metadata_allows(match, m)
-                ]
+                matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
                     cursors.catch_up(cursor, matching)
         self._rearm_all()
@@ -771,13 +713,11 @@ class CrewActor(PooledActor):
     def _offer_to_cursors(self, message: Message, runtimes: Sequence[_AgentRuntime]) -> bool:
         """Buffer ``message`` (one that reached the crew another way than through these
         cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
-        if message.topic.startswith("_system.") or not scope_allows(self.crew_id, message):
-            return False
         taken = False
         for runtime in runtimes:
             for cursor in runtime.tools.topic_cursors.cursors():
                 topic, match = cursor.key
-                if topic_matches(topic, message.topic) and metadata_allows(match, message):
+                if cursor_matches(topic, match, self.crew_id, message):
                     taken = cursor.offer(message) or taken
         return taken
 
@@ -794,22 +734,27 @@ class CrewActor(PooledActor):
             for cursor in runtime.tools.topic_cursors.cursors()
         )
 
-    def _passivate(self, message: _Passivate) -> None:
-        """Sleep request. Refused (``on_refused(reason)``) unless the crew is waiting
+    def _passivate(self, message: Passivate) -> None:
+        """Sleep request. Refused (:class:`SleepRefused`) unless the crew is waiting
         for a message: every agent idle or parked, nothing queued for this actor. Else
-        ``on_snapshot(snapshot)`` is called (on this thread) *before* the live waits are
-        withdrawn, so a trigger published meanwhile is seen by the supervisor; if a
-        wait's outcome is already in flight, the sleep is refused and the waits re-armed."""
+        :class:`SnapshotTaken` is reported *before* the live waits are withdrawn (its
+        cursors stay open until the release, so a topic message published meanwhile is
+        in them or kept by the supervisor), then :class:`Passivated`; if a wait's
+        outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
+        the waits are re-armed by the :class:`Resume` that follows."""
+        supervision = message.supervision
         busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
         if self._awaiting_handover:
-            message.on_refused("crew is still waking (its cursors are catching up)")
+            supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
             return
         if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
-            message.on_refused(f"crew is {self.status.value}" + (" with work queued" if not busy else ""))
+            reason = f"crew is {self.status.value}" + (" with work queued" if not busy else "")
+            supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
         self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
-        message.on_snapshot(snapshot)
+        consumed = message.consumed.view() if message.consumed is not None else ()
+        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed))
         in_flight = False
         for runtime in self._agents.values():
             for attr in ("wait", "pump"):
@@ -823,9 +768,9 @@ class CrewActor(PooledActor):
                 in_flight = True
             self._crew_pump = None
         if in_flight or not self.actor_inbox.empty():
-            message.on_refused("a message reached the crew while it was being snapshotted")
-        elif message.on_passivated is not None:
-            message.on_passivated()
+            supervision.tell(SleepRefused(self.crew_id, "a message reached the crew while it was being snapshotted"))
+        else:
+            supervision.tell(Passivated(self.crew_id))
 
     def _cursor_leftovers(self) -> list[Message]:
         """What the cursors received after the sleep snapshot was taken (not in it),
@@ -845,8 +790,9 @@ class CrewActor(PooledActor):
         registered (their messages are kept in the store until the crew wakes)."""
         from orkeon_actors.store.durable_hub import SqliteEventHub
 
-        if self._on_leftovers is not None:
-            self._on_leftovers(self._cursor_leftovers())
+        order = self._release_order
+        sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
+        leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
         self._release_waits()
         hub = self.hub
         registrations = [rt.registration for rt in self._agents.values()]
@@ -859,8 +805,8 @@ class CrewActor(PooledActor):
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
-        if self._on_released is not None:
-            self._on_released()
+        if order is not None and order.supervision is not None:
+            order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
@@ -1429,14 +1375,14 @@ def restore_crew(
     snapshot: CrewSnapshot,
     activity: Activity | None = None,
     gate: DeliveryGate | None = None,
-    on_cursors_open: Callable[[], None] | None = None,
+    supervision: Supervision | None = None,
 ) -> None:
     """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
-    (through its ``gate`` if it has one). With ``on_cursors_open`` (the lifecycle
-    supervisor) the crew calls it once its cursors are open again and then waits, its
-    waits not re-armed and anything told to it held, until :func:`hand_over` gives it
-    the topic messages published while its cursors were closed."""
-    message = _Restore(snapshot, on_cursors_open)
+    (through its ``gate`` if it has one). With a ``supervision`` (the lifecycle
+    supervisor) the crew reports :class:`CursorsOpen` once its cursors are open again
+    and then waits, its waits not re-armed and anything told to it held, until
+    :func:`hand_over` gives it the topic messages published while its cursors were closed."""
+    message = Restore(snapshot, supervision)
     if gate is not None:
         gate.submit(ref, message)
         return
@@ -1448,11 +1394,11 @@ def restore_crew(
 def hand_over(
     ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
 ) -> None:
-    """Give a crew restored with ``on_cursors_open`` the topic messages kept for it (in
+    """Give a crew restored with a ``supervision`` the topic messages kept for it (in
     publish order): each cursor catches up on those it matches and did not receive,
-    once each, then the crew goes on (see ``CrewActor._handover``). ``missed``: drops
-    per cursor key while it slept."""
-    ref.tell(_Handover(tuple(messages), dict(missed or {})))
+    once each, then the crew goes on (:class:`CatchUp`). ``missed``: drops per cursor
+    key while it slept."""
+    ref.tell(CatchUp(tuple(messages), dict(missed or {})))
 
 
 def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Message:
@@ -1494,12 +1440,7 @@ def wait_matches(wait: PendingWait, crew_id: CrewId, message: Message) -> bool:
     and metadata match; mailbox address; reply correlation)."""
     kind = wait.kind
     if isinstance(kind, OnTopic):
-        return (
-            not message.topic.startswith("_system.")
-            and topic_matches(kind.topic, message.topic)
-            and scope_allows(crew_id, message)
-            and metadata_allows(kind.metadata_match, message)
-        )
+        return cursor_matches(kind.topic, kind.metadata_match, crew_id, message)
     if isinstance(kind, OnMailbox):
         return message.target_mailbox == kind.address
     return message.correlation_id == kind.correlation and message.topic == REPLY_TOPIC

@@ -31,7 +31,8 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.crew.agent import Agent
-from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, _Deliver, restore_crew
+from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, restore_crew
+from orkeon_actors.crew.protocol import Deliver, Supervision
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
@@ -141,7 +142,7 @@ class SnapshotActivator:
         snapshot: CrewSnapshot,
         trigger: Message | None,
         *,
-        on_cursors_open: Callable[[], None] | None = None,
+        supervision: Supervision | None = None,
         handed_over: bool = False,
     ) -> list[str]:
         """Tell ``crew`` to restore from ``snapshot`` and deliver ``trigger`` (a topic
@@ -149,17 +150,17 @@ class SnapshotActivator:
         activation processes: the waits already expired (their timeout messages) and
         the trigger.
 
-        ``on_cursors_open`` (the supervisor): the crew calls it once its topic cursors
-        are open again and then holds everything until ``hand_over`` gives it the topic
-        messages kept while they were closed; ``handed_over``: the trigger is among
+        ``supervision`` (the supervisor's inbox): the crew reports ``CursorsOpen`` there
+        once its topic cursors are open again and then holds everything until
+        ``hand_over`` gives it the topic messages kept while they were closed; ``handed_over``: the trigger is among
         those (it is not delivered here)."""
         now = self.hub.clock.now()
         triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
-        restore_crew(crew.ref, snapshot, on_cursors_open=on_cursors_open)
+        restore_crew(crew.ref, snapshot, supervision=supervision)
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             triggers.append(str(trigger.id))
             if not handed_over:
-                crew.ref.tell(_Deliver(trigger))
+                crew.ref.tell(Deliver(trigger))
         return triggers
 
     def activate(self, crew_id: CrewId, trigger: Message | None) -> BuiltCrew | None:

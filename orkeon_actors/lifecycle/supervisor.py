@@ -54,21 +54,28 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
-from orkeon_actors.crew.crew_actor import (
-    CrewActor,
-    _CloseMailboxes,
-    _Deliver,
-    _Passivate,
-    _Release,
-    _Resume,
-    hand_over,
-    start_crew,
+from orkeon_actors.crew.crew_actor import CrewActor, hand_over, start_crew
+from orkeon_actors.crew.handover import Handover, matching_filters
+from orkeon_actors.crew.protocol import (
+    Closed,
+    CloseMailboxes,
+    CrewReport,
+    CursorsOpen,
+    Deliver,
+    Passivate,
+    Passivated,
+    Release,
+    Released,
+    ReleasePurpose,
+    Resume,
+    SleepRefused,
+    SnapshotTaken,
 )
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreError
 from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
-from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
+from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
@@ -105,60 +112,6 @@ _PARK_GRACE = 5.0
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
 
 
-class _Handover:
-    """The topic messages kept for one crew whose cursors are closed while it
-    snapshots or activates: those matching any of its cursors (topic pattern, crew
-    scope, metadata match), once each, in the order the supervisor heard of them, with
-    the events read from the store merged in (see :meth:`merge`)."""
-
-    __slots__ = ("filters", "ids", "messages")
-
-    def __init__(self, filters: Sequence[tuple[str, FrozenMap | None]]) -> None:
-        self.filters = tuple(dict.fromkeys(filters))
-        self.ids: set[str] = set()
-        self.messages: list[Message] = []
-
-    @property
-    def patterns(self) -> list[str]:
-        return sorted({topic for topic, _ in self.filters})
-
-    def merge(self, stored: Sequence[Message]) -> None:
-        """Merge the events kept for the crew in the store (``stored``, in commit order:
-        every one was routed before the crew went live, so before its cursors reopened).
-        Each one not heard of yet goes right after the stored event before it that was
-        (the first ones: in front, kept while it slept), so the handover keeps both the
-        store's order and the order heard of; a reopened cursor's catch-up relies on
-        what its new subscription holds being the handover's tail."""
-        front: list[Message] = []
-        after: dict[str, list[Message]] = {}  # id of a stored event heard of -> those that follow it
-        following = front
-        for message in stored:
-            key = str(message.id)
-            if key in self.ids:
-                following = after.setdefault(key, [])
-            else:
-                self.ids.add(key)
-                following.append(message)
-        if not front and not any(after.values()):
-            return
-        merged = front
-        for message in self.messages:  # one pass: up to 10,000 kept events per cursor
-            merged.append(message)
-            merged.extend(after.get(str(message.id), ()))
-        self.messages = merged
-
-    def keep(self, crew_id: CrewId, message: Message) -> bool:
-        """Keep ``message`` if it matches a cursor and is not kept yet."""
-        key = str(message.id)
-        if key in self.ids or message.topic.startswith("_system.") or not scope_allows(crew_id, message):
-            return False
-        if not any(topic_matches(t, message.topic) and metadata_allows(m, message) for t, m in self.filters):
-            return False
-        self.ids.add(key)
-        self.messages.append(message)
-        return True
-
-
 class _Entry:
     __slots__ = (
         "buffered",
@@ -173,11 +126,14 @@ class _Entry:
         "kept_upto",
         "ledger",
         "name",
+        "parked",
         "reason",
         "ref",
         "sleepers",
+        "snapshot",
         "state",
         "stopping",
+        "taken",
         "triggers",
         "wake_cause",
     )
@@ -195,10 +151,16 @@ class _Entry:
         self.idle_timeout = idle_timeout
         self.buffered: list[Message] = []
         """Non-topic triggers (posts, replies) that arrived while it snapshotted."""
-        self.handover: _Handover | None = None
+        self.handover: Handover | None = None
         """Topic messages kept while its cursors are closed (snapshotting, activating)."""
         self.carry: list[Message] = []
         """What its cursors received after its sleep snapshot (told at release)."""
+        self.snapshot: CrewSnapshot | None = None
+        """Its sleep snapshot, from :class:`SnapshotTaken` until it sleeps or stays active."""
+        self.taken: SnapshotTaken | None = None
+        """The report of that snapshot (saved once the crew reports :class:`Passivated`)."""
+        self.parked: Future[None] | None = None
+        """Set by ``stop_rest``: resolved once the crew reports it parked at stop."""
         self.cursors_open = False
         self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
         """Sleep requests made while it was activating: made once it is active."""
@@ -219,27 +181,15 @@ class _Entry:
 
 @attrs.frozen(eq=False)
 class _Call:
-    fn: Callable[[], Any]
+    """Run ``fn`` with the supervisor actor, in its turn (the blocking API's calls)."""
+
+    fn: Callable[[_SupervisorActor], Any]
     future: Future[Any]
 
 
 @attrs.frozen(eq=False)
 class _Dispatched:
     message: Message
-
-
-@attrs.frozen(eq=False)
-class _Snapshotted:
-    crew_id: CrewId
-    snapshot: CrewSnapshot
-    consumed: tuple[tuple[str, str], ...]
-    """The consumed mailbox rows the snapshot reflects (acknowledged by its save)."""
-
-
-@attrs.frozen(eq=False)
-class _Refused:
-    crew_id: CrewId
-    reason: str
 
 
 @attrs.frozen(eq=False)
@@ -254,11 +204,6 @@ class _SaveFailed:
 
 
 @attrs.frozen(eq=False)
-class _Released:
-    crew_id: CrewId
-
-
-@attrs.frozen(eq=False)
 class _IdleCheck:
     crew_id: CrewId
 
@@ -267,14 +212,6 @@ class _IdleCheck:
 class _Finished:
     crew_id: CrewId
     status: CrewStatus
-
-
-@attrs.frozen(eq=False)
-class _Gone:
-    """A finished crew's actor stopped (its mailboxes closed, its outcome durable)."""
-
-    crew_id: CrewId
-    outcome: CrewOutcome
 
 
 @attrs.frozen(eq=False)
@@ -291,22 +228,11 @@ class _Routing:
 
 
 @attrs.frozen(eq=False)
-class _CursorsOpen:
-    crew_id: CrewId
-
-
-@attrs.frozen(eq=False)
 class _KeptLoaded:
     crew_id: CrewId
     messages: tuple[Message, ...]
     missed: Mapping[str, int]
     upto: int
-
-
-@attrs.frozen(eq=False)
-class _Leftovers:
-    crew_id: CrewId
-    messages: tuple[Message, ...]
 
 
 class _Shared:
@@ -323,7 +249,6 @@ class _Shared:
         self.in_flight: dict[MessageId, Message] = {}
         """Messages between the start and the end of their routing (publisher threads;
         single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
-        self.snapshotting: dict[CrewId, CrewSnapshot] = {}
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
         self.kept_read: set[CrewId] = set()
@@ -381,6 +306,19 @@ def _tell(ref: pykka.ActorRef[Any], message: Any) -> None:
         logger.debug("lifecycle supervisor stopped: {!r} dropped", message)
 
 
+class _Inbox:
+    """The supervisor's :class:`~orkeon_actors.crew.protocol.Supervision`: crews tell
+    their reports here (from their threads); they are handled in the supervisor's turns."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref: pykka.ActorRef[Any]) -> None:
+        self.ref = ref
+
+    def tell(self, report: CrewReport) -> None:
+        _tell(self.ref, report)
+
+
 def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
     """The topic patterns a sleeping crew is indexed under (once each): those of its
     parked topic waits (a match wakes it) and of its other cursors (a match is kept)."""
@@ -418,7 +356,7 @@ class _SupervisorActor(pykka.ThreadingActor):
             window=sup.window,
             window_size=sup.window_size,
         )
-        sup._actor_obj = self
+        self.inbox = _Inbox(me)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -432,39 +370,37 @@ class _SupervisorActor(pykka.ThreadingActor):
     def _dispatch(self, message: Any) -> None:
         if isinstance(message, _Call):
             try:
-                message.future.set_result(message.fn())
+                message.future.set_result(message.fn(self))
             except Exception as exc:
                 message.future.set_exception(exc)
         elif isinstance(message, _Dispatched):
             self._dispatched(message.message)
-        elif isinstance(message, _Snapshotted):
-            self._snapshotted(message.crew_id, message.snapshot, message.consumed)
-        elif isinstance(message, _Refused):
+        elif isinstance(message, SnapshotTaken):
+            self._snapshot_taken(message)
+        elif isinstance(message, Passivated):
+            self._snapshotted(message.crew_id)
+        elif isinstance(message, SleepRefused):
             self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
         elif isinstance(message, _SaveFailed):
             self._back_to_active(message.crew_id, f"snapshot write failed: {message.error}", failed=True)
         elif isinstance(message, _Saved):
             self._saved(message.crew_id)
-        elif isinstance(message, _Released):
-            self._released(message.crew_id)
+        elif isinstance(message, Released):
+            self._released(message)
         elif isinstance(message, _IdleCheck):
             self.idle.check(message.crew_id)
         elif isinstance(message, _Finished):
             self._finished(message.crew_id, message.status)
-        elif isinstance(message, _Gone):
+        elif isinstance(message, Closed):
             self._gone(message.crew_id, message.outcome)
         elif isinstance(message, _Tick):
             self._tick(fallback=message.fallback)
         elif isinstance(message, _Routing):
             self._keep_for_handovers(message.message)
-        elif isinstance(message, _CursorsOpen):
+        elif isinstance(message, CursorsOpen):
             self._cursors_open(message.crew_id)
         elif isinstance(message, _KeptLoaded):
             self._kept_loaded(message)
-        elif isinstance(message, _Leftovers):
-            entry = self.entries.get(message.crew_id)
-            if entry is not None:
-                entry.carry.extend(message.messages)
 
     # -- boot -------------------------------------------------------------------------
 
@@ -535,37 +471,37 @@ class _SupervisorActor(pykka.ThreadingActor):
         if future is not None:
             entry.sleepers.append(future)
         log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
-        me = self.actor_ref
-        shared = self.shared
-        ledger = entry.ledger
-        taken: list[tuple[CrewSnapshot, tuple[tuple[str, str], ...]]] = []
+        entry.snapshot = entry.taken = None
+        entry.ref.tell(Passivate(self.inbox, entry.ledger))
 
-        def on_snapshot(snapshot: CrewSnapshot) -> None:  # the crew's thread, before its waits go
-            taken.append((snapshot, ledger.view()))
-            with shared.lock:
-                shared.snapshotting[crew_id] = snapshot
-            shared.add_patterns(_topic_patterns(snapshot))
-            # From now on topic messages for its cursors are kept (see _keep_for_handovers).
-            shared.add_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
-
-        def on_passivated() -> None:  # the crew's thread: its waits are withdrawn, none had fired
-            # So every message in the ledger view was handled: the snapshot reflects it.
-            # (A message consumed but still in flight to the crew refuses the sleep, and
-            # nothing is saved: its row must stay until a snapshot reflects it.)
-            snapshot, consumed = taken[-1]
-            _tell(me, _Snapshotted(crew_id, snapshot, consumed))
-
-        entry.ref.tell(
-            _Passivate(on_snapshot, lambda why: _tell(me, _Refused(crew_id, why)), on_passivated=on_passivated)
-        )
+    def _snapshot_taken(self, report: SnapshotTaken) -> None:
+        """The crew took its sleep snapshot (its cursors stay open until its release):
+        index it under its patterns, and from now on keep the topic messages for its
+        cursors (see :meth:`_keep_for_handovers`)."""
+        entry = self.entries.get(report.crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
+            return
+        snapshot = report.snapshot
+        entry.snapshot = snapshot
+        entry.taken = report
+        self.shared.add_patterns(_topic_patterns(snapshot))
+        self.shared.add_patterns(_topic_patterns(snapshot), transient=True)
 
     def _asleep_in_store(self, crew_id: CrewId) -> bool:
         return bool(self.hub.readers.query("SELECT 1 FROM pending_waits WHERE crew_id = ? LIMIT 1", (str(crew_id),)))
 
-    def _snapshotted(self, crew_id: CrewId, snapshot: CrewSnapshot, consumed: tuple[tuple[str, str], ...]) -> None:
+    def _snapshotted(self, crew_id: CrewId) -> None:
+        """The crew withdrew its live waits and none had fired: every message in the
+        consumed view of its snapshot was handled, so the snapshot reflects it (a message
+        consumed but still in flight to the crew refuses the sleep, and nothing is saved:
+        its row must stay until a snapshot reflects it). Save it."""
         entry = self.entries.get(crew_id)
         if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
             return  # stopping: stop() gave up on it, it parks as it is
+        taken = entry.taken
+        if taken is None:
+            return
+        snapshot, consumed = taken.snapshot, taken.consumed
         me = self.actor_ref
         ledger = entry.ledger
 
@@ -592,18 +528,17 @@ class _SupervisorActor(pykka.ThreadingActor):
         else:
             self.stats.sleep_refused()
         log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
-        with self.shared.lock:
-            snapshot = self.shared.snapshotting.pop(crew_id, None)
+        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
         if snapshot is not None:
             self.shared.remove_patterns(_topic_patterns(snapshot))
             # Its cursors never closed: they hold every topic message kept meanwhile.
-            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
+            self.shared.remove_patterns(_topic_patterns(snapshot), transient=True)
         entry.state = LifecycleState.ACTIVE
         entry.handover = None
         entry.carry.clear()
-        entry.ref.tell(_Resume())
+        entry.ref.tell(Resume())
         for message in entry.buffered:
-            entry.ref.tell(_Deliver(message))
+            entry.ref.tell(Deliver(message))
         entry.buffered.clear()
         for future in entry.sleepers:
             future.set_result(False)
@@ -614,22 +549,21 @@ class _SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.get(crew_id)
         if entry is None or entry.stopping:
             return
-        me = self.actor_ref
-        entry.ref.tell(
-            _Release(
-                lambda: _tell(me, _Released(crew_id)),
-                on_leftovers=lambda messages: _tell(me, _Leftovers(crew_id, tuple(messages))),
-            )
-        )
+        entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
 
-    def _released(self, crew_id: CrewId) -> None:
+    def _released(self, report: Released) -> None:
+        crew_id = report.crew_id
+        if report.purpose is ReleasePurpose.SHUTDOWN:
+            self._parked_at_stop(crew_id)
+            return
         entry = self.entries.pop(crew_id, None)
         if entry is None:
             return
+        entry.carry.extend(report.leftovers)
         self._not_activating(crew_id)
         self.idle.forget(crew_id)
+        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
         with self.shared.lock:
-            snapshot = self.shared.snapshotting.pop(crew_id, None)
             self.shared.live.discard(crew_id)
             self.shared.kept_read.discard(crew_id)
             self.shared.status.pop(crew_id, None)
@@ -646,29 +580,24 @@ class _SupervisorActor(pykka.ThreadingActor):
             future.set_result(True)
         kept: list[Message] = []
         if snapshot is not None:
-            self.shared.remove_patterns(sorted({t for t, _ in snapshot_cursors(snapshot)}), transient=True)
+            self.shared.remove_patterns(_topic_patterns(snapshot), transient=True)
             # Topic messages its cursors got after the snapshot, or that were kept for it
             # while it snapshotted: the snapshot does not hold them, hand them over.
-            handover = _Handover(snapshot_cursors(snapshot))
+            handover = Handover(crew_id, snapshot_cursors(snapshot))
             for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
-                handover.keep(crew_id, message)
-            held = {m.id for a in snapshot.agents for c in a.cursors for m in c.buffered}
-            kept = [m for m in handover.messages if m.id not in held]
+                handover.keep(message)
+            kept = handover.without({m.id for a in snapshot.agents for c in a.cursors for m in c.buffered})
         if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
             first = entry.buffered[0] if entry.buffered else None
             self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
             woken = self.entries.get(crew_id)
             if woken is not None:
                 for message in entry.buffered[1:]:
-                    woken.ref.tell(_Deliver(message))
+                    woken.ref.tell(Deliver(message))
         elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
             filters = snapshot_cursors(snapshot)
             for message in kept:
-                keys = [
-                    cursor_events.cursor_key(t, m)
-                    for t, m in filters
-                    if topic_matches(t, message.topic) and metadata_allows(m, message)
-                ]
+                keys = [cursor_events.cursor_key(t, m) for t, m in matching_filters(filters, crew_id, message)]
                 self._store_kept(str(crew_id), keys, message)
 
     # -- wake -------------------------------------------------------------------------
@@ -723,24 +652,24 @@ class _SupervisorActor(pykka.ThreadingActor):
             self._activated(crew_id, entry)
             log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
             return True
-        handover = entry.handover = _Handover(filters)
+        handover = entry.handover = Handover(crew_id, filters)
         self.shared.add_patterns(handover.patterns, transient=True)
         self.shared.remove_patterns(_topic_patterns(snapshot))
         with self.shared.lock:
             self.shared.activating.add(crew_id)
         for message in carry:
-            handover.keep(crew_id, message)
+            handover.keep(message)
         delivered = False
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
-            delivered = handover.keep(crew_id, trigger) or str(trigger.id) in handover.ids
+            delivered = handover.keep(trigger) or handover.holds(trigger)
         for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
-            handover.keep(crew_id, message)
+            handover.keep(message)
         me = self.actor_ref
         entry.triggers = self.activator.restore(
             BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger),
             snapshot,
             trigger,
-            on_cursors_open=lambda: _tell(me, _CursorsOpen(crew_id)),
+            supervision=self.inbox,
             handed_over=delivered,
         )
         key = str(crew_id)
@@ -774,18 +703,17 @@ class _SupervisorActor(pykka.ThreadingActor):
             return  # no crew is snapshotting or activating
         for crew_id, entry in self.entries.items():
             if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
-                entry.handover.keep(crew_id, message)
+                entry.handover.keep(message)
             elif entry.state is LifecycleState.SNAPSHOTTING:
                 if entry.handover is None:
-                    snapshot = self.shared.snapshotting.get(crew_id)
-                    if snapshot is None:
+                    if entry.snapshot is None:
                         continue  # not snapshotted yet: its cursors are open
-                    entry.handover = _Handover(snapshot_cursors(snapshot))
-                entry.handover.keep(crew_id, message)
+                    entry.handover = Handover(crew_id, snapshot_cursors(entry.snapshot))
+                entry.handover.keep(message)
 
     def _kept_loaded(self, loaded: _KeptLoaded) -> None:
         """The events kept in the store for the crew (while it slept, and those a publish
-        kept before the wake read them): merged into the handover (:meth:`_Handover.merge`)."""
+        kept before the wake read them): merged into the handover (:meth:`Handover.merge`)."""
         entry = self.entries.get(loaded.crew_id)
         if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
             return
@@ -845,16 +773,17 @@ class _SupervisorActor(pykka.ThreadingActor):
         self._keep_for_handovers(message)
         marks = ", ".join("?" * len(patterns))
         rows = self.hub.readers.query(
-            f"SELECT DISTINCT crew_id, metadata_match FROM pending_waits WHERE kind = 'OnTopic' AND topic IN ({marks})",
+            f"SELECT DISTINCT crew_id, topic, metadata_match FROM pending_waits WHERE kind = 'OnTopic' "
+            f"AND topic IN ({marks})",
             tuple(patterns),
         )
         woken: set[CrewId] = set()
-        for crew_text, match in rows:
+        for crew_text, topic, match in rows:
             crew = CrewId(str(crew_text))
-            if crew in woken or crew in self.entries or not scope_allows(crew, message):
+            if crew in woken or crew in self.entries:
                 continue
             metadata = None if match is None else FrozenMap(_json_map(str(match)))
-            if not metadata_allows(metadata, message):
+            if not cursor_matches(str(topic), metadata, crew, message):
                 continue
             if self._wake(crew, message, started):
                 woken.add(crew)
@@ -1009,13 +938,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         # full garbage collection would walk it). Written after the deletion above (the
         # writer commits in order), so the messages it consumed stay kept until that
         # commit acknowledges them; its outcome stays in ``outcomes``.
-        me = self.actor_ref
         try:
-            entry.ref.tell(
-                _CloseMailboxes(
-                    lambda outcome: _tell(me, _Gone(crew_id, outcome)), keep_final=self.sup.finished_memory > 0
-                )
-            )
+            entry.ref.tell(CloseMailboxes(self.inbox, keep_final=self.sup.finished_memory > 0))
         except pykka.ActorDeadError:
             logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
             self._gone(crew_id, CrewOutcome(status))
@@ -1097,7 +1021,6 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.shutting_down = True
         parked: list[Future[None]] = []
         stopped: list[pykka.Future[bool]] = []
-        hub = self.hub
         for crew_id, entry in self.entries.items():
             if entry.stopping:
                 continue
@@ -1117,17 +1040,23 @@ class _SupervisorActor(pykka.ThreadingActor):
                 ", it did not sleep in time" if asked else "",
             )
             done: Future[None] = Future()
-
-            def on_parked(crew: CrewId = crew_id, future: Future[None] = done) -> None:
-                hub.end_deferral(crew)
-                future.set_result(None)
-
+            entry.parked = done
             try:
-                entry.ref.tell(_Release(on_parked))
+                entry.ref.tell(Release(self.inbox, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
-                on_parked()
+                self._parked_at_stop(crew_id)
             parked.append(done)
         return parked, stopped
+
+    def _parked_at_stop(self, crew_id: CrewId) -> None:
+        """A crew ``stop_rest`` released parked its mailboxes (or its actor was dead
+        already): its acknowledgements are no longer deferred; ``stop()`` stops waiting
+        for it. A report arriving after the supervisor stopped is dropped: the crew's
+        rows then simply stay kept, as they do anyway for the next boot."""
+        self.hub.end_deferral(crew_id)
+        entry = self.entries.get(crew_id)
+        if entry is not None and entry.parked is not None and not entry.parked.done():
+            entry.parked.set_result(None)
 
     def on_stop(self) -> None:
         self.waits.stop()
@@ -1139,7 +1068,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                 if entry.finished:
                     entry.ref.stop(block=False)
                 else:  # the actor was stopped without CrewSupervisor.stop(): park, never unregister
-                    entry.ref.tell(_Release(lambda: None))
+                    entry.ref.tell(Release(None, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
                 continue
 
@@ -1224,23 +1153,18 @@ class CrewSupervisor:
         self.activator = SnapshotActivator(
             hub, self.store, self.factories, idle_timeout=idle_timeout, on_activity=self._on_activity
         )
-        self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
         hub.route_listeners.append(self._on_route)
         hub.dispatch_listeners.append(self._on_dispatch)
-        self.booted_asleep: int = self._call(self._actor().boot)
+        self.booted_asleep: int = self._call(lambda actor: actor.boot())
 
     @classmethod
     def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
         return cls(runtime, **options)
 
-    def _actor(self) -> _SupervisorActor:
-        actor = self._actor_obj  # the actor object; its methods only run inside _call, on its thread
-        assert actor is not None
-        return actor
-
-    def _call(self, fn: Callable[[], Any], timeout: float | None = 30.0) -> Any:
+    def _call(self, fn: Callable[[_SupervisorActor], Any], timeout: float | None = 30.0) -> Any:
+        """Run ``fn(actor)`` in the supervisor actor's turn; block for its result."""
         future: Future[Any] = Future()
         self._ref.tell(_Call(fn, future))
         return future.result(timeout)
@@ -1315,16 +1239,16 @@ class CrewSupervisor:
             return None
         marks = ", ".join("?" * len(patterns))
         rows = self.hub.readers.query(
-            f"SELECT crew_id, cursor_key, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
+            f"SELECT crew_id, cursor_key, topic, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
             tuple(patterns),
         )
         shared = self.shared
         keys: dict[CrewId, list[str]] = {}
-        for crew_text, key, match in rows:
+        for crew_text, key, topic, match in rows:
             crew = CrewId(str(crew_text))
-            if crew in shared.kept_read or not scope_allows(crew, message):
+            if crew in shared.kept_read:
                 continue
-            if metadata_allows(FrozenMap(_json_map(str(match))), message):
+            if cursor_matches(str(topic), FrozenMap(_json_map(str(match))), crew, message):
                 keys.setdefault(crew, []).append(str(key))
         if not keys:
             return None
@@ -1370,37 +1294,32 @@ class CrewSupervisor:
     def spawn(self, name: str, crew_id: CrewId | str | None = None) -> CrewId:
         """Start a new crew from the factory ``name``; returns its id."""
         crew = CrewId(crew_id) if crew_id is not None else CrewId.new()
-        actor = self._actor()
-        result: CrewId = self._call(lambda: actor.spawn(name, crew))
+        result: CrewId = self._call(lambda actor: actor.spawn(name, crew))
         return result
 
     def sleep(self, crew_id: CrewId | str, reason: SleepReason = SleepReason.EXPLICIT, timeout: float = 30.0) -> bool:
         """Passivate the crew; ``True`` once it is asleep (or already was), ``False`` if
         it was not waiting for a message or its snapshot could not be written."""
         future: Future[bool] = Future()
-        actor = self._actor()
         crew = CrewId(crew_id)
-        self._call(lambda: actor.sleep(crew, reason, future))
+        self._call(lambda actor: actor.sleep(crew, reason, future))
         return future.result(timeout)
 
     def wake(self, crew_id: CrewId | str, trigger: Message | None = None) -> None:
         """Activate a sleeping crew now (its waits re-armed; ``trigger`` delivered)."""
-        actor = self._actor()
         crew = CrewId(crew_id)
-        self._call(lambda: actor.wake(crew, trigger))
+        self._call(lambda actor: actor.wake(crew, trigger))
 
     def state(self, crew_id: CrewId | str) -> LifecycleState:
-        actor = self._actor()
         crew = CrewId(crew_id)
-        result: LifecycleState = self._call(lambda: actor.state_of(crew))
+        result: LifecycleState = self._call(lambda actor: actor.state_of(crew))
         return result
 
     def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
         """The live crew actor, or ``None`` while it sleeps and once it finished (its
         actor stops once its outcome is durable: see :meth:`outcome`)."""
-        actor = self._actor()
         crew = CrewId(crew_id)
-        result: pykka.ActorRef[CrewActor] | None = self._call(lambda: actor.ref_of(crew))
+        result: pykka.ActorRef[CrewActor] | None = self._call(lambda actor: actor.ref_of(crew))
         return result
 
     def outcome(self, crew_id: CrewId | str) -> CrewOutcome | None:
@@ -1408,18 +1327,16 @@ class CrewSupervisor:
         once its actor stopped; ``None`` before that, for a crew that did not finish here,
         or past the last ``finished_memory`` finished crews (a completed crew is deleted
         from the store at once; a failed one stays there, ``state`` says ``FAILED``)."""
-        actor = self._actor()
         crew = CrewId(crew_id)
-        result: CrewOutcome | None = self._call(lambda: actor.outcome_of(crew))
+        result: CrewOutcome | None = self._call(lambda actor: actor.outcome_of(crew))
         return result
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is
         live (``WAITING`` once every agent is parked, ...), its outcome's once it
         finished (as :meth:`outcome`); ``None`` while it sleeps or is unknown here."""
-        actor = self._actor()
         crew = CrewId(crew_id)
-        result: CrewStatus | None = self._call(lambda: actor.status_of(crew))
+        result: CrewStatus | None = self._call(lambda actor: actor.status_of(crew))
         return result
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -1444,11 +1361,10 @@ class CrewSupervisor:
         if self._stopped:
             return
         self._stopped = True
-        actor = self._actor()
         deadline = time.monotonic() + timeout
         try:
             while timeout > 0:
-                futures: list[Future[bool]] = self._call(actor.shutdown_round)
+                futures: list[Future[bool]] = self._call(lambda actor: actor.shutdown_round())
                 remaining = deadline - time.monotonic()
                 if not futures or remaining <= 0:
                     break
@@ -1458,7 +1374,7 @@ class CrewSupervisor:
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(_SHUTDOWN_RETRY)  # a refusing crew is working: ask again shortly
-            parked, stopped = self._call(lambda: actor.stop_rest(asked=timeout > 0))
+            parked, stopped = self._call(lambda actor: actor.stop_rest(asked=timeout > 0))
             _, late = wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
             if late:  # blocked in a tool or model call: it parks when that returns, if the hub still runs
                 logger.warning("{} crew(s) still busy at stop: parked when they return", len(late))
