@@ -22,6 +22,7 @@ from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemo
 from orkeon_actors.model.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.store.config import Durability, StoreConfig
 
 __all__ = ["Runtime"]
@@ -85,6 +86,19 @@ class Runtime:
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
         return runtime
+
+    def lifecycle_backend(self) -> LifecycleBackend:
+        """What :class:`~orkeon_actors.lifecycle.CrewSupervisor` runs on: the durable hub
+        with its crew state store and wake indexes (the SQLite adapter's). Raises
+        ``InvalidArgumentError`` for an in-memory runtime: crews sleep only where their
+        state outlives the process."""
+        from orkeon_actors.errors import InvalidArgumentError
+        from orkeon_actors.store import SqliteEventHub
+        from orkeon_actors.store.wake_index import SqliteLifecycleBackend
+
+        if not isinstance(self.hub, SqliteEventHub):
+            raise InvalidArgumentError("crew sleep and wake need a durable runtime: Runtime.start(store='state.db')")
+        return SqliteLifecycleBackend(self.hub)
 
     def stop(self) -> None:
         """Stop the hub and the scheduler, then end the idle threads of the actor pool

@@ -42,7 +42,7 @@ from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew import agent_step, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
-from orkeon_actors.crew.handover import for_cursor
+from orkeon_actors.crew.handover import CursorFilter, for_cursor
 from orkeon_actors.crew.model import ToolCall
 from orkeon_actors.crew.protocol import (
     CatchUp,
@@ -127,7 +127,6 @@ __all__ = [
     "timed_out_message",
     "wait_matches",
 ]
-
 
 
 class CrewObserver(Protocol):
@@ -537,20 +536,18 @@ class CrewActor(PooledActor):
         self._arm_crew_pump()
         self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
 
-    def _handover(self, messages: Sequence[Message], missed: Mapping[str, int]) -> None:
+    def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
         """The lifecycle's handover: every cursor catches up on the ``messages`` it
         matches and did not receive (published before it reopened; see
         :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
         ``wait_for_event`` resolves with its cursor's oldest event) and the actor
         messages held meanwhile are handled, in order. ``missed``: what the store
         dropped per cursor while the crew slept (reported by the cursor's next read)."""
-        from orkeon_actors.store.cursor_events import cursor_key
-
         for runtime in self._agents.values():
             cursors = runtime.tools.topic_cursors
             for cursor in cursors.cursors():
                 topic, match = cursor.key
-                cursor.carried_missed += missed.get(cursor_key(topic, match), 0)
+                cursor.carried_missed += missed.get((topic, match or None), 0)
                 matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
                     cursors.catch_up(cursor, matching)
@@ -692,20 +689,13 @@ class CrewActor(PooledActor):
     def _park_mailboxes(self) -> None:
         """Passivated stop: release waits and subscriptions; the mailboxes stay durably
         registered (their messages are kept in the store until the crew wakes)."""
-        from orkeon_actors.store.durable_hub import SqliteEventHub
-
         order = self._release_order
         sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
         leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
         self._release_waits()
-        hub = self.hub
         registrations = [rt.registration for rt in self._agents.values()]
         registrations.append(self._crew_registration)
-        held = [registration for registration in registrations if registration is not None]
-        if isinstance(hub, SqliteEventHub):
-            hub.park_mailboxes(held)
-        else:
-            hub.close_mailboxes(held)
+        self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
@@ -1168,7 +1158,7 @@ def restore_crew(
 
 
 def hand_over(
-    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
+    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[CursorFilter, int] | None = None
 ) -> None:
     """Give a crew restored with a ``supervision`` the topic messages kept for it (in
     publish order): each cursor catches up on those it matches and did not receive,

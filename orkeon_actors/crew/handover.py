@@ -17,14 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.state import OnTopic
 from orkeon_actors.hub.routing import cursor_matches
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 
-__all__ = ["CursorFilter", "Handover", "for_cursor", "matching_filters"]
+__all__ = ["CursorFilter", "Handover", "for_cursor", "matching_filters", "snapshot_cursors"]
 
 CursorFilter = tuple[str, FrozenMap | None]
 """A cursor's key: its topic pattern and its metadata match."""
+
+
+def snapshot_cursors(snapshot: CrewSnapshot) -> list[CursorFilter]:
+    """Every ``(topic, metadata_match)`` a crew's agents read, as its ``snapshot`` holds
+    them: their cursors and their parked topic waits, each once (an empty match as
+    ``None``)."""
+    keys = [(c.topic, c.metadata_match or None) for a in snapshot.agents for c in a.cursors]
+    keys.extend(
+        (w.kind.topic, w.kind.metadata_match or None) for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)
+    )
+    return list(dict.fromkeys(keys))
 
 
 def matching_filters(filters: Iterable[CursorFilter], crew_id: CrewId, message: Message) -> list[CursorFilter]:

@@ -34,6 +34,7 @@ from typing import Protocol
 
 import attrs
 
+from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
@@ -165,8 +166,8 @@ class CatchUp:
     publish order; each cursor catches up on those it matches (once each)."""
 
     messages: tuple[Message, ...]
-    missed: Mapping[str, int] = attrs.field(factory=dict)
-    """Drops per cursor key (``store.cursor_events.cursor_key``) while it slept."""
+    missed: Mapping[CursorFilter, int] = attrs.field(factory=dict)
+    """Drops per cursor ``(topic, metadata_match or None)`` while it slept."""
 
 
 @attrs.frozen(eq=False)

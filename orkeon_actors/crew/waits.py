@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
-from orkeon_actors.hub.memory import REPLY_TOPIC
+from orkeon_actors.hub.port import REPLY_TOPIC
 from orkeon_actors.hub.routing import cursor_matches
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message

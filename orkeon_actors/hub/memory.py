@@ -30,7 +30,16 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
-from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.port import (
+    POST_TOPIC,
+    REPLY_TOPIC,
+    SEND_TOPIC,
+    CallerContext,
+    EventHub,
+    MailboxReader,
+    MailboxRegistration,
+    Subscription,
+)
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
@@ -61,10 +70,6 @@ from orkeon_actors.model.options import (
 
 __all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC"]
 
-POST_TOPIC = "_system.post"
-"""Synthetic topic of mailbox posts: no agent can publish on ``_system.*`` (spec §10.2)."""
-SEND_TOPIC = "_system.send"
-REPLY_TOPIC = "_system.reply"
 
 WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
 

@@ -36,13 +36,11 @@ from orkeon_actors.crew.protocol import Deliver, Supervision
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, DeferredAcks, DurableEventHub
+from orkeon_actors.lifecycle.ports import DurableCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.orchestration.base import Orchestration
-from orkeon_actors.store.acks import ConsumedLedger
-from orkeon_actors.store.durable_hub import SqliteEventHub
 
 __all__ = ["BuiltCrew", "CrewBlueprint", "CrewFactory", "SnapshotActivator"]
 
@@ -74,7 +72,7 @@ class BuiltCrew:
     ref: pykka.ActorRef[CrewActor]
     idle_timeout: float | None
     """The blueprint's, else the supervisor's default, else the crew class's."""
-    ledger: ConsumedLedger
+    ledger: DeferredAcks
     """The mailbox messages it consumes until its next snapshot reflects them."""
 
 
@@ -86,8 +84,8 @@ class SnapshotActivator:
 
     def __init__(
         self,
-        hub: SqliteEventHub,
-        store: SqliteCrewStateStore,
+        hub: DurableEventHub,
+        store: DurableCrewStateStore,
         factories: Mapping[str, CrewFactory],
         *,
         idle_timeout: float | None = None,
@@ -104,7 +102,7 @@ class SnapshotActivator:
         processed ``trigger`` (a topic message or reply; posts are acknowledged with the
         snapshot instead). Raises ``SnapshotVersionError`` for an unreadable snapshot."""
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
-            if self.hub.is_processed(trigger.id, crew_id):
+            if self.store.is_processed(str(trigger.id), crew_id):
                 logger.debug("crew {}: trigger {} already processed, ignored", crew_id, trigger.id)
                 return None
         return self.store.load(crew_id)

@@ -48,14 +48,13 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
-import apsw
 import attrs
 import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
 from orkeon_actors.crew.crew_actor import CrewActor, hand_over, start_crew
-from orkeon_actors.crew.handover import Handover, matching_filters
+from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     Closed,
     CloseMailboxes,
@@ -74,23 +73,16 @@ from orkeon_actors.crew.protocol import (
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreError
-from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
+from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC, DeferredAcks
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
-from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore, snapshot_cursors
+from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleHost, LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
-from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId, MessageId
-from orkeon_actors.model.message import FrozenMap, Message
-from orkeon_actors.runtime import Runtime
-from orkeon_actors.store import cursor_events
-from orkeon_actors.store.acks import ConsumedLedger
-from orkeon_actors.store.durable_hub import SqliteEventHub
-from orkeon_actors.store.records import CrewState
+from orkeon_actors.model.message import Message
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
 
@@ -139,7 +131,7 @@ class _Entry:
     )
 
     def __init__(
-        self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None, ledger: ConsumedLedger
+        self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None, ledger: DeferredAcks
     ) -> None:
         self.name = name
         self.ref = ref
@@ -165,7 +157,7 @@ class _Entry:
         self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
         """Sleep requests made while it was activating: made once it is active."""
         self.kept_loaded = False
-        self.kept_missed: dict[str, int] = {}
+        self.kept_missed: Mapping[tuple[str, Any], int] = {}
         self.kept_upto = 0
         """The last ``cursor_events`` row handed over at its wake: deleted by its next snapshot."""
         self.triggers: list[str] = []
@@ -230,9 +222,7 @@ class _Routing:
 @attrs.frozen(eq=False)
 class _KeptLoaded:
     crew_id: CrewId
-    messages: tuple[Message, ...]
-    missed: Mapping[str, int]
-    upto: int
+    kept: KeptEvents
 
 
 class _Shared:
@@ -325,19 +315,13 @@ def _topic_patterns(snapshot: CrewSnapshot) -> list[str]:
     return sorted({topic for topic, _ in snapshot_cursors(snapshot)})
 
 
-_KEPT_FOR_PARKED_WAITS = """
-SELECT DISTINCT e.crew_id FROM cursor_events e WHERE EXISTS (
-    SELECT 1 FROM pending_waits w WHERE w.crew_id = e.crew_id AND w.kind = 'OnTopic'
-    AND w.topic || char(10) || coalesce(w.metadata_match, '{}') = e.cursor_key)
-"""
-
-
 class _SupervisorActor(pykka.ThreadingActor):
     def __init__(self, sup: CrewSupervisor) -> None:
         super().__init__()
         self.sup = sup
         self.hub = sup.hub
         self.store = sup.store
+        self.wakes = sup.wakes
         self.shared = sup.shared
         self.stats = sup.stats
         self.activator = sup.activator
@@ -349,7 +333,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.shutting_down = False
         me = self.actor_ref
         self.waits = DurableWaitScheduler(
-            self.hub.readers,
+            sup.expiries,
             self.hub.clock,
             self.hub.scheduler,
             lambda: _tell(me, _Tick()),
@@ -406,32 +390,26 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def boot(self) -> int:
         """Lazy boot: the topic patterns, a window of expiries, crews with kept mail."""
-        rows = self.hub.readers.query(
-            "SELECT topic, count(*) FROM (SELECT crew_id, topic FROM pending_waits WHERE kind = 'OnTopic' "
-            "UNION SELECT crew_id, topic FROM sleeping_cursors) GROUP BY topic"
-        )
+        patterns = self.wakes.topic_patterns()
         with self.shared.lock:
-            for topic, count in rows:
-                self.shared.patterns[str(topic)] = int(count)
+            for topic, count in patterns.items():
+                self.shared.patterns[topic] = count
             self.shared.pattern_view = tuple(self.shared.patterns)
-        [(asleep,)] = self.hub.readers.query("SELECT count(DISTINCT crew_id) FROM pending_waits")
-        self.stats.booted(int(asleep))
+        asleep = self.wakes.asleep_count()
+        self.stats.booted(asleep)
         self.waits.start()
-        kept = self.hub.readers.query("SELECT DISTINCT m.mailbox_address FROM mailboxes m")
-        crews = {MailboxAddress.parse(str(a)).crew_id for (a,) in kept}
-        # Events kept for a parked wait's cursor (published while the supervisor stopped).
-        crews.update(CrewId(str(c)) for (c,) in self.hub.readers.query(_KEPT_FOR_PARKED_WAITS))
-        for crew in sorted(c for c in crews if c is not None):
-            if self.hub.load_snapshot(crew) is not None:
-                self._wake(CrewId(crew), None, time.perf_counter(), cause=WakeTrigger.POST)
-        return int(asleep)
+        # Kept mail, and events kept for a parked wait's cursor (published while the supervisor stopped).
+        for crew in self.wakes.crews_to_wake_at_boot():
+            if self.store.stored_state(crew) is not None:
+                self._wake(crew, None, time.perf_counter(), cause=WakeTrigger.POST)
+        return asleep
 
     # -- spawning ---------------------------------------------------------------------
 
     def spawn(self, name: str, crew_id: CrewId) -> CrewId:
         if crew_id in self.entries:
             raise InvalidArgumentError(f"crew {crew_id} is already running here")
-        if self.hub.load_snapshot(crew_id) is not None:
+        if self.store.stored_state(crew_id) is not None:
             raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
         entry = self._start(name, crew_id)
         start_crew(entry.ref)
@@ -488,7 +466,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.shared.add_patterns(_topic_patterns(snapshot), transient=True)
 
     def _asleep_in_store(self, crew_id: CrewId) -> bool:
-        return bool(self.hub.readers.query("SELECT 1 FROM pending_waits WHERE crew_id = ? LIMIT 1", (str(crew_id),)))
+        return self.wakes.has_pending_waits(crew_id)
 
     def _snapshotted(self, crew_id: CrewId) -> None:
         """The crew withdrew its live waits and none had fired: every message in the
@@ -597,8 +575,8 @@ class _SupervisorActor(pykka.ThreadingActor):
         elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
             filters = snapshot_cursors(snapshot)
             for message in kept:
-                keys = [cursor_events.cursor_key(t, m) for t, m in matching_filters(filters, crew_id, message)]
-                self._store_kept(str(crew_id), keys, message)
+                keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
+                self.wakes.keep_event(crew_id, keys, message)
 
     # -- wake -------------------------------------------------------------------------
 
@@ -672,27 +650,19 @@ class _SupervisorActor(pykka.ThreadingActor):
             supervision=self.inbox,
             handed_over=delivered,
         )
-        key = str(crew_id)
-
-        def loaded(result: tuple[list[Message], dict[str, int], int]) -> None:  # the writer, after every earlier write
-            messages, missed, upto = result
-            _tell(me, _KeptLoaded(crew_id, tuple(messages), missed, upto))
-
-        def not_loaded(exc: BaseException) -> None:
-            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
-            _tell(me, _KeptLoaded(crew_id, (), {}, 0))
-
         shared = self.shared
         shared.kept_read.discard(crew_id)
 
-        def read(conn: apsw.Connection) -> tuple[list[Message], dict[str, int], int]:
-            kept = cursor_events.load_kept(conn, key)
+        def read() -> None:  # the writer, right after the read: in order with the keeping writes
             with shared.lock:
                 if crew_id in shared.live:  # later keeping writes skip it: its handover has them
                     shared.kept_read.add(crew_id)
-            return kept
 
-        self.hub.writer.post(read, after_commit=loaded, on_error=not_loaded)
+        def not_loaded(exc: BaseException) -> None:
+            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
+            _tell(me, _KeptLoaded(crew_id, KeptEvents((), {}, 0)))
+
+        self.wakes.load_kept(crew_id, read, lambda kept: _tell(me, _KeptLoaded(crew_id, kept)), not_loaded)
         self.stats.woke(cause, time.perf_counter() - started)
         return True
 
@@ -718,9 +688,9 @@ class _SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
             return
         entry.kept_loaded = True
-        entry.kept_upto = loaded.upto
-        entry.kept_missed = dict(loaded.missed)
-        entry.handover.merge(loaded.messages)
+        entry.kept_upto = loaded.kept.upto
+        entry.kept_missed = dict(loaded.kept.missed)
+        entry.handover.merge(loaded.kept.messages)
         if entry.cursors_open:
             self._hand_over(loaded.crew_id, entry)
 
@@ -771,47 +741,17 @@ class _SupervisorActor(pykka.ThreadingActor):
         if not patterns:
             return
         self._keep_for_handovers(message)
-        marks = ", ".join("?" * len(patterns))
-        rows = self.hub.readers.query(
-            f"SELECT DISTINCT crew_id, topic, metadata_match FROM pending_waits WHERE kind = 'OnTopic' "
-            f"AND topic IN ({marks})",
-            tuple(patterns),
-        )
         woken: set[CrewId] = set()
-        for crew_text, topic, match in rows:
-            crew = CrewId(str(crew_text))
+        for crew, topic, metadata in self.wakes.topic_waits(patterns):
             if crew in woken or crew in self.entries:
                 continue
-            metadata = None if match is None else FrozenMap(_json_map(str(match)))
-            if not cursor_matches(str(topic), metadata, crew, message):
+            if not cursor_matches(topic, metadata, crew, message):
                 continue
             if self._wake(crew, message, started):
                 woken.add(crew)
 
-    def _store_kept(self, crew: str, keys: Sequence[str], message: Message) -> None:
-        """Queue the write of ``message`` for the crew's sleeping cursors ``keys``."""
-        if not keys:
-            return
-        targets = tuple(keys)
-        limit = cursor_events.MAX_KEPT
-
-        def work(conn: apsw.Connection) -> None:
-            cursor_events.keep_event(conn, crew, targets, message, limit)
-
-        def failed(exc: BaseException) -> None:
-            logger.warning("crew {}: topic event {} not kept for its sleeping cursors: {}", crew, message.id, exc)
-
-        try:
-            self.hub.writer.post(work, on_error=failed)
-        except HubStoppedError:
-            logger.debug("crew {}: topic event {} not kept, the store is closed", crew, message.id)
-
     def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
-        rows = self.hub.readers.query(
-            "SELECT 1 FROM pending_waits WHERE crew_id = ? AND correlation_id = ? LIMIT 1",
-            (str(crew), str(message.correlation_id)),
-        )
-        return bool(rows)
+        return self.wakes.waits_on_reply(crew, message.correlation_id)
 
     # -- the durable wait scheduler ---------------------------------------------------
 
@@ -970,10 +910,10 @@ class _SupervisorActor(pykka.ThreadingActor):
         outcome = self.outcomes.get(crew_id)
         if outcome is not None:
             return LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED
-        record = self.hub.load_snapshot(crew_id)
-        if record is None:
+        stored = self.store.stored_state(crew_id)
+        if stored is None:
             return LifecycleState.UNKNOWN
-        return LifecycleState.FAILED if record.state is CrewState.FAILED else LifecycleState.ASLEEP
+        return LifecycleState.FAILED if stored is StoredState.FAILED else LifecycleState.ASLEEP
 
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         return self.outcomes.get(crew_id)
@@ -1083,11 +1023,20 @@ def _cause_of(trigger: Message | None) -> str:
     return WakeTrigger.TOPIC
 
 
-def _json_map(text: str) -> dict[str, str]:
-    import json
+class _Triggers:
+    """The supervisor's :class:`~orkeon_actors.hub.port.DispatchObserver`: how it hears
+    of the triggers of sleeping crews (on the dispatching threads)."""
 
-    value = json.loads(text)
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    __slots__ = ("sup",)
+
+    def __init__(self, sup: CrewSupervisor) -> None:
+        self.sup = sup
+
+    def routing(self, message: Message) -> None:
+        self.sup.on_route(message)
+
+    def dispatched(self, message: Message) -> None:
+        self.sup.on_dispatch(message)
 
 
 class CrewSupervisor:
@@ -1118,7 +1067,7 @@ class CrewSupervisor:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: LifecycleHost,
         *,
         factories: Mapping[str, CrewFactory] | None = None,
         idle_timeout: float | None = None,
@@ -1128,11 +1077,11 @@ class CrewSupervisor:
         meter_provider: MeterProvider | None = None,
         finished_memory: int = 10_000,
     ) -> None:
-        hub = runtime.hub
-        if not isinstance(hub, SqliteEventHub):
-            raise InvalidArgumentError("crew sleep and wake need a durable runtime: Runtime.start(store='state.db')")
-        self.hub: SqliteEventHub = hub
-        self.store = SqliteCrewStateStore(hub)
+        backend = runtime.lifecycle_backend()  # InvalidArgumentError for a runtime that is not durable
+        hub = self.hub = backend.hub
+        self.store = backend.states
+        self.wakes = backend.wakes
+        self.expiries = backend.expiries
         self.idle_timeout = idle_timeout
         self.max_active = max_active
         self.window = window
@@ -1155,12 +1104,12 @@ class CrewSupervisor:
         )
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
-        hub.route_listeners.append(self._on_route)
-        hub.dispatch_listeners.append(self._on_dispatch)
+        self._observer = _Triggers(self)
+        hub.add_dispatch_observer(self._observer)
         self.booted_asleep: int = self._call(lambda actor: actor.boot())
 
     @classmethod
-    def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
+    def start(cls, runtime: LifecycleHost, **options: Any) -> CrewSupervisor:
         return cls(runtime, **options)
 
     def _call(self, fn: Callable[[_SupervisorActor], Any], timeout: float | None = 30.0) -> Any:
@@ -1171,7 +1120,7 @@ class CrewSupervisor:
 
     # -- hooks (other threads) ----------------------------------------------------------
 
-    def _on_route(self, message: Message) -> None:
+    def on_route(self, message: Message) -> None:
         """Before ``message`` is routed (publisher thread): note it in flight, and tell
         the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
         shared = self.shared
@@ -1183,7 +1132,7 @@ class CrewSupervisor:
             except pykka.ActorDeadError:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
-    def _on_dispatch(self, message: Message) -> None:
+    def on_dispatch(self, message: Message) -> None:
         """After ``message`` was routed (on the thread that dispatched it: a topic
         message's publisher or the outbox dispatcher, which may wait for the store
         writer; a post or reply may come from the writer's thread and never waits).
@@ -1210,7 +1159,7 @@ class CrewSupervisor:
                 return
             try:
                 kept = self._keep_for_sleepers(message, patterns)
-            except (HubStoppedError, StoreError, apsw.Error) as exc:
+            except (HubStoppedError, StoreError) as exc:
                 logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
         try:
             self._ref.tell(_Dispatched(message))
@@ -1224,7 +1173,7 @@ class CrewSupervisor:
             kept.wait()
         except HubStoppedError:
             logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
-        except (StoreError, apsw.Error) as exc:  # published already: the wake goes on, not durably
+        except StoreError as exc:  # published already: the wake goes on, not durably
             logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
 
     def _keep_for_sleepers(self, message: Message, patterns: Sequence[str]) -> Waiter[None] | None:
@@ -1237,29 +1186,16 @@ class CrewSupervisor:
         or its live cursors have the message (``_Dispatched``, ``in_flight``)."""
         if message.topic.startswith("_system."):
             return None
-        marks = ", ".join("?" * len(patterns))
-        rows = self.hub.readers.query(
-            f"SELECT crew_id, cursor_key, topic, metadata_match FROM sleeping_cursors WHERE topic IN ({marks})",
-            tuple(patterns),
-        )
         shared = self.shared
         keys: dict[CrewId, list[str]] = {}
-        for crew_text, key, topic, match in rows:
-            crew = CrewId(str(crew_text))
+        for crew, key, topic, match in self.wakes.sleeping_cursors(patterns):
             if crew in shared.kept_read:
                 continue
-            if cursor_matches(str(topic), FrozenMap(_json_map(str(match))), crew, message):
-                keys.setdefault(crew, []).append(str(key))
+            if cursor_matches(topic, match, crew, message):
+                keys.setdefault(crew, []).append(key)
         if not keys:
             return None
-        limit = cursor_events.MAX_KEPT
-
-        def work(conn: apsw.Connection) -> None:
-            for crew, cursor_keys in keys.items():
-                if crew not in shared.kept_read:  # decided here, in order with the wakes' reads
-                    cursor_events.keep_event(conn, str(crew), cursor_keys, message, limit)
-
-        return self.hub.writer.submit(work)
+        return self.wakes.keep_for_sleepers(keys, message, lambda crew: crew in shared.kept_read)
 
     def _idle_timer(self, crew_id: CrewId) -> None:
         try:
@@ -1384,8 +1320,5 @@ class CrewSupervisor:
                 except pykka.Timeout:
                     logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
         finally:
-            if self._on_dispatch in self.hub.dispatch_listeners:
-                self.hub.dispatch_listeners.remove(self._on_dispatch)
-            if self._on_route in self.hub.route_listeners:
-                self.hub.route_listeners.remove(self._on_route)
+            self.hub.remove_dispatch_observer(self._observer)
             self._ref.stop()

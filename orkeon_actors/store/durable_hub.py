@@ -40,8 +40,15 @@ from loguru import logger
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxHandle
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC, InMemoryEventHub
-from orkeon_actors.hub.port import CallerContext, MailboxRegistration
+from orkeon_actors.hub.memory import InMemoryEventHub
+from orkeon_actors.hub.port import (
+    POST_TOPIC,
+    SEND_TOPIC,
+    CallerContext,
+    DispatchObserver,
+    DurableEventHub,
+    MailboxRegistration,
+)
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
@@ -74,7 +81,7 @@ def _identity(message: Message) -> Message:
     return message
 
 
-class SqliteEventHub(InMemoryEventHub):
+class SqliteEventHub(InMemoryEventHub, DurableEventHub):
     """The durable hub; create it with ``Runtime.start(store="state.db")``.
 
     Raises, when opening: ``StoreLockedError`` (another runtime owns the file),
@@ -378,6 +385,18 @@ class SqliteEventHub(InMemoryEventHub):
             self.writer.post(lambda conn: None, after_commit=unlive)
         except HubStoppedError:
             logger.debug("mailbox(es) {} parked after the runtime stopped", ", ".join(str(h.address) for h in handles))
+
+    def add_dispatch_observer(self, observer: DispatchObserver) -> None:
+        """Tell ``observer`` of every routing (:attr:`route_listeners`) and dispatch
+        (:attr:`dispatch_listeners`) from now on."""
+        self.route_listeners.append(observer.routing)
+        self.dispatch_listeners.append(observer.dispatched)
+
+    def remove_dispatch_observer(self, observer: DispatchObserver) -> None:
+        if observer.dispatched in self.dispatch_listeners:
+            self.dispatch_listeners.remove(observer.dispatched)
+        if observer.routing in self.route_listeners:
+            self.route_listeners.remove(observer.routing)
 
     def defer_acks(self, crew_id: CrewId | str) -> ConsumedLedger:
         """From now on, a message handed out by any mailbox of ``crew_id`` (``crew://``

@@ -40,8 +40,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
-from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, CallerContext
 from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic
 from orkeon_actors.model.message import Message, encode_payload
 from orkeon_actors.model.options import DEFAULT_PUBLISH_OPTIONS, PublishOptions
