@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -249,6 +249,10 @@ class LifecycleBackend(Protocol):
 
 class LifecycleHost(Protocol):
     """What the supervisor is started on (a durable ``Runtime``)."""
+
+    supervisors: list[Any]
+    """The supervisors started on it: each adds itself at start and leaves at stop
+    (what observers such as the Studio enumerate)."""
 
     def lifecycle_backend(self) -> LifecycleBackend:
         """The backend; ``InvalidArgumentError`` for a runtime that is not durable."""

@@ -915,6 +915,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             return LifecycleState.UNKNOWN
         return LifecycleState.FAILED if stored is StoredState.FAILED else LifecycleState.ASLEEP
 
+    def crew_states(self) -> dict[CrewId, LifecycleState]:
+        states = {crew_id: entry.state for crew_id, entry in self.entries.items()}
+        for crew_id, outcome in self.outcomes.items():
+            states.setdefault(
+                crew_id,
+                LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED,
+            )
+        return states
+
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         return self.outcomes.get(crew_id)
 
@@ -1107,6 +1116,8 @@ class CrewSupervisor:
         self._observer = _Triggers(self)
         hub.add_dispatch_observer(self._observer)
         self.booted_asleep: int = self._call(lambda actor: actor.boot())
+        self._runtime_supervisors: list[Any] = runtime.supervisors
+        self._runtime_supervisors.append(self)  # what observers (the Studio) enumerate
 
     @classmethod
     def start(cls, runtime: LifecycleHost, **options: Any) -> CrewSupervisor:
@@ -1251,6 +1262,14 @@ class CrewSupervisor:
         result: LifecycleState = self._call(lambda actor: actor.state_of(crew))
         return result
 
+    def crews(self) -> dict[CrewId, LifecycleState]:
+        """Every crew this supervisor knows now and its state: the live ones (active,
+        snapshotting, activating, and those it put to sleep in this process) and the
+        finished ones it still remembers (see :meth:`outcome`). Crews asleep since before
+        this process started are in the store, not here."""
+        result: dict[CrewId, LifecycleState] = self._call(lambda actor: actor.crew_states())
+        return result
+
     def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
         """The live crew actor, or ``None`` while it sleeps and once it finished (its
         actor stops once its outcome is durable: see :meth:`outcome`)."""
@@ -1321,4 +1340,6 @@ class CrewSupervisor:
                     logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
         finally:
             self.hub.remove_dispatch_observer(self._observer)
+            if self in self._runtime_supervisors:
+                self._runtime_supervisors.remove(self)
             self._ref.stop()
