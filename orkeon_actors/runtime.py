@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
-from orkeon_actors.hub.memory import InMemoryEventHub
+from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
@@ -172,7 +172,7 @@ def _make_hub(
     pipeline: Pipeline,
     store: str | os.PathLike[str] | StoreConfig | None,
     durability: Durability | str | None,
-) -> InMemoryEventHub:
+) -> HubCore:
     """The in-memory hub when ``store`` is ``None``, else the durable hub on that file.
     Stops ``scheduler`` if the store cannot be opened."""
     if store is None:

@@ -41,7 +41,7 @@ from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, resto
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.async_wait import flush_mailboxes
-from orkeon_actors.hub.memory import InMemoryEventHub
+from orkeon_actors.hub.memory import HubCore
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
@@ -78,7 +78,7 @@ class Simulation:
         self.runtime = runtime or Runtime.start(clock=self.clock)
         if not self.runtime.clock.is_virtual:
             raise ValueError("a Simulation needs a runtime on a VirtualClock")
-        if not isinstance(self.runtime.hub, InMemoryEventHub):
+        if not isinstance(self.runtime.hub, HubCore):
             raise ValueError("a Simulation needs an in-memory hub (Runtime.start(clock=VirtualClock()))")
         # Mailboxes registered from now on run inline: no mailbox thread races the crews.
         self.runtime.hub.inline_mailboxes = True

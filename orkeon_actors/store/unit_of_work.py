@@ -150,13 +150,13 @@ class UnitOfWork:
         hub = self._hub
         address = MailboxAddress.parse(to)
         if address.scheme is Scheme.TOPIC:
-            message = hub._stamp(self.caller, address.name or "", payload, metadata, None, address)
-            self._outgoing.append((PUBLISH, hub._outbox_chain("post")(message), None))
+            message = hub.stamp(self.caller, address.name or "", payload, metadata, None, address)
+            self._outgoing.append((PUBLISH, hub.outbox_chain("post")(message), None))
             return self._outgoing[-1][1]
-        if not hub._mailbox_exists(address):
+        if not hub.mailbox_exists(address):
             raise MailboxNotFoundError(address)
-        message = hub._stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
-        self._outgoing.append((POST, hub._outbox_chain("post")(message), None))
+        message = hub.stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
+        self._outgoing.append((POST, hub.outbox_chain("post")(message), None))
         return self._outgoing[-1][1]
 
     def publish(self, topic: str, payload: object = b"", options: PublishOptions | None = None) -> Message:
@@ -166,11 +166,11 @@ class UnitOfWork:
         validate_topic(topic)
         options = options or DEFAULT_PUBLISH_OPTIONS
         hub = self._hub
-        message = hub._stamp(
+        message = hub.stamp(
             self.caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
         )
         key = options.last_value_key if options.retain_as_last_value else None
-        self._outgoing.append((PUBLISH, hub._outbox_chain("publish")(message), key))
+        self._outgoing.append((PUBLISH, hub.outbox_chain("publish")(message), key))
         return self._outgoing[-1][1]
 
     @property
@@ -240,7 +240,7 @@ class UnitOfWork:
 
         def after_commit(result: tuple[bool, list[OutboxRecord]]) -> None:
             if ack is not None and consuming is not None and consuming.target_mailbox is not None:
-                hub._acks.forget(consuming.target_mailbox, consuming.id)
+                hub.mailbox_store.acks.forget(consuming.target_mailbox, consuming.id)
             if result[1]:
                 hub.outbox.dispatch(result[1])
             hub.purger.arm()
