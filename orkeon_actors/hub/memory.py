@@ -563,9 +563,7 @@ class HubCore(EventHub):
     ) -> list[MailboxRegistration]:
         return self._register(addresses, owner)
 
-    def _register(
-        self, addresses: Sequence[MailboxAddress | str], owner: object
-    ) -> list[MailboxRegistration]:
+    def _register(self, addresses: Sequence[MailboxAddress | str], owner: object) -> list[MailboxRegistration]:
         parsed = [MailboxAddress.parse(a) for a in addresses]
         for address in parsed:
             if address.scheme is Scheme.TOPIC:

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SqliteEventHub"]
 
+
 def _identity(message: Message) -> Message:
     return message
 
@@ -294,9 +295,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
     ) -> Message:
         """A new message from ``caller``, as the hub stamps it (a unit of work's outgoing
         messages)."""
-        return self._stamp(
-            caller, topic, payload, metadata, target_crew_id, target_mailbox, correlation_id, schema_id
-        )
+        return self._stamp(caller, topic, payload, metadata, target_crew_id, target_mailbox, correlation_id, schema_id)
 
     # -- durable API ------------------------------------------------------------------------
 
