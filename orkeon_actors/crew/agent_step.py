@@ -25,12 +25,12 @@ from typing import Any, Final, Protocol
 import attrs
 
 from orkeon_actors.crew.agent import Agent
+from orkeon_actors.crew.mode import PARKED, OrchestrationError
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.crew.state import AgentState, AgentStatus, BudgetSnapshot, TaskAssignment
 from orkeon_actors.errors import BudgetExhaustedError, CancelledError, HubStoppedError, ToolValidationError
 from orkeon_actors.model.cancel import Budget
 from orkeon_actors.model.clock import Clock
-from orkeon_actors.orchestration.base import PARKED, OrchestrationError
 from orkeon_actors.tools.waiting import error_result
 
 __all__ = [

@@ -43,6 +43,8 @@ from orkeon_actors.crew import agent_step, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
 from orkeon_actors.crew.handover import CursorFilter, for_cursor
+from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
+from orkeon_actors.crew.mode_state import OrchestrationState
 from orkeon_actors.crew.model import ToolCall
 from orkeon_actors.crew.protocol import (
     CatchUp,
@@ -102,8 +104,6 @@ from orkeon_actors.model.options import (
     WaitOnMailbox,
     WaitTimeout,
 )
-from orkeon_actors.orchestration.base import PARKED, Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import OrchestrationState
 from orkeon_actors.tools import (
     EventHubTools,
 )

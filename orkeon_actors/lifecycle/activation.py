@@ -32,6 +32,7 @@ from loguru import logger
 
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, restore_crew
+from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.protocol import Deliver, Supervision
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
@@ -40,7 +41,6 @@ from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, DeferredAcks, Durable
 from orkeon_actors.lifecycle.ports import DurableCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
-from orkeon_actors.orchestration.base import Orchestration
 
 __all__ = ["BuiltCrew", "CrewBlueprint", "CrewFactory", "SnapshotActivator"]
 

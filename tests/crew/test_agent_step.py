@@ -21,11 +21,11 @@ from orkeon_actors.crew import (
     call,
 )
 from orkeon_actors.crew.agent_runtime import make_budget
+from orkeon_actors.crew.mode import PARKED, OrchestrationError
 from orkeon_actors.crew.model import ToolCall
 from orkeon_actors.errors import BudgetExhaustedError
 from orkeon_actors.model.cancel import Budget
 from orkeon_actors.model.clock import VirtualClock
-from orkeon_actors.orchestration.base import PARKED, OrchestrationError
 
 
 @attrs.define
