@@ -450,7 +450,7 @@ class HubCore(EventHub):
 
     # -- message construction ---------------------------------------------------------
 
-    def _stamp(
+    def stamp(
         self,
         caller: CallerContext,
         topic: str,
@@ -461,6 +461,9 @@ class HubCore(EventHub):
         correlation_id: CorrelationId | None = None,
         schema_id: str | None = None,
     ) -> Message:
+        """A new message from ``caller`` as the hub stamps it (its id, source and time;
+        a unit of work stamps its outgoing messages here too). ``HubStoppedError`` once
+        the hub stopped."""
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime to send messages")
         return Message(
@@ -657,7 +660,7 @@ class HubCore(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        message = self._stamp(
+        message = self.stamp(
             caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
         )
         if not options.retain_as_last_value:
@@ -681,11 +684,11 @@ class HubCore(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if to.scheme is Scheme.TOPIC:
-            message = self._stamp(caller, to.name or "", payload, metadata, None, to)
+            message = self.stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
-        return self._post_chain(self._stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+        return self._post_chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
     def _open_request(
         self,
@@ -705,7 +708,7 @@ class HubCore(EventHub):
             raise MailboxNotFoundError(to)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener)
-        message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
+        message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
         self._replies.open(request)
         request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
         try:
@@ -758,7 +761,7 @@ class HubCore(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id)
-        message = self._stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
+        message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         return self._reply_chain(message)
 
     def subscribe(

@@ -31,22 +31,10 @@ from orkeon_actors.store import cursor_events, faults, mailboxes
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
-from orkeon_actors.store.unit_of_work import delete_crew
+from orkeon_actors.store.unit_of_work import PUT_WAIT, UPSERT_SNAPSHOT, delete_crew
 from orkeon_actors.store.writer import WriteGroup
 
 __all__ = ["SqliteCrewStateStore", "wait_record"]
-
-_UPSERT = """
-INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (crew_id) DO UPDATE SET snapshot = excluded.snapshot, mode = excluded.mode,
-    schema_version = excluded.schema_version, snapshot_at = excluded.snapshot_at, state = excluded.state
-"""
-_PUT_WAIT = """
-INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id,
-                                      target_mailbox, correlation_id, metadata_match)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
 
 _PROCESSED = "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)"
 
@@ -150,10 +138,10 @@ class SqliteCrewStateStore:
         cursors = snapshot_cursors(snapshot) if state is CrewState.ASLEEP else []
 
         def work(conn: apsw.Connection) -> None:
-            conn.execute(_UPSERT, row)
+            conn.execute(UPSERT_SNAPSHOT, row)
             conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (key,))
             if waits:
-                conn.executemany(_PUT_WAIT, waits)
+                conn.executemany(PUT_WAIT, waits)
             cursor_events.replace_cursors(conn, key, cursors)
             cursor_events.delete_kept(conn, key, kept_upto)
             if done:

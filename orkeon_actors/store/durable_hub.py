@@ -35,7 +35,7 @@ bounded cache, so a store with a million sleeping crews boots in bounded memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -52,7 +52,7 @@ from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.clock import Clock
-from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import last_values, mailboxes
 from orkeon_actors.store.acks import ConsumedLedger
@@ -281,23 +281,6 @@ class SqliteEventHub(HubCore, DurableEventHub):
             self._outbox_chains = {op: pipeline.publish_chain(op, _identity) for op in ("post", "publish")}
             self._outbox_pipeline = pipeline
         return self._outbox_chains[operation]
-
-    def stamp(
-        self,
-        caller: CallerContext,
-        topic: str,
-        payload: object,
-        metadata: Mapping[str, str] | None,
-        target_crew_id: CrewId | None = None,
-        target_mailbox: MailboxAddress | None = None,
-        correlation_id: CorrelationId | None = None,
-        schema_id: str | None = None,
-    ) -> Message:
-        """A new message from ``caller``, as the hub stamps it (a unit of work's outgoing
-        messages)."""
-        return self._stamp(caller, topic, payload, metadata, target_crew_id, target_mailbox, correlation_id, schema_id)
-
-    # -- durable API ------------------------------------------------------------------------
 
     def unit_of_work(
         self, crew_id: CrewId | str, agent_id: AgentId | str | None = None, *, consuming: Message | None = None

@@ -52,15 +52,15 @@ from orkeon_actors.store.records import CrewState, OutboxRecord, PendingWaitReco
 if TYPE_CHECKING:
     from orkeon_actors.store.durable_hub import SqliteEventHub
 
-__all__ = ["UnitOfWork", "delete_crew"]
+__all__ = ["PUT_WAIT", "UPSERT_SNAPSHOT", "UnitOfWork", "delete_crew"]
 
-_UPSERT_SNAPSHOT = """
+UPSERT_SNAPSHOT = """
 INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (crew_id) DO UPDATE SET snapshot = excluded.snapshot, mode = excluded.mode,
     schema_version = excluded.schema_version, snapshot_at = excluded.snapshot_at, state = excluded.state
 """
-_PUT_WAIT = """
+PUT_WAIT = """
 INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id,
                                       target_mailbox, correlation_id, metadata_match)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -222,12 +222,12 @@ class UnitOfWork:
                 if snapshot.state is CrewState.COMPLETED:
                     delete_crew(conn, crew)
                 else:
-                    conn.execute(_UPSERT_SNAPSHOT, to_row(snapshot))
+                    conn.execute(UPSERT_SNAPSHOT, to_row(snapshot))
             for wait_id in waits_deleted:
                 conn.execute("DELETE FROM pending_waits WHERE wait_id = ? AND crew_id = ?", (wait_id, crew))
             if waits_put and not (snapshot is not None and snapshot.state is CrewState.COMPLETED):
                 try:
-                    conn.executemany(_PUT_WAIT, [to_row(wait) for wait in waits_put])
+                    conn.executemany(PUT_WAIT, [to_row(wait) for wait in waits_put])
                 except apsw.ConstraintError as exc:
                     raise InvalidArgumentError(
                         f"crew {crew} has no snapshot: save_snapshot in the same unit of work before "
