@@ -24,15 +24,25 @@ Guarantees:
   never sits on an unread event of the topic it waits on;
 * :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
   agents' cursors (and what they hold) included; a restore reopens them.
+
+This module is the actor only: its turns, hooks, routing and state. What it is built
+from lives beside it: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
+agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
+(:mod:`~orkeon_actors.crew.waiting_call`, :mod:`~orkeon_actors.crew.waits`), the
+lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
+:mod:`~orkeon_actors.crew.handover`), its own messages
+(:mod:`~orkeon_actors.crew.delivery`) and its trace texts. It stays over 600 lines
+because its turns (start, mail, waits, sleep and wake, snapshot) all read and write
+one state that only this actor may touch; splitting them further would spread that
+state over modules.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import attrs
 import pykka
@@ -42,6 +52,21 @@ from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew import agent_step, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
+from orkeon_actors.crew.delivery import (
+    Activity,
+    Bound,
+    CrewObserver,
+    DeliveryGate,
+    EventBinding,
+    Mail,
+    Query,
+    Start,
+    WaitDone,
+    hand_over,
+    query_crew,
+    restore_crew,
+    start_crew,
+)
 from orkeon_actors.crew.handover import CursorFilter, for_cursor
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
@@ -123,87 +148,12 @@ __all__ = [
     "EventBinding",
     "Activity",
     "hand_over",
+    "query_crew",
     "restore_crew",
+    "start_crew",
     "timed_out_message",
     "wait_matches",
 ]
-
-
-class CrewObserver(Protocol):
-    """Receives a crew's trace (the simulation's recorder implements it)."""
-
-    def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None: ...
-
-
-class DeliveryGate(Protocol):
-    """Where a crew's actor messages go instead of its inbox when it has a gate (the
-    simulation's :class:`~orkeon_actors.sim.gate.SerialGate`): every delivery to the
-    crew (a wait's outcome, mail, a bound event, the start) is ``submit``-ted there, and
-    the gate decides when the crew receives it. Without a gate (the normal runtime)
-    deliveries are told to the actor directly."""
-
-    def submit(self, ref: pykka.ActorRef[Any], message: Any) -> None: ...
-
-
-class Activity:
-    """Counts actor messages told to crews and not yet handled (quiescence detection)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.in_flight = 0
-        self.sequence = 0
-
-    def begin(self) -> None:
-        with self._lock:
-            self.in_flight += 1
-            self.sequence += 1
-
-    def end(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-
-@attrs.frozen
-class EventBinding:
-    """``on_event``: messages on ``topic`` (a pattern) land in ``deliver_to``."""
-
-    topic: str
-    deliver_to: MailboxAddress
-
-
-# -- actor messages -------------------------------------------------------------------
-
-
-@attrs.frozen(eq=False)
-class _Start:
-    pass
-
-
-@attrs.frozen(eq=False)
-class _WaitDone:
-    agent_id: AgentId
-    wait_id: str
-    outcome: Message | BaseException
-
-
-@attrs.frozen(eq=False)
-class _Mail:
-    """Mail taken from an idle agent's mailbox (``agent_id``) or from ``crew://``."""
-
-    agent_id: AgentId | None
-    wait_id: str
-    outcome: Message | BaseException
-
-
-@attrs.frozen(eq=False)
-class _Bound:
-    binding: EventBinding
-    message: Message
-
-
-@attrs.frozen(eq=False)
-class _Query:
-    what: str
 
 
 class CrewActor(PooledActor):
@@ -364,11 +314,11 @@ class CrewActor(PooledActor):
         try:
             return self._dispatch(message)
         finally:
-            if self.activity is not None and not isinstance(message, _Query):
+            if self.activity is not None and not isinstance(message, Query):
                 self.activity.end()
 
     def _dispatch(self, message: Any) -> Any:
-        if isinstance(message, _Query):
+        if isinstance(message, Query):
             return self._query(message.what)
         if isinstance(message, Passivate):
             self._passivate(message)
@@ -395,13 +345,13 @@ class CrewActor(PooledActor):
             self._after_finish(message)
             return None
         try:
-            if isinstance(message, _Start):
+            if isinstance(message, Start):
                 self._begin()
-            elif isinstance(message, _WaitDone):
+            elif isinstance(message, WaitDone):
                 self._wait_done(message)
-            elif isinstance(message, _Mail):
+            elif isinstance(message, Mail):
                 self._mail(message)
-            elif isinstance(message, _Bound):
+            elif isinstance(message, Bound):
                 self._bound(message)
             elif isinstance(message, Restore):
                 self._restore(message.snapshot, message.supervision)
@@ -584,7 +534,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_WaitDone(agent_id, token, outcome))
+            self.tell(WaitDone(agent_id, token, outcome))
 
         cursor = runtime.cursor_of(wait, open_it=True)
         try:
@@ -607,7 +557,7 @@ class CrewActor(PooledActor):
     def _wait_done_now(self, runtime: AgentRuntime, outcome: Message | BaseException) -> None:
         token = new_ulid_str()
         runtime.wait_token = token
-        self._wait_done(_WaitDone(runtime.agent.agent_id, token, outcome))
+        self._wait_done(WaitDone(runtime.agent.agent_id, token, outcome))
 
     def _deliver(self, message: Message) -> None:
         """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
@@ -756,7 +706,7 @@ class CrewActor(PooledActor):
         agent_id = getattr(message, "agent_id", None)
         if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self._agents:
             runtime = self._agents[agent_id]
-            if isinstance(message, _Mail):
+            if isinstance(message, Mail):
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
 
     # -- orchestration API ---------------------------------------------------------------
@@ -944,7 +894,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_WaitDone(agent_id, token, outcome))
+            self.tell(WaitDone(agent_id, token, outcome))
 
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
@@ -969,7 +919,7 @@ class CrewActor(PooledActor):
         self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
         return PARKED
 
-    def _wait_done(self, message: _WaitDone) -> None:
+    def _wait_done(self, message: WaitDone) -> None:
         runtime = self._agents.get(message.agent_id)
         if runtime is None:
             return
@@ -1014,7 +964,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_Mail(agent_id, token, outcome))
+            self.tell(Mail(agent_id, token, outcome))
 
         runtime.pump_token = token
         runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, on_done)
@@ -1023,7 +973,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_Mail(None, token, outcome))
+            self.tell(Mail(None, token, outcome))
 
         self._crew_pump_token = token
         self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, on_done)
@@ -1037,7 +987,7 @@ class CrewActor(PooledActor):
         elif runtime.state.status is AgentStatus.IDLE:
             self._arm_pump(agent_id)
 
-    def _mail(self, message: _Mail) -> None:
+    def _mail(self, message: Mail) -> None:
         outcome = message.outcome
         if message.agent_id is None:
             if self._crew_pump_token != message.wait_id:
@@ -1075,11 +1025,11 @@ class CrewActor(PooledActor):
 
     def _subscribe(self, binding: EventBinding) -> None:
         def on_message(message: Message) -> None:
-            self.tell(_Bound(binding, message))
+            self.tell(Bound(binding, message))
 
         self._subscriptions.append(push_subscription(self.hub, self.client.caller, binding.topic, on_message))
 
-    def _bound(self, message: _Bound) -> None:
+    def _bound(self, message: Bound) -> None:
         sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
         consumed = sub.consume(message.message) if sub is not None else message.message
         if consumed is None:
@@ -1120,53 +1070,3 @@ class CrewActor(PooledActor):
 
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def start_crew(
-    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
-) -> None:
-    """Begin a started crew actor (registers its mailboxes, starts its orchestration).
-    Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
-    start is then submitted to the gate like any other delivery)."""
-    if gate is not None:
-        gate.submit(ref, _Start())
-        return
-    if activity is not None:
-        activity.begin()
-    ref.tell(_Start())
-
-
-def restore_crew(
-    ref: pykka.ActorRef[CrewActor],
-    snapshot: CrewSnapshot,
-    activity: Activity | None = None,
-    gate: DeliveryGate | None = None,
-    supervision: Supervision | None = None,
-) -> None:
-    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
-    (through its ``gate`` if it has one). With a ``supervision`` (the lifecycle
-    supervisor) the crew reports :class:`CursorsOpen` once its cursors are open again
-    and then waits, its waits not re-armed and anything told to it held, until
-    :func:`hand_over` gives it the topic messages published while its cursors were closed."""
-    message = Restore(snapshot, supervision)
-    if gate is not None:
-        gate.submit(ref, message)
-        return
-    if activity is not None:
-        activity.begin()
-    ref.tell(message)
-
-
-def hand_over(
-    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[CursorFilter, int] | None = None
-) -> None:
-    """Give a crew restored with a ``supervision`` the topic messages kept for it (in
-    publish order): each cursor catches up on those it matches and did not receive,
-    once each, then the crew goes on (:class:`CatchUp`). ``missed``: drops per cursor
-    key while it slept."""
-    ref.tell(CatchUp(tuple(messages), dict(missed or {})))
-
-
-def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:
-    """Ask a crew for ``snapshot``, ``status`` or ``summary`` (from outside the actor)."""
-    return ref.ask(_Query(what), timeout=timeout)
