@@ -212,6 +212,8 @@ class SignatureError(BrokerError):
     """A cross-host message failed verification: bad or missing signature, unknown signing
     host, a sender not living on the signing host, a recipient that does not match the
     routing key, an expired message or a replay."""
+
+
 class ToolDefinitionError(InvalidArgumentError):
     """A tool definition cannot be rendered in the style asked for (a name the provider
     refuses, for instance). The message names the rule; rename or reshape the tool."""

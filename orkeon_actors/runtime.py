@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
-from orkeon_actors.hub.memory import InMemoryEventHub
+from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
@@ -23,6 +23,7 @@ from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.store.config import Durability, StoreConfig
     from orkeon_actors.studio import LifecycleWatcher, StudioServer, StudioTap
@@ -121,6 +122,19 @@ class Runtime:
                 raise
         return runtime
 
+    def lifecycle_backend(self) -> LifecycleBackend:
+        """What :class:`~orkeon_actors.lifecycle.CrewSupervisor` runs on: the durable hub
+        with its crew state store and wake indexes (the SQLite adapter's). Raises
+        ``InvalidArgumentError`` for an in-memory runtime: crews sleep only where their
+        state outlives the process."""
+        from orkeon_actors.errors import InvalidArgumentError
+        from orkeon_actors.store import SqliteEventHub
+        from orkeon_actors.store.wake_index import SqliteLifecycleBackend
+
+        if not isinstance(self.hub, SqliteEventHub):
+            raise InvalidArgumentError("crew sleep and wake need a durable runtime: Runtime.start(store='state.db')")
+        return SqliteLifecycleBackend(self.hub)
+
     @property
     def middleware(self) -> tuple[EventHubMiddleware, ...]:
         """The stages of the chain, in registration order."""
@@ -170,7 +184,7 @@ def _make_hub(
     pipeline: Pipeline,
     store: str | os.PathLike[str] | StoreConfig | None,
     durability: Durability | str | None,
-) -> InMemoryEventHub:
+) -> HubCore:
     """The in-memory hub when ``store`` is ``None``, else the durable hub on that file.
     Stops ``scheduler`` if the store cannot be opened."""
     if store is None:

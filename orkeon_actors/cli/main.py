@@ -21,9 +21,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="print the runtime's debug logs to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser(
-        "demo", help="agents exchanging messages on the durable hub, then a multi-crew simulation"
-    )
+    demo = sub.add_parser("demo", help="agents exchanging messages on the durable hub, then a multi-crew simulation")
     demo.add_argument("--no-color", action="store_true", help="plain output")
     demo.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
 

@@ -16,10 +16,11 @@ import attrs
 from orkeon_actors.crew.model import Model
 from orkeon_actors.crew.state import BudgetSnapshot
 from orkeon_actors.model.ids import AgentId
+from orkeon_actors.tools.waiting import WAITING_TOOLS
 
 __all__ = ["Agent", "BudgetLimits", "Tool", "HUB_WAIT_TOOLS"]
 
-HUB_WAIT_TOOLS = frozenset({"wait_for_event", "receive_message", "send_request"})
+HUB_WAIT_TOOLS = WAITING_TOOLS
 """The hub tools that wait: the agent parks on them instead of blocking a thread."""
 
 

@@ -24,23 +24,70 @@ Guarantees:
   never sits on an unread event of the topic it waits on;
 * :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
   agents' cursors (and what they hold) included; a restore reopens them.
+
+This module is the actor only: its turns, hooks, routing and state. What it is built
+from lives beside it: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
+agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
+(:mod:`~orkeon_actors.crew.waiting_call`, :mod:`~orkeon_actors.crew.waits`), the
+lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
+:mod:`~orkeon_actors.crew.handover`), its own messages
+(:mod:`~orkeon_actors.crew.delivery`) and its trace texts. It stays over 600 lines
+because its turns (start, mail, waits, sleep and wake, snapshot) all read and write
+one state that only this actor may touch; splitting them further would spread that
+state over modules.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import Any, ClassVar, Protocol
+from datetime import timedelta
+from typing import Any, ClassVar
 
 import attrs
 import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
-from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
+from orkeon_actors.crew import agent_step, waiting_call
+from orkeon_actors.crew.agent import Agent, agents_by_id
+from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
+from orkeon_actors.crew.delivery import (
+    Activity,
+    Bound,
+    CrewObserver,
+    DeliveryGate,
+    EventBinding,
+    Mail,
+    Query,
+    Start,
+    WaitDone,
+    hand_over,
+    query_crew,
+    restore_crew,
+    start_crew,
+)
+from orkeon_actors.crew.handover import CursorFilter, for_cursor
+from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
+from orkeon_actors.crew.mode_state import OrchestrationState
+from orkeon_actors.crew.model import ToolCall
+from orkeon_actors.crew.protocol import (
+    CatchUp,
+    Closed,
+    CloseMailboxes,
+    CursorsOpen,
+    Deliver,
+    Passivate,
+    Passivated,
+    Release,
+    Released,
+    ReleasePurpose,
+    Restore,
+    Resume,
+    SleepRefused,
+    SnapshotTaken,
+    Supervision,
+)
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
 from orkeon_actors.crew.state import (
     AgentState,
@@ -49,21 +96,15 @@ from orkeon_actors.crew.state import (
     CrewFailure,
     CrewStatus,
     MailboxContent,
-    OnMailbox,
     OnReply,
-    OnTopic,
     PendingToolCall,
     PendingWait,
     TaskAssignment,
-    TopicCursorState,
 )
+from orkeon_actors.crew.trace_format import describe_message, describe_wait, redact, redact_arguments, short
+from orkeon_actors.crew.waits import descriptor_of, kind_of, timed_out_message, wait_matches
 from orkeon_actors.errors import (
-    BudgetExhaustedError,
-    CancelledError,
     EventHubError,
-    HubStoppedError,
-    MailboxNotFoundError,
-    SendTimeoutError,
     ToolValidationError,
     UnknownCorrelationError,
 )
@@ -76,41 +117,29 @@ from orkeon_actors.hub.async_wait import (
     wait_async,
 )
 from orkeon_actors.hub.client import HubClient
-from orkeon_actors.hub.memory import REPLY_TOPIC
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
-from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
-from orkeon_actors.model.address import MailboxAddress, Scheme
-from orkeon_actors.model.cancel import Budget
+from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
-from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
+from orkeon_actors.model.message import Message
 from orkeon_actors.model.options import (
     FOREVER,
     FiniteWaitTimeout,
     ForeverWaitTimeout,
     WaitDescriptor,
     WaitOnMailbox,
-    WaitOnReply,
-    WaitOnTopic,
     WaitTimeout,
 )
-from orkeon_actors.orchestration.base import PARKED, Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import OrchestrationState
 from orkeon_actors.tools import (
     EventHubTools,
-    ReceiveMessageRequest,
-    ReceiveMessageResponse,
-    SendRequestRequest,
-    SendRequestResponse,
-    ToolError,
-    ToolErrorResult,
-    WaitForEventRequest,
-    WaitForEventResponse,
-    structure_request,
-    unstructure,
 )
 from orkeon_actors.tools.cursors import Cursor
-from orkeon_actors.tools.event_hub_tools import _field_of
 from orkeon_actors.tools.payload import decode_payload
+from orkeon_actors.tools.waiting import (
+    WAITING_TOOLS,
+    error_result,
+    refused_result,
+    wait_result,
+)
 
 __all__ = [
     "CrewActor",
@@ -119,191 +148,12 @@ __all__ = [
     "EventBinding",
     "Activity",
     "hand_over",
+    "query_crew",
     "restore_crew",
+    "start_crew",
     "timed_out_message",
     "wait_matches",
 ]
-
-_FATAL = (BudgetExhaustedError, CancelledError, HubStoppedError)
-
-
-class CrewObserver(Protocol):
-    """Receives a crew's trace (the simulation's recorder implements it)."""
-
-    def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None: ...
-
-
-class DeliveryGate(Protocol):
-    """Where a crew's actor messages go instead of its inbox when it has a gate: every
-    delivery to the crew (a wait's outcome, mail, a bound event, the start) is
-    ``submit``-ted there, and the gate decides when the crew receives it. Without a gate
-    deliveries are told to the actor directly. (Simulations no longer use one: they run
-    every turn on their own scheduler, :mod:`orkeon_actors.sim.scheduler`.)"""
-
-    def submit(self, ref: pykka.ActorRef[Any], message: Any) -> None: ...
-
-
-class Activity:
-    """Counts actor messages told to crews and not yet handled (quiescence detection)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.in_flight = 0
-        self.sequence = 0
-
-    def begin(self) -> None:
-        with self._lock:
-            self.in_flight += 1
-            self.sequence += 1
-
-    def end(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
-
-
-@attrs.frozen
-class EventBinding:
-    """``on_event``: messages on ``topic`` (a pattern) land in ``deliver_to``."""
-
-    topic: str
-    deliver_to: MailboxAddress
-
-
-# -- actor messages -------------------------------------------------------------------
-
-
-@attrs.frozen(eq=False)
-class _Start:
-    pass
-
-
-@attrs.frozen(eq=False)
-class _WaitDone:
-    agent_id: AgentId
-    wait_id: str
-    outcome: Message | BaseException
-
-
-@attrs.frozen(eq=False)
-class _Mail:
-    """Mail taken from an idle agent's mailbox (``agent_id``) or from ``crew://``."""
-
-    agent_id: AgentId | None
-    wait_id: str
-    outcome: Message | BaseException
-
-
-@attrs.frozen(eq=False)
-class _Bound:
-    binding: EventBinding
-    message: Message
-
-
-@attrs.frozen(eq=False)
-class _Query:
-    what: str
-
-
-@attrs.frozen(eq=False)
-class _Restore:
-    """Recompose the crew from ``snapshot`` instead of starting it (a wake)."""
-
-    snapshot: CrewSnapshot
-    on_cursors_open: Callable[[], None] | None = None
-    """If given (the lifecycle supervisor): called on the crew's thread once the
-    restored cursors are open again; the crew then reads nothing and handles nothing
-    else until it is told :class:`_Handover` (the topic messages its cursors missed
-    while they were closed)."""
-
-
-@attrs.frozen(eq=False)
-class _Handover:
-    """What the lifecycle kept for a waking crew: topic messages published from the
-    moment it began to sleep (or to wake) until its restored cursors were open, in
-    publish order; each cursor catches up on those it matches (once each)."""
-
-    messages: tuple[Message, ...]
-    missed: Mapping[str, int] = attrs.field(factory=dict)
-    """Drops per cursor key (``store.cursor_events.cursor_key``) while it slept."""
-
-
-@attrs.frozen(eq=False)
-class _Deliver:
-    """A trigger for a parked agent (a topic message or reply that woke the crew)."""
-
-    message: Message
-
-
-@attrs.frozen(eq=False)
-class _Passivate:
-    """Sleep request (lifecycle): see :meth:`CrewActor._passivate`."""
-
-    on_snapshot: Callable[[CrewSnapshot], None]
-    on_refused: Callable[[str], None]
-    on_passivated: Callable[[], None] | None = None
-    """Called (on the crew's thread) once the live waits are withdrawn and the sleep is
-    not refused: the snapshot reflects every message the crew consumed."""
-
-
-@attrs.frozen(eq=False)
-class _Resume:
-    """The sleep failed: re-arm every withdrawn wait and go on."""
-
-
-@attrs.frozen(eq=False)
-class _Release:
-    """The snapshot is durable: park the mailboxes, close the subscriptions, stop."""
-
-    on_released: Callable[[], None]
-    on_leftovers: Callable[[list[Message]], None] | None = None
-    """Called (on the crew's thread, before ``on_released``) with the topic messages its
-    cursors received after the snapshot was taken: the snapshot does not hold them."""
-
-
-@attrs.frozen(eq=False)
-class _CloseMailboxes:
-    """The crew finished and its outcome is durable (lifecycle): close its mailbox
-    registrations (later posts are refused with ``MailboxNotFoundError``) and stop the
-    actor, so that a finished crew holds no memory; ``on_closed`` gets its outcome from
-    ``on_stop``, after every message handled before the stop."""
-
-    on_closed: Callable[[CrewOutcome], None]
-    keep_final: bool = True
-    """Put the crew's final state in its outcome (``CrewOutcome.final_json``)."""
-
-
-class _AgentRuntime:
-    """The live side of one agent: its definition, state, budget and hub handles.
-    Touched only on the crew actor's thread."""
-
-    def __init__(self, agent: Agent, crew: CrewActor) -> None:
-        self.agent = agent
-        self.state = AgentState(agent.agent_id, agent.role, budget=agent.budget.snapshot())
-        self.budget = _make_budget(agent.budget, crew)
-        self.client: HubClient = crew.hub.bind(crew.crew_id, agent.agent_id)
-        self.address = MailboxAddress.agent(crew.crew_id, agent.agent_id)
-        self.tools = EventHubTools(
-            self.client,
-            cancel=self.budget.token,
-            register_own_mailbox=False,
-            max_cursors=agent.max_cursors,
-            max_buffered=agent.max_buffered,
-        )
-        self.registration: MailboxRegistration | None = None
-        self.wait: AsyncWait | None = None
-        self.wait_token: str | None = None
-        self.pump: AsyncWait | None = None
-        self.pump_token: str | None = None
-
-
-def _make_budget(limits: BudgetLimits, crew: CrewActor) -> Budget:
-    return Budget(
-        max_wall_time=limits.max_wall_time,
-        max_tokens=limits.max_tokens,
-        max_tool_calls=limits.max_tool_calls,
-        max_cost=limits.max_cost,
-        clock=crew.hub.clock,
-    )
 
 
 class CrewActor(PooledActor):
@@ -370,7 +220,7 @@ class CrewActor(PooledActor):
         self.gate = gate
         self.client: HubClient = hub.bind(self.crew_id)
         self.address = MailboxAddress.crew(self.crew_id)
-        self._agents: dict[AgentId, _AgentRuntime] = {}
+        self._agents: dict[AgentId, AgentRuntime] = {}
         self._crew_registration: MailboxRegistration | None = None
         self._crew_pump: AsyncWait | None = None
         self._crew_pump_token: str | None = None
@@ -378,16 +228,16 @@ class CrewActor(PooledActor):
         self._deferred: list[Callable[[], None]] = []
         self._on_activity = on_activity
         self._passivated = False
-        self._on_released: Callable[[], None] | None = None
-        self._on_leftovers: Callable[[list[Message]], None] | None = None
-        self._on_closed: Callable[[], None] | None = None
-        """Reports the finished crew's outcome once it stopped (see :class:`_CloseMailboxes`)."""
+        self._release_order: Release | None = None
+        """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
+        self._closing: tuple[Supervision, CrewOutcome] | None = None
+        """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
         self._snapshot_held: set[MessageId] = set()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
-        self._cursors_open_notice: Callable[[], None] | None = None
-        """Called once the restore's activity was reported (so the handover, and the
-        activity after it, come later)."""
+        self._cursors_open_to: Supervision | None = None
+        """Told :class:`CursorsOpen` once the restore's activity was reported (so the
+        catch-up, and the activity after it, come later)."""
         self._held: list[Any] = []
         """Actor messages received while awaiting the handover, replayed after it."""
 
@@ -446,7 +296,7 @@ class CrewActor(PooledActor):
 
     def on_start(self) -> None:
         for agent in self.definitions.values():
-            self._agents[agent.agent_id] = _AgentRuntime(agent, self)
+            self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
         if self._passivated:
@@ -455,38 +305,37 @@ class CrewActor(PooledActor):
         try:
             self._release()
         finally:  # the supervisor forgets the crew only on this report: send it even if the close failed
-            on_closed, self._on_closed = self._on_closed, None
-            if on_closed is not None:
-                on_closed()
+            closing, self._closing = self._closing, None
+            if closing is not None:
+                supervision, outcome = closing
+                supervision.tell(Closed(self.crew_id, outcome))
 
     def on_receive(self, message: Any) -> Any:
         try:
             return self._dispatch(message)
         finally:
-            if self.activity is not None and not isinstance(message, _Query):
+            if self.activity is not None and not isinstance(message, Query):
                 self.activity.end()
 
     def _dispatch(self, message: Any) -> Any:
-        if isinstance(message, _Query):
+        if isinstance(message, Query):
             return self._query(message.what)
-        if isinstance(message, _Passivate):
+        if isinstance(message, Passivate):
             self._passivate(message)
             return None
-        if isinstance(message, _Release):
+        if isinstance(message, Release):
             self._passivated = True
-            self._on_released = message.on_released  # called by on_stop, once the mailboxes are parked
-            self._on_leftovers = message.on_leftovers
+            self._release_order = message  # reported by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
             return None
-        if isinstance(message, _CloseMailboxes):
+        if isinstance(message, CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 final = self._final_json() if message.keep_final else None
-                outcome = CrewOutcome(self.status, self.result, self.failure, final)
-                self._on_closed = lambda: message.on_closed(outcome)
+                self._closing = (message.supervision, CrewOutcome(self.status, self.result, self.failure, final))
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
         if self._awaiting_handover:
-            if not isinstance(message, _Handover):
+            if not isinstance(message, CatchUp):
                 self._held.append(message)  # replayed in order once the cursors caught up
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
@@ -496,21 +345,21 @@ class CrewActor(PooledActor):
             self._after_finish(message)
             return None
         try:
-            if isinstance(message, _Start):
+            if isinstance(message, Start):
                 self._begin()
-            elif isinstance(message, _WaitDone):
+            elif isinstance(message, WaitDone):
                 self._wait_done(message)
-            elif isinstance(message, _Mail):
+            elif isinstance(message, Mail):
                 self._mail(message)
-            elif isinstance(message, _Bound):
+            elif isinstance(message, Bound):
                 self._bound(message)
-            elif isinstance(message, _Restore):
-                self._restore(message.snapshot, message.on_cursors_open)
-            elif isinstance(message, _Deliver):
+            elif isinstance(message, Restore):
+                self._restore(message.snapshot, message.supervision)
+            elif isinstance(message, Deliver):
                 self._deliver(message.message)
-            elif isinstance(message, _Handover):
+            elif isinstance(message, CatchUp):
                 self._handover(message.messages, message.missed)
-            elif isinstance(message, _Resume):
+            elif isinstance(message, Resume):
                 self._rearm_all()
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 self._deferred.pop(0)()
@@ -523,10 +372,10 @@ class CrewActor(PooledActor):
             self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
         if self._on_activity is not None:
             self._on_activity(self.crew_id, self.status)
-        notice, self._cursors_open_notice = self._cursors_open_notice, None
-        if notice is not None:
-            notice()
-        if isinstance(message, _Handover):
+        supervision, self._cursors_open_to = self._cursors_open_to, None
+        if supervision is not None:
+            supervision.tell(CursorsOpen(self.crew_id))
+        if isinstance(message, CatchUp):
             held, self._held = self._held, []
             for later in held:  # what arrived while the cursors caught up, in order
                 try:
@@ -596,21 +445,21 @@ class CrewActor(PooledActor):
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
-    def _restore(self, snapshot: CrewSnapshot, on_cursors_open: Callable[[], None] | None = None) -> None:
+    def _restore(self, snapshot: CrewSnapshot, supervision: Supervision | None = None) -> None:
         """Recompose the crew from ``snapshot`` (its definitions come from the factory
         that built this actor): agent states, orchestration state, budgets used; then
         register the mailboxes (the durable hub reloads what was kept for them, oldest
         first), re-arm every parked agent's wait with its remaining time, and deliver
-        the timeout message of a wait that expired meanwhile. With ``on_cursors_open``
-        the re-arming waits for the :class:`_Handover` (see :meth:`_handover`)."""
+        the timeout message of a wait that expired meanwhile. With a ``supervision``
+        the re-arming waits for the :class:`CatchUp` (see :meth:`_handover`)."""
         if self.status is not CrewStatus.CREATED:
             return
         try:
             self._restore_state(snapshot)
         finally:
-            if on_cursors_open is not None:
+            if supervision is not None:
                 self._awaiting_handover = True
-                self._cursors_open_notice = on_cursors_open
+                self._cursors_open_to = supervision
         if not self._awaiting_handover:
             self._rearm_all()
 
@@ -624,13 +473,10 @@ class CrewActor(PooledActor):
             if runtime is None:
                 definition = self.orchestrator.restore_agent(self, state)
                 self.definitions[definition.agent_id] = definition
-                runtime = _AgentRuntime(definition, self)
+                runtime = AgentRuntime(definition, self.hub, self.crew_id)
                 self._agents[definition.agent_id] = runtime
             runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
-            for saved in state.cursors:
-                runtime.tools.topic_cursors.restore(
-                    saved.topic, saved.metadata_match, saved.buffered, saved.missed, saved.recent
-                )
+            runtime.restore_cursors(state.cursors)
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
         self._set_status(CrewStatus.RUNNING)
@@ -640,28 +486,19 @@ class CrewActor(PooledActor):
         self._arm_crew_pump()
         self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
 
-    def _handover(self, messages: Sequence[Message], missed: Mapping[str, int]) -> None:
+    def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
         """The lifecycle's handover: every cursor catches up on the ``messages`` it
         matches and did not receive (published before it reopened; see
         :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
         ``wait_for_event`` resolves with its cursor's oldest event) and the actor
         messages held meanwhile are handled, in order. ``missed``: what the store
         dropped per cursor while the crew slept (reported by the cursor's next read)."""
-        from orkeon_actors.store.cursor_events import cursor_key
-
         for runtime in self._agents.values():
             cursors = runtime.tools.topic_cursors
             for cursor in cursors.cursors():
                 topic, match = cursor.key
-                cursor.carried_missed += missed.get(cursor_key(topic, match), 0)
-                matching = [
-                    m
-                    for m in messages
-                    if not m.topic.startswith("_system.")
-                    and topic_matches(topic, m.topic)
-                    and scope_allows(self.crew_id, m)
-                    and metadata_allows(match, m)
-                ]
+                cursor.carried_missed += missed.get((topic, match or None), 0)
+                matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
                     cursors.catch_up(cursor, matching)
         self._rearm_all()
@@ -691,22 +528,15 @@ class CrewActor(PooledActor):
             )
             self._rearm(runtime, wait, timeout)
 
-    def _rearm(self, runtime: _AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
-        kind = wait.kind
-        descriptor: WaitDescriptor
-        if isinstance(kind, OnTopic):
-            descriptor = WaitOnTopic(kind.topic, kind.metadata_match)
-        elif isinstance(kind, OnMailbox):
-            descriptor = WaitOnMailbox(kind.address)
-        else:
-            descriptor = WaitOnReply(kind.correlation)
+    def _rearm(self, runtime: AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
+        descriptor = descriptor_of(wait.kind)
         agent_id = runtime.agent.agent_id
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_WaitDone(agent_id, token, outcome))
+            self.tell(WaitDone(agent_id, token, outcome))
 
-        cursor = self._cursor_of(runtime, wait, open_it=True)
+        cursor = runtime.cursor_of(wait, open_it=True)
         try:
             if cursor is not None:
                 ready = cursor.poll()
@@ -714,7 +544,7 @@ class CrewActor(PooledActor):
                     self._wait_done_now(runtime, ready)
                     return
                 new = receive_async(
-                    self.hub, cursor.subscription, timeout, runtime.budget.token, _recording(cursor, on_done)
+                    self.hub, cursor.subscription, timeout, runtime.budget.token, recording(cursor, on_done)
                 )
             else:
                 new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
@@ -724,10 +554,10 @@ class CrewActor(PooledActor):
         runtime.wait = new
         runtime.wait_token = token
 
-    def _wait_done_now(self, runtime: _AgentRuntime, outcome: Message | BaseException) -> None:
+    def _wait_done_now(self, runtime: AgentRuntime, outcome: Message | BaseException) -> None:
         token = new_ulid_str()
         runtime.wait_token = token
-        self._wait_done(_WaitDone(runtime.agent.agent_id, token, outcome))
+        self._wait_done(WaitDone(runtime.agent.agent_id, token, outcome))
 
     def _deliver(self, message: Message) -> None:
         """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
@@ -741,7 +571,7 @@ class CrewActor(PooledActor):
                 continue
             if not wait_matches(pending.wait, self.crew_id, message):
                 continue
-            cursor = self._cursor_of(runtime, pending.wait)
+            cursor = runtime.cursor_of(pending.wait)
             if cursor is not None and runtime.wait is not None:
                 cursor.offer(message)  # the live wait on the cursor takes it (or already has)
             else:
@@ -756,111 +586,71 @@ class CrewActor(PooledActor):
 
     # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
 
-    def _cursor_of(self, runtime: _AgentRuntime, wait: PendingWait, *, open_it: bool = False) -> Cursor | None:
-        """The cursor a parked ``wait_for_event`` reads (opened if ``open_it``: a wait
-        re-armed after a restore), ``None`` for any other wait."""
-        pending = runtime.state.pending
-        kind = wait.kind
-        if not isinstance(kind, OnTopic) or pending is None or pending.call.name != "wait_for_event":
-            return None
-        cursors = runtime.tools.topic_cursors
-        if open_it:
-            return cursors.open(kind.topic, kind.metadata_match)
-        return cursors.get(kind.topic, kind.metadata_match)
-
-    def _offer_to_cursors(self, message: Message, runtimes: Sequence[_AgentRuntime]) -> bool:
+    def _offer_to_cursors(self, message: Message, runtimes: Sequence[AgentRuntime]) -> bool:
         """Buffer ``message`` (one that reached the crew another way than through these
         cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
-        if message.topic.startswith("_system.") or not scope_allows(self.crew_id, message):
-            return False
         taken = False
         for runtime in runtimes:
-            for cursor in runtime.tools.topic_cursors.cursors():
-                topic, match = cursor.key
-                if topic_matches(topic, message.topic) and metadata_allows(match, message):
-                    taken = cursor.offer(message) or taken
+            taken = runtime.offer(message) or taken
         return taken
 
-    def _cursor_states(self, runtime: _AgentRuntime) -> tuple[TopicCursorState, ...]:
-        """``runtime``'s open cursors as data, least recently used first."""
-        return tuple(
-            TopicCursorState(
-                cursor.key[0],
-                cursor.key[1],
-                tuple(cursor.pending()),
-                cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
-                tuple(cursor.recent_ids()),
-            )
-            for cursor in runtime.tools.topic_cursors.cursors()
-        )
-
-    def _passivate(self, message: _Passivate) -> None:
-        """Sleep request. Refused (``on_refused(reason)``) unless the crew is waiting
+    def _passivate(self, message: Passivate) -> None:
+        """Sleep request. Refused (:class:`SleepRefused`) unless the crew is waiting
         for a message: every agent idle or parked, nothing queued for this actor. Else
-        ``on_snapshot(snapshot)`` is called (on this thread) *before* the live waits are
-        withdrawn, so a trigger published meanwhile is seen by the supervisor; if a
-        wait's outcome is already in flight, the sleep is refused and the waits re-armed."""
+        :class:`SnapshotTaken` is reported *before* the live waits are withdrawn (its
+        cursors stay open until the release, so a topic message published meanwhile is
+        in them or kept by the supervisor), then :class:`Passivated`; if a wait's
+        outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
+        the waits are re-armed by the :class:`Resume` that follows."""
+        supervision = message.supervision
         busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
         if self._awaiting_handover:
-            message.on_refused("crew is still waking (its cursors are catching up)")
+            supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
             return
         if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
-            message.on_refused(f"crew is {self.status.value}" + (" with work queued" if not busy else ""))
+            reason = f"crew is {self.status.value}" + (" with work queued" if not busy else "")
+            supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
         self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
-        message.on_snapshot(snapshot)
+        consumed = message.consumed.view() if message.consumed is not None else ()
+        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed))
         in_flight = False
         for runtime in self._agents.values():
-            for attr in ("wait", "pump"):
-                wait = getattr(runtime, attr)
-                if wait is not None:
-                    if not wait.cancel():
-                        in_flight = True
-                    setattr(runtime, attr, None)
+            in_flight = runtime.withdraw() or in_flight
         if self._crew_pump is not None:
             if not self._crew_pump.cancel():
                 in_flight = True
             self._crew_pump = None
         if in_flight or not self.actor_inbox.empty():
-            message.on_refused("a message reached the crew while it was being snapshotted")
-        elif message.on_passivated is not None:
-            message.on_passivated()
+            supervision.tell(SleepRefused(self.crew_id, "a message reached the crew while it was being snapshotted"))
+        else:
+            supervision.tell(Passivated(self.crew_id))
 
     def _cursor_leftovers(self) -> list[Message]:
         """What the cursors received after the sleep snapshot was taken (not in it),
         each message once, cursor by cursor in arrival order."""
-        seen = set(self._snapshot_held)
+        seen: set[object] = set(self._snapshot_held)
         out: list[Message] = []
         for runtime in self._agents.values():
-            for cursor in runtime.tools.topic_cursors.cursors():
-                for message in cursor.pending():
-                    if message.id not in seen:
-                        seen.add(message.id)
-                        out.append(message)
+            runtime.unread(seen, out)
         return out
 
     def _park_mailboxes(self) -> None:
         """Passivated stop: release waits and subscriptions; the mailboxes stay durably
         registered (their messages are kept in the store until the crew wakes)."""
-        from orkeon_actors.store.durable_hub import SqliteEventHub
-
-        if self._on_leftovers is not None:
-            self._on_leftovers(self._cursor_leftovers())
+        order = self._release_order
+        sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
+        leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
         self._release_waits()
-        hub = self.hub
         registrations = [rt.registration for rt in self._agents.values()]
         registrations.append(self._crew_registration)
-        held = [registration for registration in registrations if registration is not None]
-        if isinstance(hub, SqliteEventHub):
-            hub.park_mailboxes(held)
-        else:
-            hub.close_mailboxes(held)
+        self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
-        if self._on_released is not None:
-            self._on_released()
+        if order is not None and order.supervision is not None:
+            order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
@@ -868,7 +658,7 @@ class CrewActor(PooledActor):
             return
         self.result = result
         self._set_status(CrewStatus.COMPLETED)
-        self.trace(None, "crew", f"completed result={_short(result)}")
+        self.trace(None, "crew", f"completed result={short(result)}")
         self._release_waits()
 
     def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
@@ -890,11 +680,7 @@ class CrewActor(PooledActor):
 
     def _release_waits(self) -> None:
         for runtime in self._agents.values():
-            for wait in (runtime.wait, runtime.pump):
-                if wait is not None:
-                    wait.cancel()
-            runtime.wait = runtime.pump = None
-            runtime.tools.topic_cursors.close()  # the snapshot (if any) holds what they had
+            runtime.release()
         if self._crew_pump is not None:
             self._crew_pump.cancel()
             self._crew_pump = None
@@ -920,7 +706,7 @@ class CrewActor(PooledActor):
         agent_id = getattr(message, "agent_id", None)
         if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self._agents:
             runtime = self._agents[agent_id]
-            if isinstance(message, _Mail):
+            if isinstance(message, Mail):
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
 
     # -- orchestration API ---------------------------------------------------------------
@@ -946,17 +732,8 @@ class CrewActor(PooledActor):
         if runtime.pump is not None:
             runtime.pump.cancel()
             runtime.pump = None
-        conversation = runtime.state.conversation
-        if not conversation and runtime.agent.instructions:
-            conversation = (ChatMessage("system", runtime.agent.instructions),)
-        runtime.state = attrs.evolve(
-            runtime.state,
-            status=AgentStatus.RUNNING,
-            task=TaskAssignment(task_id, prompt, origin),
-            conversation=(*conversation, ChatMessage("user", prompt)),
-            turns=0,
-        )
-        self.trace(runtime.agent.agent_id, "task", f"{task_id}: {_short(prompt)}")
+        runtime.state = agent_step.begin_task(runtime.state, runtime.agent, TaskAssignment(task_id, prompt, origin))
+        self.trace(runtime.agent.agent_id, "task", f"{task_id}: {short(prompt)}")
         self._run(runtime)
 
     def cancel_agent(self, agent_id: AgentId) -> None:
@@ -976,7 +753,7 @@ class CrewActor(PooledActor):
         if agent.agent_id in self._agents:
             raise OrchestrationError(f"an agent {agent.agent_id!r} already exists in crew {self.crew_id}")
         self.definitions[agent.agent_id] = agent
-        runtime = _AgentRuntime(agent, self)
+        runtime = AgentRuntime(agent, self.hub, self.crew_id)
         runtime.registration = self.hub.register_mailbox(runtime.address)
         self._agents[agent.agent_id] = runtime
         self.trace(agent.agent_id, "agent", f"spawned role={agent.role}")
@@ -1004,63 +781,29 @@ class CrewActor(PooledActor):
 
     # -- the agent loop ----------------------------------------------------------------
 
-    def _run(self, runtime: _AgentRuntime) -> None:
-        """Drive ``runtime`` until it answers its task, parks, or fails."""
-        agent = runtime.agent
-        while runtime.state.status is AgentStatus.RUNNING:
-            try:
-                runtime.budget.raise_if_exhausted()
-                if runtime.state.queued_calls:
-                    call, *rest = runtime.state.queued_calls
-                    runtime.state = attrs.evolve(runtime.state, queued_calls=tuple(rest))
-                    runtime.budget.consume(tool_calls=1)
-                    runtime.budget.raise_if_exhausted()
-                    result = self._run_tool(runtime, call)
-                    if result is PARKED:
-                        return
-                    self._append_tool_result(runtime, call, result)
-                    continue
-                if runtime.state.turns >= agent.max_turns:
-                    raise OrchestrationError(
-                        f"agent {agent.agent_id} made {agent.max_turns} model calls without answering its task "
-                        "(max_turns); end its script with a text answer or raise max_turns"
-                    )
-                request = ModelRequest(
-                    str(self.crew_id),
-                    str(agent.agent_id),
-                    agent.role,
-                    agent.instructions,
-                    runtime.state.conversation,
-                    tuple(self._tool_definitions(runtime)),
-                    runtime.state.turns,
-                )
-                response = agent.model.complete(request)
-                runtime.budget.consume(tokens=response.usage.total_tokens, cost=response.usage.cost)
-                runtime.state = attrs.evolve(
-                    runtime.state,
-                    conversation=(
-                        *runtime.state.conversation,
-                        ChatMessage("assistant", response.text, response.tool_calls),
-                    ),
-                    turns=runtime.state.turns + 1,
-                    budget=self._budget_snapshot(runtime),
-                )
-                runtime.budget.raise_if_exhausted()
-                if response.tool_calls:
-                    runtime.state = attrs.evolve(runtime.state, queued_calls=response.tool_calls)
-                    continue
-                self._finish_task(runtime, response.text)
-            except Exception as exc:
-                self._agent_failed(runtime, exc)
-                return
+    def _run(self, runtime: AgentRuntime) -> None:
+        """Drive ``runtime`` until it answers its task, parks, or fails (the agent step,
+        :func:`~orkeon_actors.crew.agent_step.run`; the hooks an answer runs fail the
+        agent too)."""
+        try:
+            outcome = agent_step.run(
+                runtime,
+                crew_id=str(self.crew_id),
+                clock=self.hub.clock,
+                tools=lambda: self._tool_definitions(runtime),
+                run_tool=lambda call: self._run_tool(runtime, call),
+                on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
+            )
+            if isinstance(outcome, agent_step.Answered):
+                self._finish_task(runtime, outcome.text)
+        except Exception as exc:
+            self._agent_failed(runtime, exc)
 
-    def _finish_task(self, runtime: _AgentRuntime, output: str) -> None:
+    def _finish_task(self, runtime: AgentRuntime, output: str) -> None:
         task = runtime.state.task
-        runtime.state = attrs.evolve(
-            runtime.state, status=AgentStatus.IDLE, task=None, budget=self._budget_snapshot(runtime)
-        )
+        runtime.state = agent_step.answered(runtime.state, self._budget_snapshot(runtime))
         agent_id = runtime.agent.agent_id
-        self.trace(agent_id, "answer", _short(output))
+        self.trace(agent_id, "answer", short(output))
         if task is not None and task.origin == "orchestration":
             self.orchestrator.on_task_done(self, agent_id, task.task_id, output)
         if task is not None:
@@ -1070,30 +813,18 @@ class CrewActor(PooledActor):
         if runtime.state.status is AgentStatus.IDLE:
             self._serve_inbox_or_pump(agent_id)
 
-    def _agent_failed(self, runtime: _AgentRuntime, exc: BaseException) -> None:
-        reason = f"{type(exc).__name__}: {exc}"
-        snapshot = self._budget_snapshot(runtime)
-        if isinstance(exc, BudgetExhaustedError):
-            snapshot = attrs.evolve(snapshot, exhausted_reason=str(exc))
-        runtime.state = attrs.evolve(runtime.state, status=AgentStatus.FAILED, failure=reason, budget=snapshot)
+    def _agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
+        runtime.state = agent_step.failed(runtime.state, exc, self._budget_snapshot(runtime))
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
-        self.trace(runtime.agent.agent_id, "agent", f"failed {reason}")
+        self.trace(runtime.agent.agent_id, "agent", f"failed {runtime.state.failure}")
         self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
 
-    def _budget_snapshot(self, runtime: _AgentRuntime) -> BudgetSnapshot:
-        budget = runtime.budget
-        return attrs.evolve(
-            runtime.state.budget,
-            tokens_used=budget.tokens_used,
-            tool_calls_used=budget.tool_calls_used,
-            cost_used=budget.cost_used,
-            wall_time_used=max(0.0, self.hub.clock.monotonic() - budget.started_at),
-            exhausted_reason=budget.reason,
-        )
+    def _budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
+        return agent_step.budget_snapshot(runtime.state, runtime.budget, self.hub.clock)
 
-    def _tool_definitions(self, runtime: _AgentRuntime) -> list[Mapping[str, Any]]:
+    def _tool_definitions(self, runtime: AgentRuntime) -> list[Mapping[str, Any]]:
         defs: list[Mapping[str, Any]] = []
         if runtime.agent.hub_tools:
             defs.extend(EventHubTools.definitions())
@@ -1101,22 +832,18 @@ class CrewActor(PooledActor):
         defs.extend(self.orchestrator.tool_definitions(runtime.agent.agent_id))
         return defs
 
-    def _append_tool_result(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
-        content = json.dumps(result, sort_keys=True, default=str)
-        runtime.state = attrs.evolve(
-            runtime.state,
-            conversation=(
-                *runtime.state.conversation,
-                ChatMessage("tool", content, tool_call_id=call.id, name=call.name),
-            ),
-        )
-        self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {_redact(result)}")
+    def _append_tool_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        runtime.state = agent_step.with_tool_result(runtime.state, call, result)
+        self._traced_result(runtime, call, result)
+
+    def _traced_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {redact(result)}")
 
     # -- tools -------------------------------------------------------------------------
 
-    def _run_tool(self, runtime: _AgentRuntime, call: ToolCall) -> Any:
+    def _run_tool(self, runtime: AgentRuntime, call: ToolCall) -> Any:
         agent = runtime.agent
-        self.trace(agent.agent_id, "tool_call", f"{call.name} {_redact_text(call.arguments)}")
+        self.trace(agent.agent_id, "tool_call", f"{call.name} {redact_arguments(call.arguments)}")
         orchestrated = self.orchestrator.on_tool_call(self, agent.agent_id, call)
         if orchestrated is PARKED:
             runtime.state = attrs.evolve(
@@ -1128,92 +855,34 @@ class CrewActor(PooledActor):
             return orchestrated
         for tool in agent.tools:
             if tool.name == call.name:
-                return self._run_user_tool(tool.fn, call)
-        if agent.hub_tools and call.name in HUB_WAIT_TOOLS:
+                return agent_step.run_user_tool(tool.fn, call)
+        if agent.hub_tools and call.name in WAITING_TOOLS:
             return self._start_wait_tool(runtime, call)
         if agent.hub_tools:
             return runtime.tools.invoke(call.name, call.arguments, errors="result")
-        return _error_result(ToolValidationError(f"unknown tool {call.name!r}"), None)
+        return error_result(ToolValidationError(f"unknown tool {call.name!r}"), None)
 
-    @staticmethod
-    def _run_user_tool(fn: Any, call: ToolCall) -> dict[str, Any]:
+    def _start_wait_tool(self, runtime: AgentRuntime, call: ToolCall) -> Any:
+        """Validate a waiting tool call exactly as the tool does, then answer it or park
+        on a non-blocking hub wait (:mod:`~orkeon_actors.crew.waiting_call`); the result
+        is formatted by the same functions when the wait resolves
+        (:mod:`orkeon_actors.tools.waiting`), so the model reads the same thing as from
+        ``EventHubTools.invoke``."""
         try:
-            arguments = call.parsed_arguments()
-        except ValueError as exc:
-            return _error_result(ToolValidationError(f"the arguments are not valid JSON: {exc}"), None)
-        try:
-            value = fn(arguments)
-        except _FATAL:
+            step = waiting_call.start(runtime, call)
+            if isinstance(step, waiting_call.Ready):
+                if step.event is not None:
+                    self.trace(runtime.agent.agent_id, "message", describe_message(step.event))
+                return step.result
+            return self._park(runtime, call, step.descriptor, step.timeout, step.cursor)
+        except agent_step.FATAL:
             raise
-        except Exception as exc:  # a broken user tool is a result the model reads, not a crash
-            return _error_result(exc, getattr(exc, "field", None))
-        return dict(value) if isinstance(value, Mapping) else {"result": value}
-
-    def _start_wait_tool(self, runtime: _AgentRuntime, call: ToolCall) -> Any:
-        """Validate a waiting tool call exactly as the tool does, then park on a
-        non-blocking hub wait; the result is formatted by the tool's DTOs when the wait
-        resolves, so the model reads the same thing as from ``EventHubTools.invoke``."""
-        name = call.name
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-            descriptor: WaitDescriptor
-            timeout: WaitTimeout
-            cursor: Cursor | None = None
-            if name == "wait_for_event":
-                wreq = structure_request(arguments, WaitForEventRequest)
-                cursor = runtime.tools.topic_cursors.open(wreq.topic, wreq.metadata_match)
-                ready = cursor.poll()
-                if ready is not None:  # published since the previous call: no need to park
-                    self.trace(runtime.agent.agent_id, "message", _describe_message(ready))
-                    return _result(WaitForEventResponse(False, message=ready, missed=cursor.take_missed()))
-                descriptor = WaitOnTopic(wreq.topic, wreq.metadata_match)
-                timeout = _wait_timeout(wreq.wait_forever, wreq.timeout_ms)
-            elif name == "receive_message":
-                rreq = structure_request(arguments, ReceiveMessageRequest)
-                mailbox = rreq.mailbox if rreq.mailbox is not None else runtime.address
-                if mailbox.scheme not in (Scheme.AGENT, Scheme.CREW) or mailbox.crew_id != self.crew_id:
-                    raise ToolValidationError(
-                        f"receive_message reads only mailboxes of your own crew ({self.crew_id}): "
-                        f"agent://{self.crew_id}/{{agent}} or crew://{self.crew_id}; omit mailbox to read your "
-                        f"own ({runtime.address}), {mailbox} is not one of them",
-                        field="mailbox",
-                    )
-                if mailbox == runtime.address and runtime.state.inbox:
-                    first, *rest = runtime.state.inbox
-                    runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
-                    return _result(ReceiveMessageResponse(False, message=first))
-                descriptor = WaitOnMailbox(mailbox)
-                timeout = _wait_timeout(rreq.wait_forever, rreq.timeout_ms)
-            else:
-                sreq = structure_request(arguments, SendRequestRequest)
-                if sreq.target_mailbox.scheme is Scheme.TOPIC:
-                    raise ToolValidationError(
-                        "send_request needs a mailbox that can answer (agent://, crew:// or client://); "
-                        "a topic has no single recipient: use publish_event to broadcast",
-                        field="target_mailbox",
-                    )
-                seconds = sreq.timeout_ms / 1000
-                sent = runtime.client.request(
-                    sreq.target_mailbox, sreq.payload, seconds, sreq.metadata, cancel=runtime.budget.token
-                )
-                assert sent.correlation_id is not None
-                descriptor = WaitOnReply(sent.correlation_id)
-                timeout = FiniteWaitTimeout(seconds)
-            return self._park(runtime, call, descriptor, timeout, cursor)
-        except ValueError as exc:
-            if isinstance(exc, EventHubError):
-                return _error_result(exc, _field_of(name, exc))
-            return _error_result(ToolValidationError(f"the arguments are not valid JSON: {exc}"), None)
-        except (MailboxNotFoundError, UnknownCorrelationError) as exc:
-            return _error_result(exc, _field_of(name, exc))
-        except _FATAL:
-            raise
-        except EventHubError as exc:
-            return _error_result(exc, _field_of(name, exc))
+        except (EventHubError, ValueError) as exc:
+            return refused_result(call.name, exc)
 
     def _park(
         self,
-        runtime: _AgentRuntime,
+        runtime: AgentRuntime,
         call: ToolCall,
         descriptor: WaitDescriptor,
         timeout: WaitTimeout,
@@ -1225,12 +894,12 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_WaitDone(agent_id, token, outcome))
+            self.tell(WaitDone(agent_id, token, outcome))
 
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
         if cursor is not None:
-            taken = _recording(cursor, on_done)
+            taken = recording(cursor, on_done)
             wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, taken)
         else:
             wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
@@ -1239,23 +908,18 @@ class CrewActor(PooledActor):
         expires = (
             None if isinstance(timeout, ForeverWaitTimeout) else wait.started_at + timedelta(seconds=timeout.seconds)
         )
-        if isinstance(descriptor, WaitOnTopic):
-            kind: OnTopic | OnMailbox | OnReply = OnTopic(descriptor.topic, self.crew_id, descriptor.metadata_match)
-        elif isinstance(descriptor, WaitOnMailbox):
-            kind = OnMailbox(descriptor.address)
-        else:
-            kind = OnReply(descriptor.correlation)
+        kind = kind_of(descriptor, self.crew_id)
         runtime.state = attrs.evolve(
             runtime.state,
             status=AgentStatus.WAITING,
             pending=PendingToolCall(call, PendingWait(wait.wait_id, wait.started_at, expires, kind)),
             budget=self._budget_snapshot(runtime),
         )
-        self.trace(agent_id, "park", f"{call.name} on {_describe(descriptor)}")
+        self.trace(agent_id, "park", f"{call.name} on {describe_wait(descriptor)}")
         self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
         return PARKED
 
-    def _wait_done(self, message: _WaitDone) -> None:
+    def _wait_done(self, message: WaitDone) -> None:
         runtime = self._agents.get(message.agent_id)
         if runtime is None:
             return
@@ -1270,21 +934,22 @@ class CrewActor(PooledActor):
         runtime.wait = None
         runtime.wait_token = None
         call = pending.call
-        if isinstance(outcome, _FATAL):
+        if isinstance(outcome, agent_step.FATAL):
             self._agent_failed(runtime, outcome)
             return
         missed = 0
-        cursor = self._cursor_of(runtime, pending.wait)
+        cursor = runtime.cursor_of(pending.wait)
         if cursor is not None:
             if isinstance(outcome, Message) and not outcome.is_timeout:
                 cursor.handed_out(outcome)
             missed = cursor.take_missed()
         if isinstance(outcome, Message):
-            self.trace(runtime.agent.agent_id, "message", _describe_message(outcome))
-        result = _format_wait_result(call.name, pending.wait.kind, outcome, missed)
-        self._inject(runtime, call, result)
+            self.trace(runtime.agent.agent_id, "message", describe_message(outcome))
+        kind = pending.wait.kind
+        correlation = kind.correlation if isinstance(kind, OnReply) else None
+        self._inject(runtime, call, wait_result(call.name, outcome, correlation_id=correlation, missed=missed))
 
-    def _inject(self, runtime: _AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+    def _inject(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
         runtime.state = attrs.evolve(runtime.state, status=AgentStatus.RUNNING, pending=None)
         self._append_tool_result(runtime, call, result)
         self.orchestrator.on_agent_status(self, runtime.agent.agent_id, AgentStatus.RUNNING)
@@ -1299,7 +964,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_Mail(agent_id, token, outcome))
+            self.tell(Mail(agent_id, token, outcome))
 
         runtime.pump_token = token
         runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, on_done)
@@ -1308,7 +973,7 @@ class CrewActor(PooledActor):
         token = new_ulid_str()
 
         def on_done(outcome: Message | BaseException) -> None:
-            self.tell(_Mail(None, token, outcome))
+            self.tell(Mail(None, token, outcome))
 
         self._crew_pump_token = token
         self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, on_done)
@@ -1322,7 +987,7 @@ class CrewActor(PooledActor):
         elif runtime.state.status is AgentStatus.IDLE:
             self._arm_pump(agent_id)
 
-    def _mail(self, message: _Mail) -> None:
+    def _mail(self, message: Mail) -> None:
         outcome = message.outcome
         if message.agent_id is None:
             if self._crew_pump_token != message.wait_id:
@@ -1331,7 +996,7 @@ class CrewActor(PooledActor):
             self._crew_pump_token = None
             if isinstance(outcome, BaseException):
                 raise outcome
-            self.trace(None, "message", f"crew mailbox {_describe_message(outcome)}")
+            self.trace(None, "message", f"crew mailbox {describe_message(outcome)}")
             target = self.route(outcome)
             deliver_to_mailbox(self.hub, outcome, MailboxAddress.agent(self.crew_id, target))
             self._arm_crew_pump()
@@ -1350,7 +1015,7 @@ class CrewActor(PooledActor):
         self._handle_mail(message.agent_id, outcome)
 
     def _handle_mail(self, agent_id: AgentId, message: Message) -> None:
-        self.trace(agent_id, "message", _describe_message(message))
+        self.trace(agent_id, "message", describe_message(message))
         if not self.orchestrator.on_agent_mail(self, agent_id, message):
             self.on_message(agent_id, message)
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
@@ -1360,11 +1025,11 @@ class CrewActor(PooledActor):
 
     def _subscribe(self, binding: EventBinding) -> None:
         def on_message(message: Message) -> None:
-            self.tell(_Bound(binding, message))
+            self.tell(Bound(binding, message))
 
         self._subscriptions.append(push_subscription(self.hub, self.client.caller, binding.topic, on_message))
 
-    def _bound(self, message: _Bound) -> None:
+    def _bound(self, message: Bound) -> None:
         sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
         consumed = sub.consume(message.message) if sub is not None else message.message
         if consumed is None:
@@ -1377,10 +1042,7 @@ class CrewActor(PooledActor):
     def snapshot(self) -> CrewSnapshot:
         """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
         ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
-        agents = tuple(
-            attrs.evolve(rt.state, cursors=cursors) if (cursors := self._cursor_states(rt)) else rt.state
-            for rt in self._agents.values()
-        )
+        agents = tuple(rt.state_with_cursors() for rt in self._agents.values())
         waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
         mailboxes = tuple(
             MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox
@@ -1408,200 +1070,3 @@ class CrewActor(PooledActor):
 
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def start_crew(
-    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
-) -> None:
-    """Begin a started crew actor (registers its mailboxes, starts its orchestration).
-    Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
-    start is then submitted to the gate like any other delivery)."""
-    if gate is not None:
-        gate.submit(ref, _Start())
-        return
-    if activity is not None:
-        activity.begin()
-    ref.tell(_Start())
-
-
-def restore_crew(
-    ref: pykka.ActorRef[CrewActor],
-    snapshot: CrewSnapshot,
-    activity: Activity | None = None,
-    gate: DeliveryGate | None = None,
-    on_cursors_open: Callable[[], None] | None = None,
-) -> None:
-    """Begin a started crew actor from ``snapshot`` (a wake) instead of from scratch
-    (through its ``gate`` if it has one). With ``on_cursors_open`` (the lifecycle
-    supervisor) the crew calls it once its cursors are open again and then waits, its
-    waits not re-armed and anything told to it held, until :func:`hand_over` gives it
-    the topic messages published while its cursors were closed."""
-    message = _Restore(snapshot, on_cursors_open)
-    if gate is not None:
-        gate.submit(ref, message)
-        return
-    if activity is not None:
-        activity.begin()
-    ref.tell(message)
-
-
-def hand_over(
-    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
-) -> None:
-    """Give a crew restored with ``on_cursors_open`` the topic messages kept for it (in
-    publish order): each cursor catches up on those it matches and did not receive,
-    once each, then the crew goes on (see ``CrewActor._handover``). ``missed``: drops
-    per cursor key while it slept."""
-    ref.tell(_Handover(tuple(messages), dict(missed or {})))
-
-
-def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Message:
-    """The ``WaitTimedOutMessage`` (spec §9.2) of ``wait``, expired while its crew slept.
-    Its id is derived from the wait id, so a restart produces the same message (and
-    ``processed_messages`` recognises it)."""
-    kind = wait.kind
-    original = (
-        kind.topic
-        if isinstance(kind, OnTopic)
-        else str(kind.address)
-        if isinstance(kind, OnMailbox)
-        else str(kind.correlation)
-    )
-    try:
-        message_id = MessageId(wait.wait_id)
-    except ValueError:
-        message_id = MessageId.new()
-    return Message(
-        message_id,
-        WAIT_TIMED_OUT_TOPIC,
-        CrewId.SYSTEM,
-        now,
-        b"",
-        FrozenMap(
-            {
-                "original_topic": original,
-                "original_wait_id": wait.wait_id,
-                "original_started_at": wait.started_at.isoformat(),
-            }
-        ),
-        None,
-        crew_id,
-    )
-
-
-def wait_matches(wait: PendingWait, crew_id: CrewId, message: Message) -> bool:
-    """Whether ``message`` satisfies ``wait`` of crew ``crew_id`` (topic pattern, scope
-    and metadata match; mailbox address; reply correlation)."""
-    kind = wait.kind
-    if isinstance(kind, OnTopic):
-        return (
-            not message.topic.startswith("_system.")
-            and topic_matches(kind.topic, message.topic)
-            and scope_allows(crew_id, message)
-            and metadata_allows(kind.metadata_match, message)
-        )
-    if isinstance(kind, OnMailbox):
-        return message.target_mailbox == kind.address
-    return message.correlation_id == kind.correlation and message.topic == REPLY_TOPIC
-
-
-def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:
-    """Ask a crew for ``snapshot``, ``status`` or ``summary`` (from outside the actor)."""
-    return ref.ask(_Query(what), timeout=timeout)
-
-
-def _wait_timeout(forever: bool | None, timeout_ms: int | None) -> WaitTimeout:
-    if forever:
-        return FOREVER
-    assert timeout_ms is not None
-    return FiniteWaitTimeout(timeout_ms / 1000)
-
-
-def _result(dto: object) -> dict[str, Any]:
-    return dict(unstructure(dto))
-
-
-def _error_result(exc: BaseException, field: str | None) -> dict[str, Any]:
-    return _result(ToolErrorResult(ToolError(type(exc).__name__, str(exc), field)))
-
-
-def _recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]) -> Callable[[Any], None]:
-    """``on_done`` of a wait on ``cursor``: the message it took is recorded as handed out
-    there and then (on the taker's thread), so the same message offered again before the
-    crew handled the outcome (a wake's trigger) is not buffered a second time."""
-
-    def done(outcome: Message | BaseException) -> None:
-        if isinstance(outcome, Message) and not outcome.is_timeout:
-            cursor.handed_out(outcome)
-        on_done(outcome)
-
-    return done
-
-
-def _format_wait_result(name: str, kind: object, outcome: Message | BaseException, missed: int = 0) -> dict[str, Any]:
-    if name == "send_request":
-        assert isinstance(kind, OnReply)
-        if isinstance(outcome, (SendTimeoutError, UnknownCorrelationError)) or (
-            isinstance(outcome, Message) and outcome.is_timeout
-        ):
-            return _result(SendRequestResponse(kind.correlation, True, None))
-        if isinstance(outcome, BaseException):
-            return _error_result(outcome, None)
-        return _result(SendRequestResponse(kind.correlation, False, decode_payload(outcome.payload)[0]))
-    if isinstance(outcome, BaseException):
-        field = _field_of(name, outcome) if isinstance(outcome, EventHubError) else None
-        return _error_result(outcome, field)
-    if name == "receive_message":
-        if outcome.is_timeout:
-            return _result(ReceiveMessageResponse(True, metadata=outcome.metadata))
-        return _result(ReceiveMessageResponse(False, message=outcome))
-    if outcome.is_timeout:
-        return _result(WaitForEventResponse(True, metadata=outcome.metadata, missed=missed))
-    return _result(WaitForEventResponse(False, message=outcome, missed=missed))
-
-
-def _short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-_VOLATILE = {"id", "event_id", "message_id", "correlation_id", "original_wait_id", "wait_id"}
-
-
-def _redact(value: Any) -> str:
-    """A tool result for the trace, without ids minted at random (ULIDs)."""
-
-    def scrub(v: Any) -> Any:
-        if isinstance(v, Mapping):
-            return {k: ("…" if k in _VOLATILE and v[k] is not None else scrub(x)) for k, x in v.items()}
-        if isinstance(v, list):
-            return [scrub(x) for x in v]
-        return v
-
-    return _short(json.dumps(scrub(value), sort_keys=True, default=str), 200)
-
-
-def _redact_text(arguments: str) -> str:
-    try:
-        return _redact(json.loads(arguments))
-    except ValueError:
-        return _short(arguments)
-
-
-def _describe(descriptor: WaitDescriptor) -> str:
-    if isinstance(descriptor, WaitOnTopic):
-        return f"topic {descriptor.topic}"
-    if isinstance(descriptor, WaitOnMailbox):
-        return f"mailbox {descriptor.address}"
-    return "reply"
-
-
-def _describe_message(message: Message) -> str:
-    if message.is_timeout:
-        return f"timed out waiting on {message.metadata.get('original_topic', '?')}"
-    source = (
-        f"{message.source_crew_id}/{message.source_agent_id}"
-        if message.source_agent_id
-        else str(message.source_crew_id)
-    )
-    return f"{message.topic} from {source}: {_short(message.payload.decode('utf-8', 'replace'), 80)}"

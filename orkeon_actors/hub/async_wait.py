@@ -32,7 +32,7 @@ import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.boundary import check_mailbox_reader
-from orkeon_actors.hub.memory import InMemoryEventHub, WaitRegistration, _MemorySubscription
+from orkeon_actors.hub.memory import HubCore, WaitRegistration, _MemorySubscription
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.hub.scheduler import TimerHandle
@@ -65,9 +65,9 @@ WaitOutcome = Message | BaseException
 """What ``on_done`` receives: a message (possibly the timeout message) or an error."""
 
 
-def _memory_hub(hub: EventHub) -> InMemoryEventHub:
-    if not isinstance(hub, InMemoryEventHub):
-        raise TypeError(f"non-blocking waits need the in-memory hub (or a subclass of it), got {type(hub).__name__}")
+def _memory_hub(hub: EventHub) -> HubCore:
+    if not isinstance(hub, HubCore):
+        raise TypeError(f"non-blocking waits need a hub built on the hub core, got {type(hub).__name__}")
     return hub
 
 
@@ -99,7 +99,7 @@ class AsyncWait:
 
     def __init__(
         self,
-        hub: InMemoryEventHub,
+        hub: HubCore,
         caller: CallerContext,
         descriptor: WaitDescriptor,
         deadline: float | None,
@@ -163,14 +163,14 @@ class AsyncWait:
             self._registering = True
             self._early = False
         waiter.on_settled = lambda: self._settle_hook(waiter)
-        hub._active_waiters[waiter] = self.kind
+        hub.track_waiter(waiter, self.kind)
         try:
             if self._source is not None:
                 registration = _subscription_registration(self._source, waiter)
             else:
-                registration = hub._register_wait(self.caller, descriptor, waiter)
+                registration = hub.register_wait(self.caller, descriptor, waiter)
         except BaseException:
-            hub._active_waiters.pop(waiter, None)
+            hub.untrack_waiter(waiter)
             raise
         original = registration.original
         self._cleanup = registration.cleanup
@@ -184,7 +184,7 @@ class AsyncWait:
             caller, wait_id, started_at = self.caller, self.wait_id, self.started_at
             self._timers.append(
                 hub.scheduler.schedule_at(
-                    self.deadline, lambda: hub._expire_wait(waiter, caller, original, wait_id, started_at)
+                    self.deadline, lambda: hub.expire_wait(waiter, caller, original, wait_id, started_at)
                 )
             )
         observer = hub.wait_observer
@@ -195,8 +195,28 @@ class AsyncWait:
             observer.wait_started(info)
             self._observed = observer
         registration.listen()  # after the hooks: an already-answered request settles at once
-        if hub._stopped:
+        if hub.stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+
+    def start(self, cancel: CancelToken | None) -> None:
+        """Register the first round, then settle the wait with ``cancel``'s error when
+        it fires (its deadline included)."""
+        self._arm()
+        if cancel is None:
+            return
+
+        def fire(error: BaseException) -> None:
+            waiter = self._waiter
+            if waiter is not None:
+                waiter.try_fail(error)
+
+        self._unregister = cancel.on_cancel(fire)
+        if cancel.deadline is not None and not cancel.cancelled:
+            self._timers.append(self._hub.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
+        if self.settled:  # settled while we registered: undo what _finish could not see
+            self._unregister()
+            for timer in self._timers:
+                timer.cancel()
 
     def _settle_hook(self, waiter: Waiter[Message]) -> None:
         with self._lock:
@@ -207,7 +227,7 @@ class AsyncWait:
 
     def _on_settled(self, waiter: Waiter[Message]) -> None:
         hub = self._hub
-        hub._active_waiters.pop(waiter, None)
+        hub.untrack_waiter(waiter)
         observed, self._observed = self._observed, None
         if observed is not None:
             observed.wait_ended(self.wait_id)
@@ -222,15 +242,15 @@ class AsyncWait:
             return
         if error is not None:
             if isinstance(error, BufferClosed) and self._source is not None:
-                error = self._source._closed_error()  # the subscription closed while we waited
+                error = self._source.closed_error()  # the subscription closed while we waited
             self._finish(error)
             return
         assert value is not None
         if value.is_timeout or isinstance(self.descriptor, WaitOnReply):
             self._finish(value)
             return
-        receive = hub._receive_subscription if self._source is not None else hub._receive_wait
-        consumed = hub._consume(receive, value)
+        receive = hub.receive_subscription if self._source is not None else hub.receive_wait
+        consumed = hub.consume(receive, value)
         if consumed is not None:
             self._finish(consumed)
             return
@@ -256,13 +276,13 @@ class AsyncWait:
 def _subscription_registration(subscription: _MemorySubscription, waiter: Waiter[Message]) -> WaitRegistration:
     """Park ``waiter`` on ``subscription``'s buffer when listening: the oldest buffered
     message settles it at once, else the next one routed to the subscription does."""
-    buffer = subscription._buffer
+    buffer = subscription.buffer
 
     def listen() -> None:
         try:
             item = buffer.take_or_park(waiter)
         except BufferClosed:
-            waiter.try_fail(subscription._closed_error())
+            waiter.try_fail(subscription.closed_error())
             return
         if item is not None and not waiter.try_complete(item):
             buffer.requeue_front(item)  # it timed out or was cancelled meanwhile: keep the item
@@ -292,34 +312,14 @@ def wait_async(
     if isinstance(descriptor, WaitOnMailbox):
         check_mailbox_reader(caller, descriptor.address)
     memory = _memory_hub(hub)
-    if memory._stopped:
+    if memory.stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")
     if cancel is not None:
         cancel.raise_if_cancelled()
     deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
     wait = AsyncWait(memory, caller, descriptor, deadline, on_done)
-    wait._arm()
-    _watch_cancel(memory, wait, cancel)
+    wait.start(cancel)
     return wait
-
-
-def _watch_cancel(memory: InMemoryEventHub, wait: AsyncWait, cancel: CancelToken | None) -> None:
-    """Settle ``wait`` with ``cancel``'s error when it fires (its deadline included)."""
-    if cancel is None:
-        return
-
-    def fire(error: BaseException) -> None:
-        waiter = wait._waiter
-        if waiter is not None:
-            waiter.try_fail(error)
-
-    wait._unregister = cancel.on_cancel(fire)
-    if cancel.deadline is not None and not cancel.cancelled:
-        wait._timers.append(memory.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
-    if wait.settled:  # settled while we registered: undo what _finish could not see
-        wait._unregister()
-        for timer in wait._timers:
-            timer.cancel()
 
 
 def receive_async(
@@ -341,17 +341,16 @@ def receive_async(
     Raises at once ``HubStoppedError`` on a stopped hub and the token's error if
     ``cancel`` already fired."""
     memory = _memory_hub(hub)
-    if not isinstance(subscription, _MemorySubscription) or subscription._hub is not memory:
+    if not isinstance(subscription, _MemorySubscription) or subscription.hub is not memory:
         raise TypeError("receive_async needs a subscription of this in-memory hub")
-    if memory._stopped:
+    if memory.stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")
     if cancel is not None:
         cancel.raise_if_cancelled()
     deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
     descriptor = WaitOnTopic(subscription.pattern, subscription.metadata_match)
     wait = AsyncWait(memory, CallerContext(subscription.crew_id), descriptor, deadline, on_done, subscription)
-    wait._arm()
-    _watch_cancel(memory, wait, cancel)
+    wait.start(cancel)
     return wait
 
 
@@ -365,7 +364,7 @@ class PushSubscription:
 
     def __init__(
         self,
-        hub: InMemoryEventHub,
+        hub: HubCore,
         pattern: str,
         crew_id: CrewId,
         metadata_match: FrozenMap | None,
@@ -384,12 +383,12 @@ class PushSubscription:
 
     def consume(self, message: Message) -> Message | None:
         """Run the hub's subscription receive stages; ``None`` if a stage dropped it."""
-        return self._hub._consume(self._hub._receive_subscription, message)
+        return self._hub.consume(self._hub.receive_subscription, message)
 
     def close(self) -> None:
         """Stop receiving; idempotent."""
         self.closed = True
-        self._hub._router.remove(self)
+        self._hub.router.remove(self)
 
 
 def push_subscription(
@@ -408,11 +407,11 @@ def push_subscription(
     from orkeon_actors.model.address import validate_topic_pattern
 
     memory = _memory_hub(hub)
-    if memory._stopped:
+    if memory.stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")
     validate_topic_pattern(pattern)
     entry = PushSubscription(memory, pattern, caller.crew_id, metadata_match, on_message)
-    memory._router.add(entry)
+    memory.router.add(entry)
     return entry
 
 
@@ -426,7 +425,7 @@ def deliver_to_mailbox(hub: EventHub, message: Message, address: MailboxAddress)
     import attrs
 
     memory = _memory_hub(hub)
-    handle = memory._mailboxes.get(address)
+    handle = memory.live_mailbox(address)
     if handle is None:
         raise MailboxNotFoundError(address)
     forwarded = attrs.evolve(message, target_mailbox=address)
@@ -438,7 +437,7 @@ def flush_mailboxes(hub: EventHub) -> None:
     """Wait until every mailbox actor processed what it was told so far (one round trip
     each). Used by the simulation's quiescence check."""
     memory = _memory_hub(hub)
-    for handle in list(memory._mailboxes.values()):
+    for handle in memory.live_mailboxes():
         try:
             handle.depth()
         except pykka.ActorDeadError:

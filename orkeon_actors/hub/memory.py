@@ -1,4 +1,13 @@
-"""The in-memory adapter of the EventHub port: every mailbox is a pykka actor.
+"""The hub core (:class:`HubCore`) and the in-memory adapter of the EventHub port
+(:class:`InMemoryEventHub`, the core without collaborators): every mailbox is a pykka
+actor.
+
+The core holds everything live delivery needs; an adapter whose mailboxes outlive the
+process (``orkeon_actors.store``) gives it a :class:`MailboxStore`, a
+:class:`~orkeon_actors.hub.port.DispatchObserver` and a :class:`LastValueStore` instead
+of overriding its internals. This module is over 600 lines because the core's handles
+(subscriptions, readers, registrations) share its one lock discipline and are kept
+beside it.
 
 Where the work happens (ARCHITECTURE §3):
 
@@ -16,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 from loguru import logger
@@ -31,7 +41,17 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
-from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.port import (
+    POST_TOPIC,
+    REPLY_TOPIC,
+    SEND_TOPIC,
+    CallerContext,
+    DispatchObserver,
+    EventHub,
+    MailboxReader,
+    MailboxRegistration,
+    Subscription,
+)
 from orkeon_actors.hub.quotas import CallerQuotas
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
@@ -62,12 +82,17 @@ from orkeon_actors.model.options import (
     coerce_wait_timeout,
 )
 
-__all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC"]
+__all__ = [
+    "POST_TOPIC",
+    "REPLY_TOPIC",
+    "SEND_TOPIC",
+    "HubCore",
+    "InMemoryEventHub",
+    "LastValueStore",
+    "MailboxStore",
+    "WaitRegistration",
+]
 
-POST_TOPIC = "_system.post"
-"""Synthetic topic of mailbox posts: no agent can publish on ``_system.*`` (spec §10.2)."""
-SEND_TOPIC = "_system.send"
-REPLY_TOPIC = "_system.reply"
 
 WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
 
@@ -104,7 +129,7 @@ class _MemorySubscription(Subscription):
 
     def __init__(
         self,
-        hub: InMemoryEventHub,
+        hub: HubCore,
         pattern: str,
         crew_id: CrewId,
         receive: Next | None,
@@ -129,21 +154,21 @@ class _MemorySubscription(Subscription):
                 message = self._buffer.take()
             except BufferClosed:
                 raise StopIteration from None
-            consumed = self._hub._consume(self._receive, message)
+            consumed = self._hub.consume(self._receive, message)
             if consumed is not None:
                 return consumed
 
     def drain(self) -> list[Message]:
         out = []
         while (message := self._buffer.take_nowait()) is not None:
-            consumed = self._hub._consume(self._receive, message)
+            consumed = self._hub.consume(self._receive, message)
             if consumed is not None:
                 out.append(consumed)
         return out
 
     def poll(self) -> Message | None:
         while (message := self._buffer.take_nowait()) is not None:
-            consumed = self._hub._consume(self._receive, message)
+            consumed = self._hub.consume(self._receive, message)
             if consumed is not None:
                 return consumed
         return None
@@ -167,7 +192,7 @@ class _MemorySubscription(Subscription):
             message = self._take_before(deadline, wait_id, started_at, cancel)
             if message.is_timeout:
                 return message
-            consumed = hub._consume(self._receive, message)
+            consumed = hub.consume(self._receive, message)
             if consumed is not None:
                 return consumed
 
@@ -181,26 +206,27 @@ class _MemorySubscription(Subscription):
         try:
             message = self._buffer.take_or_park(waiter)
         except BufferClosed:
-            raise self._closed_error() from None
+            raise self.closed_error() from None
         if message is not None:
             return message
         timer: TimerHandle | None = None
         if deadline is not None:
             caller = CallerContext(self.crew_id)
             timer = hub.scheduler.schedule_at(
-                deadline, lambda: hub._expire_wait(waiter, caller, self.pattern, wait_id, started_at)
+                deadline, lambda: hub.expire_wait(waiter, caller, self.pattern, wait_id, started_at)
             )
         try:
-            return hub._block(waiter, "on_topic", cancel)
+            return hub.block(waiter, "on_topic", cancel)
         except BufferClosed:
-            raise self._closed_error() from None
+            raise self.closed_error() from None
         finally:
             if timer is not None:
                 timer.cancel()
             self._buffer.unpark(waiter)
 
-    def _closed_error(self) -> EventHubError:
-        if self._hub._stopped:
+    def closed_error(self) -> EventHubError:
+        """The error a receive on this closed subscription raises."""
+        if self._hub.stopped:
             return HubStoppedError("the runtime was stopped while waiting")
         return InvalidArgumentError(
             f"the subscription to {self.pattern!r} is closed; subscribe again to receive more messages"
@@ -210,10 +236,19 @@ class _MemorySubscription(Subscription):
     def dropped(self) -> int:
         return self._buffer.dropped
 
+    @property
+    def hub(self) -> HubCore:
+        return self._hub
+
+    @property
+    def buffer(self) -> LocalBuffer[Message]:
+        """Where the router pushes this subscription's messages."""
+        return self._buffer
+
     def close(self) -> None:
-        self._hub._router.remove(self)
+        self._hub.router.remove(self)
         self._buffer.close()
-        self._hub._subscriptions.discard(self)
+        self._hub.forget_subscription(self)
         if self.on_close is not None:
             self.on_close()
 
@@ -226,7 +261,7 @@ class _MemorySubscription(Subscription):
 
 
 class _MemoryReader(MailboxReader):
-    def __init__(self, handle: MailboxHandle, hub: InMemoryEventHub) -> None:
+    def __init__(self, handle: MailboxHandle, hub: HubCore) -> None:
         self._handle = handle
         self._hub = hub
         self._buffer: LocalBuffer[Message] = LocalBuffer()
@@ -244,7 +279,7 @@ class _MemoryReader(MailboxReader):
                     raise InvalidArgumentError(
                         "this mailbox reader was closed; open a new one with reg.reader()"
                     ) from None
-                consumed = self._hub._consume(self._hub._receive_reader, message)
+                consumed = self._hub.consume(self._hub.receive_reader, message)
                 if consumed is not None:
                     return consumed
         finally:
@@ -260,11 +295,11 @@ class _MemoryReader(MailboxReader):
 
     def close(self) -> None:
         self._handle.detach(self._buffer)
-        self._hub._reader_closed(self._handle)
+        self._hub.reader_closed(self._handle)
 
 
 class _MemoryRegistration(MailboxRegistration):
-    def __init__(self, hub: InMemoryEventHub, handle: MailboxHandle) -> None:
+    def __init__(self, hub: HubCore, handle: MailboxHandle) -> None:
         self._hub = hub
         self._handle = handle
         self.address = handle.address
@@ -275,18 +310,102 @@ class _MemoryRegistration(MailboxRegistration):
     def depth(self) -> int:
         return self._handle.depth()
 
+    @property
+    def handle(self) -> MailboxHandle:
+        return self._handle
+
+    @property
+    def hub(self) -> HubCore:
+        return self._hub
+
     def close(self) -> list[Message]:
-        return self._hub._unregister(self._handle)
+        return self._hub.unregister(self._handle)
 
     def __repr__(self) -> str:
         return f"MailboxRegistration({str(self.address)!r})"
 
 
-class InMemoryEventHub(EventHub):
-    """The in-memory adapter. Thread-safe; create it through ``Runtime.start()``."""
+class MailboxStore(Protocol):
+    """Where an adapter keeps its mailboxes beyond the live ones (a durable store): the
+    hub core calls it at each step of a mailbox's life instead of holding the message
+    only in the live mailbox. Every method runs on the calling thread of the operation.
+    """
 
-    def __init__(self, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None) -> None:
+    def exists(self, address: MailboxAddress) -> bool:
+        """Whether ``address`` is registered though no live mailbox holds it here (a post
+        or send to it is accepted)."""
+        ...
+
+    def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        """``handles`` were just registered live: register them durably and reload what
+        each kept, before any newer post reaches it. Raising undoes all of them."""
+        ...
+
+    def unregister(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        """Close ``handles`` (``close_live`` closes the live side and returns each one's
+        unconsumed messages) and unregister them durably."""
+        ...
+
+    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
+        """Release the live ``handles`` (``unlive`` removes one from the live mailboxes)
+        but keep their addresses registered and their messages kept."""
+        ...
+
+    def append(self, message: Message) -> None:
+        """The end of the post and send chains: keep ``message`` for its mailbox, then
+        hand it to the mailbox live at that moment. Raises ``MailboxNotFoundError``."""
+        ...
+
+    def consumed(self, message: Message, consumed: Message | None) -> None:
+        """A mailbox or subscription handed ``message`` to a consumer (``consumed``:
+        what the receive stages made of it, ``None`` if they dropped it)."""
+        ...
+
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        """A held reader of ``handle`` was closed."""
+        ...
+
+
+class LastValueStore(Protocol):
+    """Where an adapter keeps retained last values beyond memory."""
+
+    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
+        """Keep ``message`` as the last value of ``(scope, key)``, then ``remember()`` it
+        in memory (before returning)."""
+        ...
+
+
+class HubCore(EventHub):
+    """The live side of every adapter of the port: the topic router, the mailbox
+    actors, waiters, pending replies and the middleware chains. Thread-safe.
+
+    An adapter configures it with small collaborators instead of overriding its
+    internals: a :class:`MailboxStore` (where mailboxes outlive the process), a
+    :class:`~orkeon_actors.hub.port.DispatchObserver` (told of every routing and
+    dispatch) and a :class:`LastValueStore`. Without them it is the in-memory adapter
+    (:class:`InMemoryEventHub`), on the fast path (one ``is None`` test per hook).
+
+    Its public methods below the port's (``consume``, ``register_wait``, ``block``, ...)
+    are the core's own protocol with its handles and the non-blocking waits of
+    :mod:`orkeon_actors.hub.async_wait`; callers of the port never need them.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        scheduler: Scheduler,
+        pipeline: Pipeline | None = None,
+        *,
+        mailbox_store: MailboxStore | None = None,
+        observer: DispatchObserver | None = None,
+        last_value_store: LastValueStore | None = None,
+    ) -> None:
         self.clock = clock
+        self._store = mailbox_store
+        self._observer = observer
+        self._last_value_store = last_value_store
         self.scheduler = scheduler
         self.pipeline = pipeline or Pipeline()
         self._router = TopicRouter()
@@ -337,7 +456,7 @@ class InMemoryEventHub(EventHub):
 
     # -- message construction ---------------------------------------------------------
 
-    def _stamp(
+    def stamp(
         self,
         caller: CallerContext,
         topic: str,
@@ -348,6 +467,9 @@ class InMemoryEventHub(EventHub):
         correlation_id: CorrelationId | None = None,
         schema_id: str | None = None,
     ) -> Message:
+        """A new message from ``caller`` as the hub stamps it (its id, source and time;
+        a unit of work stamps its outgoing messages here too). ``HubStoppedError`` once
+        the hub stopped."""
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime to send messages")
         return Message(
@@ -367,10 +489,21 @@ class InMemoryEventHub(EventHub):
     # -- delivery terminals (the end of each publish chain) ---------------------------
 
     def _route(self, message: Message) -> Message:
-        self._router.route(message)
+        observer = self._observer
+        if observer is None:
+            self._router.route(message)
+            return message
+        observer.routing(message)
+        try:
+            self._router.route(message)
+        finally:
+            observer.dispatched(message)
         return message
 
     def _deliver_to_mailbox(self, message: Message) -> Message:
+        if self._store is not None:
+            self._store.append(message)
+            return message
         address = message.target_mailbox
         handle = self._mailboxes.get(address) if address is not None else None
         if handle is None:
@@ -381,57 +514,65 @@ class InMemoryEventHub(EventHub):
     def _deliver_reply(self, message: Message) -> Message:
         assert message.correlation_id is not None
         self._replies.answer(message.correlation_id, message)
+        if self._observer is not None:
+            self._observer.dispatched(message)
         return message
 
-    def _consume(self, receive: Next | None, message: Message) -> Message | None:
-        """Run the receive stages; ``None`` when a stage dropped the message."""
-        if receive is None:
-            return message
-        try:
-            return receive(message)
-        except DuplicateMessageError:
-            logger.debug("dropped duplicate message {} at delivery", message.id)
-            return None
+    def consume(self, receive: Next | None, message: Message) -> Message | None:
+        """Run the receive stages ``receive`` on a message handed to a consumer; ``None``
+        when a stage dropped it. The mailbox store hears of it."""
+        consumed: Message | None = message
+        if receive is not None:
+            try:
+                consumed = receive(message)
+            except DuplicateMessageError:
+                logger.debug("dropped duplicate message {} at delivery", message.id)
+                consumed = None
+        if self._store is not None:
+            self._store.consumed(message, consumed)
+        return consumed
 
-    # -- hooks for durable adapters (plain in-memory behaviour here) --------------------
+    # -- the collaborators' steps -------------------------------------------------------
 
     def _mailbox_exists(self, address: MailboxAddress) -> bool:
         """Whether a post or send to ``address`` is accepted; checked before the publish
-        stages run. In memory: a mailbox is registered at ``address``."""
-        return address in self._mailboxes
+        stages run: a live mailbox, or one the mailbox store keeps."""
+        return address in self._mailboxes or (self._store is not None and self._store.exists(address))
 
-    def _mailbox_opened(self, handle: MailboxHandle) -> None:
-        """Called by ``register_mailbox`` once ``handle`` is registered, before the
-        registration is returned. Raising undoes the registration."""
+    def mailbox_exists(self, address: MailboxAddress) -> bool:
+        """:meth:`_mailbox_exists`, for a unit of work checking its posts."""
+        return self._mailbox_exists(address)
 
-    def _mailboxes_opened(self, handles: Sequence[MailboxHandle]) -> None:
-        """Called by ``register_mailboxes`` once every one of ``handles`` is registered,
-        before the registrations are returned. Raising undoes all of them. Default:
-        :meth:`_mailbox_opened` for each."""
-        for handle in handles:
-            self._mailbox_opened(handle)
-
-    def _reader_closed(self, handle: MailboxHandle) -> None:
-        """Called each time a held reader of ``handle`` is closed."""
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        """A held reader of ``handle`` was closed (its registration's reader)."""
+        if self._store is not None:
+            self._store.reader_closed(handle)
 
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
-        self._last_values[key] = message
+        if self._last_value_store is None:
+            self._last_values[key] = message
+            return
+        scope, name = key
+        self._last_value_store.retain(scope, name, message, lambda: self.remember_last_value(scope, name, message))
+
+    def remember_last_value(self, scope: CrewId | None, key: str, message: Message) -> None:
+        """Hold ``message`` in memory as the last value of ``(scope, key)`` (one the
+        adapter already keeps durably: at boot, or an outbox publish)."""
+        self._last_values[(scope, key)] = message
 
     # -- the port ---------------------------------------------------------------------
 
     def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
-        [registration] = self._register([address], owner, batch=False)
+        [registration] = self._register([address], owner)
         return registration
 
     def register_mailboxes(
         self, addresses: Sequence[MailboxAddress | str], owner: object = None
     ) -> list[MailboxRegistration]:
-        return self._register(addresses, owner, batch=True)
+        return self._register(addresses, owner)
 
-    def _register(
-        self, addresses: Sequence[MailboxAddress | str], owner: object, *, batch: bool
-    ) -> list[MailboxRegistration]:
+    def _register(self, addresses: Sequence[MailboxAddress | str], owner: object) -> list[MailboxRegistration]:
         parsed = [MailboxAddress.parse(a) for a in addresses]
         for address in parsed:
             if address.scheme is Scheme.TOPIC:
@@ -464,10 +605,8 @@ class InMemoryEventHub(EventHub):
                 f"a mailbox is already registered at {taken}; close the existing registration first"
             )
         try:
-            if batch:
-                self._mailboxes_opened(handles)
-            else:
-                self._mailbox_opened(handles[0])
+            if self._store is not None:
+                self._store.opened(handles)
         except BaseException:
             with self._mailboxes_lock:
                 for handle in handles:
@@ -478,22 +617,44 @@ class InMemoryEventHub(EventHub):
             raise
         return [_MemoryRegistration(self, handle) for handle in handles]
 
-    def close_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> list[list[Message]]:
+    def _handles(self, registrations: Sequence[MailboxRegistration]) -> list[MailboxHandle]:
         handles = []
         for registration in registrations:
-            handle = getattr(registration, "_handle", None)
-            if not isinstance(handle, MailboxHandle) or getattr(registration, "_hub", None) is not self:
+            if not isinstance(registration, _MemoryRegistration) or registration.hub is not self:
                 raise TypeError(f"not a registration of this hub: {registration!r}")
-            handles.append(handle)
-        return self._unregister_many(handles)
+            handles.append(registration.handle)
+        return handles
 
-    def _unregister(self, handle: MailboxHandle) -> list[Message]:
+    def close_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> list[list[Message]]:
+        return self._unregister_many(self._handles(registrations))
+
+    def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
+        """Release the live mailboxes of ``registrations``: the mailbox store keeps them
+        (see :meth:`MailboxStore.park`); without one they are closed."""
+        handles = self._handles(registrations)
+        if self._store is None:
+            self._unregister_many(handles)
+        else:
+            self._store.park(handles, self._unlive)
+
+    def _unlive(self, handle: MailboxHandle) -> None:
+        with self._mailboxes_lock:
+            if self._mailboxes.get(handle.address) is handle:
+                del self._mailboxes[handle.address]
+
+    def unregister(self, handle: MailboxHandle) -> list[Message]:
+        """Close one registration (:meth:`MailboxRegistration.close`)."""
         [leftovers] = self._unregister_many([handle])
         return leftovers
 
     def _unregister_many(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
-        """Unregister ``handles``; each one's unconsumed messages. A durable adapter
-        extends it (after this, nothing reaches them live)."""
+        if self._store is not None:
+            return self._store.unregister(handles, self._close_live)
+        return self._close_live(handles)
+
+    def _close_live(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
+        """Unregister ``handles`` live; each one's unconsumed messages (after this,
+        nothing reaches them live)."""
         with self._mailboxes_lock:
             for handle in handles:
                 if self._mailboxes.get(handle.address) is handle:
@@ -505,7 +666,7 @@ class InMemoryEventHub(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        message = self._stamp(
+        message = self.stamp(
             caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
         )
         if not options.retain_as_last_value:
@@ -529,11 +690,11 @@ class InMemoryEventHub(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if to.scheme is Scheme.TOPIC:
-            message = self._stamp(caller, to.name or "", payload, metadata, None, to)
+            message = self.stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
-        return self._post_chain(self._stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+        return self._post_chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
     def _open_request(
         self,
@@ -553,7 +714,7 @@ class InMemoryEventHub(EventHub):
             raise MailboxNotFoundError(to)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
-        message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
+        message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
         self._replies.open(request, self.limits.max_pending_requests)
         request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
         try:
@@ -591,7 +752,7 @@ class InMemoryEventHub(EventHub):
         waiter: Waiter[Message] = Waiter()
         _, request = self._open_request(caller, to, payload, timeout, metadata, waiter)
         try:
-            return self._block(waiter, "on_reply", cancel)
+            return self.block(waiter, "on_reply", cancel)
         finally:
             self._replies.forget(request.correlation_id)
 
@@ -606,7 +767,7 @@ class InMemoryEventHub(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id, caller)
-        message = self._stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
+        message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         return self._reply_chain(message)
 
     def subscribe(
@@ -648,11 +809,11 @@ class InMemoryEventHub(EventHub):
             message = self._wait_once(caller, descriptor, deadline, wait_id, started_at, cancel)
             if message.is_timeout or isinstance(descriptor, WaitOnReply):
                 return message
-            consumed = self._consume(receive, message)
+            consumed = self.consume(receive, message)
             if consumed is not None:
                 return consumed
 
-    def _register_wait(
+    def register_wait(
         self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]
     ) -> WaitRegistration:
         """Register ``waiter`` where ``descriptor``'s message will arrive: the topic
@@ -699,14 +860,14 @@ class InMemoryEventHub(EventHub):
         cancel: CancelToken | None,
     ) -> Message:
         waiter: Waiter[Message] = Waiter()
-        registration = self._register_wait(caller, descriptor, waiter)
+        registration = self.register_wait(caller, descriptor, waiter)
         registration.listen()
         kind, original, cleanup = registration.kind, registration.original, registration.cleanup
         timer: TimerHandle | None = None
         if deadline is not None:
             timer = self.scheduler.schedule_at(
                 deadline,
-                lambda: self._expire_wait(waiter, caller, original, wait_id, started_at),
+                lambda: self.expire_wait(waiter, caller, original, wait_id, started_at),
             )
         observer = self.wait_observer
         if observer is not None:
@@ -715,7 +876,7 @@ class InMemoryEventHub(EventHub):
                 wait_info(wait_id, caller.crew_id, caller.agent_id, kind, original, started_at, remaining)
             )
         try:
-            return self._block(waiter, kind, cancel)
+            return self.block(waiter, kind, cancel)
         finally:
             if timer is not None:
                 timer.cancel()
@@ -723,7 +884,7 @@ class InMemoryEventHub(EventHub):
             if observer is not None:
                 observer.wait_ended(wait_id)
 
-    def _expire_wait(
+    def expire_wait(
         self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object
     ) -> None:
         timed_out = Message(
@@ -745,7 +906,7 @@ class InMemoryEventHub(EventHub):
         if waiter.try_complete(timed_out) and self.on_wait_timed_out is not None:
             self.on_wait_timed_out(timed_out)
 
-    def _block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
+    def block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
         """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop."""
         unregister: Callable[[], None] | None = None
         budget_timer: TimerHandle | None = None
@@ -784,6 +945,50 @@ class InMemoryEventHub(EventHub):
     def mailbox_registered(self, address: MailboxAddress | str) -> bool:
         return MailboxAddress.parse(address) in self._mailboxes
 
+    # -- the core's protocol with its handles and the non-blocking waits --------------------
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    @property
+    def router(self) -> TopicRouter:
+        return self._router
+
+    @property
+    def receive_subscription(self) -> Next | None:
+        """The receive stages of subscriptions (``None``: none)."""
+        return self._receive_subscription
+
+    @property
+    def receive_wait(self) -> Next | None:
+        """The receive stages of waits."""
+        return self._receive_wait
+
+    @property
+    def receive_reader(self) -> Next | None:
+        """The receive stages of held mailbox readers."""
+        return self._receive_reader
+
+    def forget_subscription(self, subscription: Subscription) -> None:
+        """A subscription of this hub closed."""
+        self._subscriptions.discard(subscription)
+
+    def track_waiter(self, waiter: Waiter[Message], kind: str) -> None:
+        """Count ``waiter`` in :meth:`pending_waits` (and fail it at stop) until untracked."""
+        self._active_waiters[waiter] = kind
+
+    def untrack_waiter(self, waiter: Waiter[Message]) -> None:
+        self._active_waiters.pop(waiter, None)
+
+    def live_mailbox(self, address: MailboxAddress) -> MailboxHandle | None:
+        """The live mailbox at ``address`` here, if any."""
+        return self._mailboxes.get(address)
+
+    def live_mailboxes(self) -> list[MailboxHandle]:
+        """Every live mailbox here."""
+        return list(self._mailboxes.values())
+
     def stop(self) -> None:
         if self._stopped:
             return
@@ -801,3 +1006,8 @@ class InMemoryEventHub(EventHub):
             self._mailboxes.clear()
         for handle in handles:
             handle.close()
+
+
+class InMemoryEventHub(HubCore):
+    """The in-memory adapter: the hub core with no collaborators (nothing outlives the
+    process). Thread-safe; create it through ``Runtime.start()``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -26,9 +26,29 @@ from orkeon_actors.model.options import PublishOptions, WaitDescriptor, WaitTime
 if TYPE_CHECKING:
     from orkeon_actors.hub.client import HubClient
     from orkeon_actors.hub.quotas import CallerQuotas
+    from orkeon_actors.hub.scheduler import Scheduler
     from orkeon_actors.model.limits import Limits
 
-__all__ = ["CallerContext", "EventHub", "Subscription", "MailboxRegistration", "MailboxReader"]
+__all__ = [
+    "POST_TOPIC",
+    "REPLY_TOPIC",
+    "SEND_TOPIC",
+    "CallerContext",
+    "DeferredAcks",
+    "DispatchObserver",
+    "DurableEventHub",
+    "EventHub",
+    "MailboxReader",
+    "MailboxRegistration",
+    "Subscription",
+]
+
+POST_TOPIC = "_system.post"
+"""Synthetic topic of mailbox posts: no agent can publish on ``_system.*`` (spec §10.2)."""
+SEND_TOPIC = "_system.send"
+"""Synthetic topic of requests (``send``, ``request``)."""
+REPLY_TOPIC = "_system.reply"
+"""Synthetic topic of replies."""
 
 
 @attrs.frozen
@@ -235,6 +255,13 @@ class EventHub(abc.ABC):
         unregisters them in one transaction."""
         return [registration.close() for registration in registrations]
 
+    def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
+        """Release the live mailboxes of ``registrations`` (their crew goes to sleep).
+        A durable hub keeps each address registered and what is posted to it kept until
+        it is registered again (:class:`DurableEventHub`); this default, for a hub that
+        keeps nothing beyond its process, closes them."""
+        self.close_mailboxes(registrations)
+
     @abc.abstractmethod
     def publish(
         self, caller: CallerContext, topic: str, payload: object, options: PublishOptions, cancel: CancelToken | None
@@ -317,3 +344,80 @@ class EventHub(abc.ABC):
     @abc.abstractmethod
     def stop(self) -> None:
         """Stop every actor of the hub; blocked callers get ``HubStoppedError``."""
+
+
+class DeferredAcks(Protocol):
+    """The mailbox messages a crew consumed whose acknowledgement waits for the
+    transaction that makes their effects durable (its next snapshot): ``(address,
+    message id)`` rows, thread-safe."""
+
+    def view(self) -> tuple[tuple[str, str], ...]:
+        """The rows consumed so far and not acknowledged, in consumption order."""
+        ...
+
+    def acknowledged(self, rows: tuple[tuple[str, str], ...]) -> None:
+        """``rows`` were deleted by a committed transaction: forget them."""
+        ...
+
+    def __len__(self) -> int: ...
+
+
+class DispatchObserver(Protocol):
+    """Hears of every message a durable hub routes or dispatches (how the lifecycle
+    sees the triggers of sleeping crews). Both calls run on the dispatching thread and
+    must not block, with the one exception :meth:`DurableEventHub.add_dispatch_observer`
+    states."""
+
+    def routing(self, message: Message) -> None:
+        """``message`` is about to be routed to topics: no subscriber can have it yet."""
+        ...
+
+    def dispatched(self, message: Message) -> None:
+        """``message`` was routed to topics (also if routing raised), a reply was
+        delivered, or a post was kept for a mailbox nobody holds live."""
+        ...
+
+
+class DurableEventHub(EventHub):
+    """What the crews and the lifecycle need from a hub whose mailboxes outlive its
+    process (the SQLite adapter; the distributed one to come): parked mailboxes,
+    acknowledgements deferred to a crew's snapshot, transactional units of work, and the
+    observation of dispatch. Layers above the port depend on this, never on an adapter.
+    """
+
+    scheduler: Scheduler
+
+    @abc.abstractmethod
+    def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
+        """Release the live mailboxes but keep each address durably registered: posts
+        to it are kept and announced to the dispatch observers; the next registration of
+        the address reloads them, oldest first. Never blocks on the store."""
+
+    @abc.abstractmethod
+    def defer_acks(self, crew_id: CrewId | str) -> DeferredAcks:
+        """From now on a message handed out by a mailbox of ``crew_id`` is not
+        acknowledged when consumed: it is recorded in the returned log and stays kept
+        until its owner acknowledges it with the crew's next snapshot. Call it before
+        the crew registers its mailboxes; again: the same log."""
+
+    @abc.abstractmethod
+    def end_deferral(self, crew_id: CrewId | str) -> None:
+        """Stop deferring ``crew_id``'s acknowledgements (rows still logged stay kept)."""
+
+    @abc.abstractmethod
+    def unit_of_work(
+        self, crew_id: CrewId | str, agent_id: AgentId | str | None = None, *, consuming: Message | None = None
+    ) -> object:
+        """A transaction for a handler of ``crew_id``: its effects, its outgoing
+        messages and the acknowledgement of ``consuming`` commit together."""
+
+    @abc.abstractmethod
+    def add_dispatch_observer(self, observer: DispatchObserver) -> None:
+        """Tell ``observer`` of every routing and dispatch from now on. Its
+        ``dispatched`` may wait for the store for a topic message (never dispatched on
+        the store writer's thread): the lifecycle keeps the event for sleeping crews
+        before the publish returns."""
+
+    @abc.abstractmethod
+    def remove_dispatch_observer(self, observer: DispatchObserver) -> None:
+        """Stop telling ``observer``; idempotent."""

@@ -19,7 +19,7 @@ from typing import Protocol
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 
-__all__ = ["topic_matches", "TopicRouter", "RouteEntry", "scope_allows"]
+__all__ = ["topic_matches", "TopicRouter", "RouteEntry", "scope_allows", "metadata_allows", "cursor_matches"]
 
 _CACHE_BYTES = 4 * 1024 * 1024
 """The router's match cache is emptied when the topics it holds pass this many bytes
@@ -67,10 +67,26 @@ def scope_allows(subscriber_crew: CrewId, message: Message) -> bool:
 
 
 def metadata_allows(match: FrozenMap | None, message: Message) -> bool:
+    """Whether ``message``'s metadata contains every pair of ``match`` (``None`` or
+    empty: any message)."""
     if not match:
         return True
     metadata = message.metadata
     return all(metadata.get(key) == value for key, value in match.items())
+
+
+def cursor_matches(pattern: str, metadata_match: FrozenMap | None, crew_id: CrewId, message: Message) -> bool:
+    """Whether a topic cursor (or a parked topic wait) of crew ``crew_id`` on
+    ``(pattern, metadata_match)`` receives ``message``: not a ``_system.`` message, the
+    topic matches the pattern, the scope lets the crew see it (§10.1) and the metadata
+    match holds. The one predicate of every path that hands a topic message to a
+    cursor without the router (offers, handovers, kept events, sleeping waits)."""
+    return (
+        not message.topic.startswith("_system.")
+        and topic_matches(pattern, message.topic)
+        and scope_allows(crew_id, message)
+        and metadata_allows(metadata_match, message)
+    )
 
 
 class RouteEntry(Protocol):

@@ -1,4 +1,5 @@
-"""Crew sleep and wake (spec §7): ports, the SQLite state store, the supervisor."""
+"""Crew sleep and wake (spec §7): the ports and the supervisor. The SQLite adapters of
+the ports (crew state store, wake and expiry indexes) live in :mod:`orkeon_actors.store`."""
 
 from orkeon_actors.lifecycle.activation import SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
@@ -7,12 +8,18 @@ from orkeon_actors.lifecycle.ports import (
     CrewActivator,
     CrewLifecycleManager,
     CrewStateStore,
+    DurableCrewStateStore,
+    ExpiryIndex,
     IdleDetector,
+    KeptEvents,
+    LifecycleBackend,
+    LifecycleHost,
     LifecycleState,
     SleepReason,
+    StoredState,
     WaitScheduler,
+    WakeIndex,
 )
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
 from orkeon_actors.lifecycle.supervisor import CrewBlueprint, CrewFactory, CrewSupervisor
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 
@@ -23,6 +30,13 @@ __all__ = [
     "CrewIdleDetector",
     "CrewLifecycleManager",
     "CrewStateStore",
+    "DurableCrewStateStore",
+    "ExpiryIndex",
+    "KeptEvents",
+    "LifecycleBackend",
+    "LifecycleHost",
+    "StoredState",
+    "WakeIndex",
     "DurableWaitScheduler",
     "CrewSupervisor",
     "IdleDetector",
@@ -30,7 +44,6 @@ __all__ = [
     "LifecycleStats",
     "SleepReason",
     "SnapshotActivator",
-    "SqliteCrewStateStore",
     "WaitScheduler",
     "WakeTrigger",
 ]

@@ -31,17 +31,16 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.crew.agent import Agent
-from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, _Deliver, restore_crew
+from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, restore_crew
+from orkeon_actors.crew.mode import Orchestration
+from orkeon_actors.crew.protocol import Deliver, Supervision
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
+from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, DeferredAcks, DurableEventHub
+from orkeon_actors.lifecycle.ports import DurableCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
-from orkeon_actors.orchestration.base import Orchestration
-from orkeon_actors.store.acks import ConsumedLedger
-from orkeon_actors.store.durable_hub import SqliteEventHub
 
 __all__ = ["BuiltCrew", "CrewBlueprint", "CrewFactory", "SnapshotActivator"]
 
@@ -73,7 +72,7 @@ class BuiltCrew:
     ref: pykka.ActorRef[CrewActor]
     idle_timeout: float | None
     """The blueprint's, else the supervisor's default, else the crew class's."""
-    ledger: ConsumedLedger
+    ledger: DeferredAcks
     """The mailbox messages it consumes until its next snapshot reflects them."""
 
 
@@ -85,8 +84,8 @@ class SnapshotActivator:
 
     def __init__(
         self,
-        hub: SqliteEventHub,
-        store: SqliteCrewStateStore,
+        hub: DurableEventHub,
+        store: DurableCrewStateStore,
         factories: Mapping[str, CrewFactory],
         *,
         idle_timeout: float | None = None,
@@ -103,7 +102,7 @@ class SnapshotActivator:
         processed ``trigger`` (a topic message or reply; posts are acknowledged with the
         snapshot instead). Raises ``SnapshotVersionError`` for an unreadable snapshot."""
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
-            if self.hub.is_processed(trigger.id, crew_id):
+            if self.store.is_processed(str(trigger.id), crew_id):
                 logger.debug("crew {}: trigger {} already processed, ignored", crew_id, trigger.id)
                 return None
         return self.store.load(crew_id)
@@ -141,7 +140,7 @@ class SnapshotActivator:
         snapshot: CrewSnapshot,
         trigger: Message | None,
         *,
-        on_cursors_open: Callable[[], None] | None = None,
+        supervision: Supervision | None = None,
         handed_over: bool = False,
     ) -> list[str]:
         """Tell ``crew`` to restore from ``snapshot`` and deliver ``trigger`` (a topic
@@ -149,17 +148,17 @@ class SnapshotActivator:
         activation processes: the waits already expired (their timeout messages) and
         the trigger.
 
-        ``on_cursors_open`` (the supervisor): the crew calls it once its topic cursors
-        are open again and then holds everything until ``hand_over`` gives it the topic
-        messages kept while they were closed; ``handed_over``: the trigger is among
+        ``supervision`` (the supervisor's inbox): the crew reports ``CursorsOpen`` there
+        once its topic cursors are open again and then holds everything until
+        ``hand_over`` gives it the topic messages kept while they were closed; ``handed_over``: the trigger is among
         those (it is not delivered here)."""
         now = self.hub.clock.now()
         triggers = [w.wait_id for w in snapshot.pending_waits if w.expires_at is not None and w.expires_at <= now]
-        restore_crew(crew.ref, snapshot, on_cursors_open=on_cursors_open)
+        restore_crew(crew.ref, snapshot, supervision=supervision)
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             triggers.append(str(trigger.id))
             if not handed_over:
-                crew.ref.tell(_Deliver(trigger))
+                crew.ref.tell(Deliver(trigger))
         return triggers
 
     def activate(self, crew_id: CrewId, trigger: Message | None) -> BuiltCrew | None:

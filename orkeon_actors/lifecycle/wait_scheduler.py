@@ -29,22 +29,13 @@ from typing import Final
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
+from orkeon_actors.lifecycle.ports import ExpiryIndex
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.store.codec import format_time
-from orkeon_actors.store.reader import ReaderPool
 
-__all__ = ["WINDOW_SQL", "DurableWaitScheduler"]
-
-WINDOW_SQL: Final = (
-    "SELECT expires_at, wait_id, crew_id FROM pending_waits WHERE expires_at IS NOT NULL "
-    "AND (expires_at, wait_id) > (?, ?) AND expires_at <= ? ORDER BY expires_at, wait_id LIMIT ?"
-)
-"""The next window of expiries after ``(expires_at, wait_id)``, up to a time, at most N rows."""
+__all__ = ["DurableWaitScheduler"]
 
 _END: Final = "\uffff"
-_IDS_PER_QUERY: Final = 500
-"""Wait ids checked per query (below SQLite's host parameter limit)."""
 
 
 def _parse(text: str) -> datetime:
@@ -60,7 +51,7 @@ class DurableWaitScheduler:
 
     def __init__(
         self,
-        readers: ReaderPool,
+        index: ExpiryIndex,
         clock: Clock,
         scheduler: Scheduler,
         on_timer: Callable[[], None],
@@ -75,7 +66,7 @@ class DurableWaitScheduler:
             raise InvalidArgumentError(f"window_size must be a positive int, got {window_size!r}")
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InvalidArgumentError(f"batch must be a positive int, got {batch!r}")
-        self._readers = readers
+        self._index = index
         self._clock = clock
         self._scheduler = scheduler
         self._on_timer = on_timer
@@ -97,7 +88,7 @@ class DurableWaitScheduler:
 
     def schedule(self, crew_id: CrewId, wait_id: str, expires_at: datetime) -> None:
         """A wait just written to the index: hold it if it falls inside the window read."""
-        key = (format_time(expires_at), wait_id)
+        key = (self._index.time_key(expires_at), wait_id)
         self._cancelled.discard(wait_id)
         if key <= self._horizon:
             heapq.heappush(self._heap, (key[0], wait_id, str(crew_id)))
@@ -124,7 +115,7 @@ class DurableWaitScheduler:
         if self._stopped:
             return {}
         crews = self.batch if limit is None else min(limit, self.batch)
-        now_text = format_time(self._clock.now())
+        now_text = self._index.time_key(self._clock.now())
         popped: dict[CrewId, list[str]] = {}
         while self._heap and self._heap[0][0] <= now_text:
             if len(popped) >= crews and CrewId(self._heap[0][2]) not in popped:
@@ -149,13 +140,7 @@ class DurableWaitScheduler:
     def _still_indexed(self, wait_ids: list[str]) -> set[str]:
         """Which of ``wait_ids`` still have their ``pending_waits`` row (primary-key
         lookups, one query per ``_IDS_PER_QUERY`` ids)."""
-        found: set[str] = set()
-        for start in range(0, len(wait_ids), _IDS_PER_QUERY):
-            chunk = wait_ids[start : start + _IDS_PER_QUERY]
-            marks = ", ".join("?" * len(chunk))
-            rows = self._readers.query(f"SELECT wait_id FROM pending_waits WHERE wait_id IN ({marks})", tuple(chunk))
-            found.update(str(row[0]) for row in rows)
-        return found
+        return self._index.still_indexed(wait_ids)
 
     def stop(self) -> None:
         self._stopped = True
@@ -172,13 +157,13 @@ class DurableWaitScheduler:
     # -- the window -----------------------------------------------------------------------
 
     def _refill(self) -> None:
-        limit_text = format_time(self._clock.now() + timedelta(seconds=self.window))
-        rows = self._readers.query(WINDOW_SQL, (*self._horizon, limit_text, self.window_size))
-        for expires, wait_id, crew in rows:
-            heapq.heappush(self._heap, (str(expires), str(wait_id), str(crew)))
+        limit_text = self._index.time_key(self._clock.now() + timedelta(seconds=self.window))
+        rows = self._index.window(self._horizon, limit_text, self.window_size)
+        for row in rows:
+            heapq.heappush(self._heap, row)
         if len(rows) >= self.window_size:
             last = rows[-1]
-            self._horizon = (str(last[0]), str(last[1]))
+            self._horizon = (last[0], last[1])
         else:
             self._horizon = (limit_text, _END)
         self._arm()
@@ -189,7 +174,7 @@ class DurableWaitScheduler:
         clock = self._clock
         now = clock.now()
         next_text = self._heap[0][0] if self._heap else self._horizon[0]
-        delay = 0.0 if next_text <= format_time(now) else max(0.0, (_parse(next_text) - now).total_seconds())
+        delay = 0.0 if next_text <= self._index.time_key(now) else max(0.0, (_parse(next_text) - now).total_seconds())
         at = clock.monotonic() + delay
         if self._timer is not None and self._timer_at is not None and self._timer_at <= at:
             return

@@ -42,6 +42,7 @@ def is_reserved_topic(topic: str) -> bool:
     """True for a ``_system.`` topic (or the bare ``_system``)."""
     return topic == "_system" or topic.startswith(RESERVED_TOPIC_PREFIX)
 
+
 _TOPIC_RE = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\Z")
 _PATTERN_WORD_RE = re.compile(r"[A-Za-z0-9_-]+\Z|\*\Z|#\Z")
 

@@ -34,12 +34,14 @@ class CancelToken:
 
     __slots__ = ("_callbacks", "_deadline_error", "_error", "_lock", "deadline")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline_error: Callable[[], EventHubError] | None = None) -> None:
+        """``deadline_error``: the error the token fires with when its :attr:`deadline`
+        passes (:meth:`fire_deadline`; default: a ``CancelledError``)."""
         self._lock = threading.Lock()
         self._error: EventHubError | None = None
         self._callbacks: dict[int, CancelCallback] = {}
         self.deadline: float | None = None
-        self._deadline_error: Callable[[], EventHubError] | None = None
+        self._deadline_error = deadline_error
 
     @property
     def cancelled(self) -> bool:
@@ -122,8 +124,7 @@ class Budget:
         self.tool_calls_used = 0
         self.cost_used = 0.0
         self._lock = threading.Lock()
-        self.token = CancelToken()
-        self.token._deadline_error = self._wall_time_error
+        self.token = CancelToken(deadline_error=self._wall_time_error)
         self.started_at = self.clock.monotonic()
         if self.max_wall_time is not None:
             self.token.deadline = self.started_at + self.max_wall_time

@@ -66,16 +66,7 @@ class FrozenMap(Mapping[str, str]):
         """A copy with ``extra`` added (``extra`` wins on conflicts)."""
         if not extra:
             return self
-        data = dict(self._data)
-        data.update(extra)
-        return FrozenMap._trusted(data)
-
-    @classmethod
-    def _trusted(cls, data: dict[str, str]) -> FrozenMap:
-        fm = cls.__new__(cls)
-        fm._data = data
-        fm._hash = None
-        return fm
+        return FrozenMap({**self._data, **extra})
 
 
 EMPTY_METADATA: Final = FrozenMap()
@@ -98,7 +89,7 @@ def freeze_metadata(metadata: Mapping[str, str] | None) -> FrozenMap:
                 "(convert values with str() or json.dumps())"
             )
     check_metadata_bounds(metadata)
-    return FrozenMap._trusted(dict(metadata))
+    return FrozenMap(metadata)
 
 
 def encode_payload(payload: object) -> bytes:

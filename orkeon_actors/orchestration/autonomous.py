@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from orkeon_actors.crew.agent import Agent, BudgetLimits
+from orkeon_actors.crew.mode import PARKED, Orchestration
+from orkeon_actors.crew.mode_state import AgentNode, AgentTree, AutonomousState, PendingDelegation
 from orkeon_actors.crew.model import Model, ToolCall
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import PARKED, Orchestration
-from orkeon_actors.orchestration.state import AgentNode, AgentTree, AutonomousState, PendingDelegation
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

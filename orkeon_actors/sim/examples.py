@@ -187,9 +187,7 @@ def build_autonomous(sim: Simulation) -> str:
     return sim.spawn(
         "startup",
         agents=[root],
-        orchestration=Autonomous(
-            "root", "build the feature", model_factory=factory, max_depth=AUTONOMOUS_MAX_DEPTH
-        ),
+        orchestration=Autonomous("root", "build the feature", model_factory=factory, max_depth=AUTONOMOUS_MAX_DEPTH),
     )
 
 

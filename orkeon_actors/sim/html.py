@@ -64,9 +64,9 @@ def to_html(events: Sequence[TraceEvent], *, title: str = "orkeon simulation") -
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{_CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1><div class=\"meta\">{escape(meta)}</div>{legend}"
-        f'<h2>Sequence diagram</h2>{_sequence(events, view)}'
-        f'<h2>Gantt chart of agent turns (virtual clock)</h2>{_gantt(view)}'
+        f'<h1>{escape(title)}</h1><div class="meta">{escape(meta)}</div>{legend}'
+        f"<h2>Sequence diagram</h2>{_sequence(events, view)}"
+        f"<h2>Gantt chart of agent turns (virtual clock)</h2>{_gantt(view)}"
         "</body></html>\n"
     )
 
@@ -154,9 +154,7 @@ def _gantt(view: Spans) -> str:
         parts.append(f'<text class="time" x="{tick}" y="14" text-anchor="middle">{seconds:.3g}s</text>')
     for row, lane in enumerate(agents):
         y = 26 + row * _GANTT_ROW
-        parts.append(
-            f'<text class="gantt-lane" data-lane="{escape(lane)}" x="4" y="{y + 13}">{escape(lane)}</text>'
-        )
+        parts.append(f'<text class="gantt-lane" data-lane="{escape(lane)}" x="4" y="{y + 13}">{escape(lane)}</text>')
         for span in (s for s in view.spans if s.lane == lane):
             x = left + span.start * scale
             w = max((span.end - span.start) * scale, 2.0)

@@ -49,11 +49,11 @@ import pykka
 from orkeon_actors.actors.executor import executor_scope
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import CrewActor, query_crew, restore_crew, start_crew
+from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.sim.faults import FaultInjector, Faults, FaultyModel
 from orkeon_actors.sim.scheduler import DeterministicScheduler, Task, task_owner

@@ -1,7 +1,11 @@
-"""The durable adapter of the EventHub port: the in-memory hub, made durable on SQLite.
+"""The durable adapter of the EventHub port on SQLite.
 
-``SqliteEventHub`` *is* the in-memory hub for live delivery (mailbox actors, topic
-router, waiters, replies, middleware) with durability around it:
+``SqliteEventHub`` is the hub core (:class:`~orkeon_actors.hub.memory.HubCore`: mailbox
+actors, topic router, waiters, replies, middleware) configured with durable
+collaborators, not a subclass of the in-memory adapter: the mailboxes of
+:class:`~orkeon_actors.store.mailbox_store.SqliteMailboxStore`, a dispatch fan-out to its
+:attr:`~SqliteEventHub.dispatch_listeners`, and the retained last values written before
+a publish returns. Around it:
 
 * **post / send**: the message is inserted into ``mailboxes`` by the writer and the call
   returns only after that transaction committed (group commit). The writer then hands
@@ -31,17 +35,19 @@ bounded cache, so a store with a million sleeping crews boots in bounded memory.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import apsw
 from loguru import logger
 
-from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
-from orkeon_actors.hub.mailbox import MailboxHandle
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC, InMemoryEventHub
-from orkeon_actors.hub.port import CallerContext, MailboxRegistration
+from orkeon_actors.errors import HubStoppedError
+from orkeon_actors.hub.memory import HubCore
+from orkeon_actors.hub.port import (
+    CallerContext,
+    DispatchObserver,
+    DurableEventHub,
+    MailboxRegistration,
+)
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
@@ -49,13 +55,14 @@ from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import last_values, mailboxes
-from orkeon_actors.store.acks import AckTracker, ConsumedLedger
+from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
 from orkeon_actors.store.damage import store_errors
 from orkeon_actors.store.identity import verify_store_file
+from orkeon_actors.store.mailbox_store import MAILBOX_TOPICS, SqliteMailboxStore
 from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
@@ -69,14 +76,47 @@ if TYPE_CHECKING:
 
 __all__ = ["SqliteEventHub"]
 
-_MAILBOX_TOPICS = frozenset({POST_TOPIC, SEND_TOPIC})
-
 
 def _identity(message: Message) -> Message:
     return message
 
 
-class SqliteEventHub(InMemoryEventHub):
+class _Dispatch:
+    """The hub core's :class:`~orkeon_actors.hub.port.DispatchObserver` of a durable hub:
+    the fan-out to its route and dispatch listeners."""
+
+    __slots__ = ("hub",)
+
+    def __init__(self, hub: SqliteEventHub) -> None:
+        self.hub = hub
+
+    def routing(self, message: Message) -> None:
+        for listener in self.hub.route_listeners:
+            listener(message)
+
+    def dispatched(self, message: Message) -> None:
+        if self.hub.dispatch_listeners:
+            self.hub.notify(message)
+
+
+class _LastValues:
+    """The hub core's :class:`~orkeon_actors.hub.memory.LastValueStore`: written before
+    the publish returns (one statement, group-committed)."""
+
+    __slots__ = ("hub",)
+
+    def __init__(self, hub: SqliteEventHub) -> None:
+        self.hub = hub
+
+    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
+        self.hub.writer.execute(
+            lambda conn: last_values.retain(conn, scope, key, message),
+            after_commit=lambda _: remember(),
+            single_statement=True,
+        )
+
+
+class SqliteEventHub(HubCore, DurableEventHub):
     """The durable hub; create it with ``Runtime.start(store="state.db")``.
 
     Raises, when opening: ``StoreLockedError`` (another runtime owns the file),
@@ -86,21 +126,20 @@ class SqliteEventHub(InMemoryEventHub):
     """
 
     def __init__(self, config: StoreConfig, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None):
-        super().__init__(clock, scheduler, pipeline)
+        self.mailbox_store = SqliteMailboxStore(self)
+        """The durable mailboxes (the hub core's mailbox store)."""
+        self._outbox_chains: dict[str, Next] = {}
+        self._outbox_pipeline: Pipeline | None = None
+        super().__init__(
+            clock,
+            scheduler,
+            pipeline,
+            mailbox_store=self.mailbox_store,
+            observer=_Dispatch(self),
+            last_value_store=_LastValues(self),
+        )
         self.config = config
         self._store_closed = False
-        self._acks = AckTracker()
-        # Crews whose consumed mailbox rows are deleted with their next snapshot.
-        self._deferred: dict[CrewId, ConsumedLedger] = {}
-        # The live mailbox of each address, as of the last commit: read on the writer
-        # thread (a post's after-commit capture), written there in commit order, and by
-        # a reopening registration (see _reopen).
-        self._live: dict[MailboxAddress, MailboxHandle] = {}
-        # Addresses whose registration is being closed (its rows being deleted): a new
-        # registration of one of them takes the writer's path (see _reopen).
-        self._closing: Counter[MailboxAddress] = Counter()
-        # Addresses whose live mailbox was parked (its crew sleeps): posts are kept.
-        self._parked: set[MailboxAddress] = set()
         self.dispatch_listeners: list[Callable[[Message], None]] = []
         """Called with every message routed to topics, every reply, and every post kept
         for a parked mailbox, on the thread that dispatched it: how the lifecycle
@@ -127,20 +166,15 @@ class SqliteEventHub(InMemoryEventHub):
             self._close_store()
             raise
 
-    def _compose_chains(self) -> None:
-        super()._compose_chains()
-        self._outbox_chains: dict[str, Next] = {
-            operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
-        }
-
     def _open(self) -> None:
         config = self.config
         conn = open_connection(config)
         try:
             self.schema_migrated_from, self.schema_version = migrate(conn, config.path)
             self._seq = mailboxes.next_sequence(conn)
-            self._registry = mailboxes.RegistryCache(config.registry_cache)
-            self._last_values.update(last_values.load_all(conn))
+            registry = mailboxes.RegistryCache(config.registry_cache)
+            for (scope, key), message in last_values.load_all(conn).items():
+                self.remember_last_value(scope, key, message)
             pending = load_pending(conn)
             purge_due = purgeable_rows_exist(conn)
         except BaseException:
@@ -154,11 +188,9 @@ class SqliteEventHub(InMemoryEventHub):
         self._cleanup.append(self.checkpointer.stop)
         conn.set_wal_hook(self.checkpointer.wal_hook)  # commits no longer checkpoint
         self.writer = StoreWriter(conn, max_batch=config.max_batch)
-        self.writer.on_rollback.append(self._registry.reload)
+        self.writer.on_rollback.append(registry.reload)
         self._cleanup.append(self.writer.stop)
-        self._insert_group = mailboxes.InsertGroup(self._registry, self._seq)
-        self._ack_group = mailboxes.AckGroup()
-        self._unregister_group = mailboxes.UnregisterGroup(self._registry)
+        self.mailbox_store.attach(registry, self._seq)
         self.readers = ReaderPool(config)
         self._cleanup.append(self.readers.close)
         self.outbox = OutboxDispatcher(self)
@@ -173,179 +205,10 @@ class SqliteEventHub(InMemoryEventHub):
             )
             self.outbox.dispatch(pending)
 
-    # -- hooks of the in-memory hub ------------------------------------------------------
-
-    def _mailbox_exists(self, address: MailboxAddress) -> bool:
-        """Live here, or durably registered (one indexed read of ``mailbox_registry``:
-        the registry is not held in memory). A pre-check only: the writer checks again
-        inside the transaction that keeps the post."""
-        return address in self._mailboxes or self.is_registered(address)
-
-    def _mailbox_opened(self, handle: MailboxHandle) -> None:
-        self._mailboxes_opened([handle])
-
-    def _mailboxes_opened(self, handles: Sequence[MailboxHandle]) -> None:
-        """Register ``handles`` durably and reload what each kept, oldest first, in one
-        transaction (one writer round trip); each becomes live at its commit, before any
-        newer post to it is handed over. Handles on addresses already registered are
-        reopened without the writer (:meth:`_reopen`)."""
-        reopened: list[MailboxHandle] = []
-        try:
-            rest: list[MailboxHandle] = []
-            for handle in handles:
-                (reopened if self._reopen(handle) else rest).append(handle)
-            if rest:
-                self._register_durably(rest)
-        except BaseException:
-            # All or none: the reopened ones go back to parked (their rows stay kept).
-            for handle in reopened:
-                handle.parked = True
-                self._parked.add(handle.address)
-                if self._live.get(handle.address) is handle:
-                    del self._live[handle.address]
-            raise
-
-    def _register_durably(self, handles: Sequence[MailboxHandle]) -> None:
-        keys = [str(handle.address) for handle in handles]
-        now = format_time(self.clock.now())
-
-        def work(conn: apsw.Connection) -> list[list[Message]]:
-            mailboxes.register_many(conn, keys, now)
-            kept = [mailboxes.load_messages(conn, key) for key in keys]
-            for key in keys:
-                self._registry.add(key)
-            return kept
-
-        def install(kept: list[list[Message]]) -> None:
-            for handle, messages in zip(handles, kept, strict=True):
-                self._parked.discard(handle.address)
-                for message in messages:
-                    handle.deliver(message)
-                self._live[handle.address] = handle
-
-        kept = self.writer.execute(work, after_commit=install)
-        for handle, messages in zip(handles, kept, strict=True):
-            if messages:
-                logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
-
-    def _reopen(self, handle: MailboxHandle) -> bool:
-        """Open ``handle`` on an address already durably registered (a parked mailbox of
-        a crew waking up, or one registered before a restart) without a writer round
-        trip: nothing needs writing, and a woken crew must not wait behind other
-        transactions' fsyncs. ``False`` (take the writer's path) for a new address or
-        one whose registration is being closed.
-
-        Ordering without the writer: the handle holds its deliveries, becomes the live
-        mailbox of its address, and only then reads what is kept. A post committed
-        before that point was captured without this handle, so its row is read here; one
-        committed after is delivered live into the held handle (and, if it committed
-        before the read, read too: it counts once). The kept messages go first, in
-        ``seq`` order, then the held ones: the slow path's order."""
-        address = handle.address
-        key = str(address)
-        with self._mailboxes_lock:
-            if self._closing[address]:
-                return False
-        with self.readers.connection() as conn:
-            if not mailboxes.is_registered(conn, key):
-                return False
-            handle.hold()
-            self._parked.discard(address)
-            self._live[address] = handle
-            kept = mailboxes.load_messages(conn, key)
-        handle.release(kept)
-        if kept:
-            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
-        return True
-
-    def _unregister_many(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
-        """Close ``handles`` live, then unregister them durably (rows and registry) in one
-        transaction, waited for. While it runs, a new registration of one of these
-        addresses takes the writer's path (see :meth:`_reopen`)."""
-        addresses = [handle.address for handle in handles]
-        with self._mailboxes_lock:
-            self._closing.update(addresses)
-        try:
-            return self._unregister_durably(handles)
-        finally:
-            with self._mailboxes_lock:
-                self._closing.subtract(addresses)
-                for address in addresses:
-                    if self._closing[address] <= 0:
-                        del self._closing[address]
-
-    def _unregister_durably(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
-        leftovers = super()._unregister_many(handles)
-        for handle in handles:
-            self._acks.release(handle.address)
-        keys = [str(handle.address) for handle in handles]
-
-        def forget(_: None) -> None:
-            for handle in handles:
-                if self._live.get(handle.address) is handle:
-                    del self._live[handle.address]
-
-        try:
-            self.writer.execute_in(self._unregister_group, keys, after_commit=forget)
-        except HubStoppedError:
-            logger.debug(
-                "mailbox(es) {} closed after the runtime stopped: they stay registered in the store", ", ".join(keys)
-            )
-        return leftovers
-
-    def _deliver_to_mailbox(self, message: Message) -> Message:
-        address = message.target_mailbox
-        if address is None:
-            raise MailboxNotFoundError(address)
-        key = str(address)
-        live: list[MailboxHandle | None] = [None]
-
-        def capture(_: int) -> None:
-            live[0] = self._live.get(address)
-
-        self.writer.execute_in(self._insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture)
-        self._hand_to_live(message, live[0])
-        return message
-
-    def _hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
-        """Hand a committed ``message`` to ``handle``, the mailbox that was live at its
-        commit (``None``: nobody held it then, it stays kept and the next registration
-        reloads it). A post does this in its own thread, off the writer's path, so one
-        poster's messages are handed over in its ``post`` order. Raises
-        ``MailboxNotFoundError`` if that registration was closed meanwhile (the close
-        deletes the row, so the message is neither delivered nor kept: the poster is
-        told); after ``stop`` the message just stays kept."""
-        if handle is None:
-            if self.dispatch_listeners:
-                self._notify(message)  # committed, so registered: kept for a mailbox nobody holds live
-            return
-        try:
-            handle.deliver(message)
-        except MailboxNotFoundError:
-            if handle.parked:
-                self._notify(message)  # parked meanwhile: the row is kept for the wake
-            elif not self._stopped:
-                raise
-
-    def _notify(self, message: Message) -> None:
+    def notify(self, message: Message) -> None:
+        """Tell every dispatch listener of ``message`` (on this thread)."""
         for listener in self.dispatch_listeners:
             listener(message)
-
-    def _route(self, message: Message) -> Message:
-        for listener in self.route_listeners:
-            listener(message)
-        try:
-            self._router.route(message)
-        finally:
-            if self.dispatch_listeners:
-                self._notify(message)
-        return message
-
-    def _deliver_reply(self, message: Message) -> Message:
-        super()._deliver_reply(message)
-        if self.dispatch_listeners:
-            self._notify(message)
-        return message
 
     def park_mailbox(self, registration: MailboxRegistration) -> None:
         """Release the live mailbox actor of ``registration`` but keep the address
@@ -355,36 +218,17 @@ class SqliteEventHub(InMemoryEventHub):
         acknowledged (it was consumed). Never blocks on the writer."""
         self.park_mailboxes([registration])
 
-    def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
-        """:meth:`park_mailbox` for each of ``registrations`` (one writer request for
-        all of them)."""
-        handles: list[MailboxHandle] = []
-        for registration in registrations:
-            handle = getattr(registration, "_handle", None)
-            if not isinstance(handle, MailboxHandle):
-                raise TypeError(f"not a registration of this hub: {registration!r}")
-            handles.append(handle)
-        for handle in handles:
-            address = handle.address
-            self._parked.add(address)
-            handle.parked = True
-            with self._mailboxes_lock:
-                if self._mailboxes.get(address) is handle:
-                    del self._mailboxes[address]
-            previous = self._acks.release(address)
-            if previous is not None:
-                self._ack(address, previous)
-            handle.close()
+    def add_dispatch_observer(self, observer: DispatchObserver) -> None:
+        """Tell ``observer`` of every routing (:attr:`route_listeners`) and dispatch
+        (:attr:`dispatch_listeners`) from now on."""
+        self.route_listeners.append(observer.routing)
+        self.dispatch_listeners.append(observer.dispatched)
 
-        def unlive(_: None) -> None:
-            for handle in handles:
-                if self._live.get(handle.address) is handle:
-                    del self._live[handle.address]
-
-        try:
-            self.writer.post(lambda conn: None, after_commit=unlive)
-        except HubStoppedError:
-            logger.debug("mailbox(es) {} parked after the runtime stopped", ", ".join(str(h.address) for h in handles))
+    def remove_dispatch_observer(self, observer: DispatchObserver) -> None:
+        if observer.dispatched in self.dispatch_listeners:
+            self.dispatch_listeners.remove(observer.dispatched)
+        if observer.routing in self.route_listeners:
+            self.route_listeners.remove(observer.routing)
 
     def defer_acks(self, crew_id: CrewId | str) -> ConsumedLedger:
         """From now on, a message handed out by any mailbox of ``crew_id`` (``crew://``
@@ -396,47 +240,20 @@ class SqliteEventHub(InMemoryEventHub):
         order, to the crew restored from its previous snapshot. Call it before the crew
         registers its mailboxes; calling it again returns the same ledger."""
         crew = CrewId(crew_id)
-        ledger = self._deferred.get(crew)
+        deferred = self.mailbox_store.deferred
+        ledger = deferred.get(crew)
         if ledger is None:
-            ledger = self._deferred[crew] = ConsumedLedger()
+            ledger = deferred[crew] = ConsumedLedger()
         return ledger
 
     def end_deferral(self, crew_id: CrewId | str) -> None:
         """Stop deferring ``crew_id``'s acknowledgements (its live mailboxes are gone:
         parked, closed, or the crew finished). Rows still in its ledger stay kept."""
-        self._deferred.pop(CrewId(crew_id), None)
+        self.mailbox_store.deferred.pop(CrewId(crew_id), None)
 
     def is_parked(self, address: MailboxAddress) -> bool:
         """Whether ``address`` is parked (kept durably, no live mailbox)."""
-        return address in self._parked
-
-    def _consume(self, receive: Next | None, message: Message) -> Message | None:
-        consumed = super()._consume(receive, message)
-        address = message.target_mailbox
-        if address is not None and message.topic in _MAILBOX_TOPICS:
-            ledger = None if address.crew_id is None else self._deferred.get(address.crew_id)
-            if consumed is None:  # dropped by a receive stage: nobody will process it
-                self._ack(address, message.id)
-            elif ledger is not None:  # deleted with the crew's next snapshot
-                ledger.add(address, message.id)
-            else:
-                previous = self._acks.handed(address, message.id)
-                if previous is not None:
-                    self._ack(address, previous)
-        return consumed
-
-    def _reader_closed(self, handle: MailboxHandle) -> None:
-        previous = self._acks.release(handle.address)
-        if previous is not None:
-            self._ack(handle.address, previous)
-
-    def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
-        scope, name = key
-        self.writer.execute(
-            lambda conn: last_values.retain(conn, scope, name, message),
-            after_commit=lambda _: InMemoryEventHub._retain(self, key, message),
-            single_statement=True,
-        )
+        return address in self.mailbox_store.parked
 
     # -- what the writer and the outbox call back -------------------------------------------
 
@@ -444,7 +261,8 @@ class SqliteEventHub(InMemoryEventHub):
         """Writer thread, after an outbox dispatch committed ``message`` (kept with
         sequence ``seq``): hand it to its live mailbox (see :meth:`_hand_to_live`)."""
         if message.target_mailbox is not None:
-            self._hand_to_live(message, self._live.get(message.target_mailbox))
+            store = self.mailbox_store
+            store.hand_to_live(message, store.live.get(message.target_mailbox))
 
     def route_live(self, message: Message) -> None:
         self._route(message)
@@ -452,26 +270,21 @@ class SqliteEventHub(InMemoryEventHub):
     def outbox_dispatched(self) -> None:
         self.purger.arm()
 
-    def remember_last_value(self, scope: CrewId | None, key: str, message: Message) -> None:
-        InMemoryEventHub._retain(self, (scope, key), message)
-
     def next_seq(self) -> int:
         return next(self._seq)
 
     def now_text(self) -> str:
         return format_time(self.clock.now())
 
-    def _outbox_chain(self, operation: str) -> Next:
+    def outbox_chain(self, operation: str) -> Next:
+        """The publish stages of ``operation`` (``post`` / ``publish``) without a
+        terminal: what a unit of work runs on its outgoing messages (recomposed when the
+        middleware chain changes, as with ``set_tap``)."""
+        if self._outbox_pipeline is not self.pipeline:
+            pipeline = self.pipeline
+            self._outbox_chains = {op: pipeline.publish_chain(op, _identity) for op in ("post", "publish")}
+            self._outbox_pipeline = pipeline
         return self._outbox_chains[operation]
-
-    def _ack(self, address: MailboxAddress, message_id: MessageId) -> None:
-        key = str(address)
-        try:
-            self.writer.post_in(self._ack_group, (key, message_id))
-        except HubStoppedError:
-            logger.debug("ack of {} not written: the store is closed; it is redelivered after a restart", message_id)
-
-    # -- durable API ------------------------------------------------------------------------
 
     def unit_of_work(
         self, crew_id: CrewId | str, agent_id: AgentId | str | None = None, *, consuming: Message | None = None
@@ -490,10 +303,11 @@ class SqliteEventHub(InMemoryEventHub):
         """Acknowledge a consumed mailbox message now (its row is deleted in the next
         group commit, without waiting). Acknowledging twice is harmless."""
         address = message.target_mailbox
-        if address is None or message.topic not in _MAILBOX_TOPICS:
+        if address is None or message.topic not in MAILBOX_TOPICS:
             return
-        self._acks.forget(address, message.id)
-        self._ack(address, message.id)
+        store = self.mailbox_store
+        store.acks.forget(address, message.id)
+        store.ack(address, message.id)
 
     def is_processed(self, message_id: MessageId | str, crew_id: CrewId | str) -> bool:
         """Whether ``crew_id`` committed a unit of work consuming ``message_id``."""

@@ -41,8 +41,7 @@ import apsw
 
 from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError
 from orkeon_actors.hub.boundary import bounded_payload, check_metadata, check_publish_topic
-from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
-from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, CallerContext
 from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic
 from orkeon_actors.model.message import Message, encode_payload
 from orkeon_actors.model.options import DEFAULT_PUBLISH_OPTIONS, PublishOptions
@@ -54,15 +53,15 @@ from orkeon_actors.store.records import CrewState, OutboxRecord, PendingWaitReco
 if TYPE_CHECKING:
     from orkeon_actors.store.durable_hub import SqliteEventHub
 
-__all__ = ["UnitOfWork", "delete_crew"]
+__all__ = ["PUT_WAIT", "UPSERT_SNAPSHOT", "UnitOfWork", "delete_crew"]
 
-_UPSERT_SNAPSHOT = """
+UPSERT_SNAPSHOT = """
 INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (crew_id) DO UPDATE SET snapshot = excluded.snapshot, mode = excluded.mode,
     schema_version = excluded.schema_version, snapshot_at = excluded.snapshot_at, state = excluded.state
 """
-_PUT_WAIT = """
+PUT_WAIT = """
 INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id,
                                       target_mailbox, correlation_id, metadata_match)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -156,13 +155,13 @@ class UnitOfWork:
         check_metadata(metadata)
         payload = bounded_payload(payload, hub.limits)
         if address.scheme is Scheme.TOPIC:
-            message = hub._stamp(self.caller, address.name or "", payload, metadata, None, address)
-            self._outgoing.append((PUBLISH, hub._outbox_chain("post")(message), None))
+            message = hub.stamp(self.caller, address.name or "", payload, metadata, None, address)
+            self._outgoing.append((PUBLISH, hub.outbox_chain("post")(message), None))
             return self._outgoing[-1][1]
-        if not hub._mailbox_exists(address):
+        if not hub.mailbox_exists(address):
             raise MailboxNotFoundError(address)
-        message = hub._stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
-        self._outgoing.append((POST, hub._outbox_chain("post")(message), None))
+        message = hub.stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
+        self._outgoing.append((POST, hub.outbox_chain("post")(message), None))
         return self._outgoing[-1][1]
 
     def publish(self, topic: str, payload: object = b"", options: PublishOptions | None = None) -> Message:
@@ -175,11 +174,11 @@ class UnitOfWork:
         check_metadata(options.metadata)
         hub = self._hub
         payload = bounded_payload(payload, hub.limits)
-        message = hub._stamp(
+        message = hub.stamp(
             self.caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
         )
         key = options.last_value_key if options.retain_as_last_value else None
-        self._outgoing.append((PUBLISH, hub._outbox_chain("publish")(message), key))
+        self._outgoing.append((PUBLISH, hub.outbox_chain("publish")(message), key))
         return self._outgoing[-1][1]
 
     @property
@@ -231,12 +230,12 @@ class UnitOfWork:
                 if snapshot.state is CrewState.COMPLETED:
                     delete_crew(conn, crew)
                 else:
-                    conn.execute(_UPSERT_SNAPSHOT, to_row(snapshot))
+                    conn.execute(UPSERT_SNAPSHOT, to_row(snapshot))
             for wait_id in waits_deleted:
                 conn.execute("DELETE FROM pending_waits WHERE wait_id = ? AND crew_id = ?", (wait_id, crew))
             if waits_put and not (snapshot is not None and snapshot.state is CrewState.COMPLETED):
                 try:
-                    conn.executemany(_PUT_WAIT, [to_row(wait) for wait in waits_put])
+                    conn.executemany(PUT_WAIT, [to_row(wait) for wait in waits_put])
                 except apsw.ConstraintError as exc:
                     raise InvalidArgumentError(
                         f"crew {crew} has no snapshot: save_snapshot in the same unit of work before "
@@ -249,7 +248,7 @@ class UnitOfWork:
 
         def after_commit(result: tuple[bool, list[OutboxRecord]]) -> None:
             if ack is not None and consuming is not None and consuming.target_mailbox is not None:
-                hub._acks.forget(consuming.target_mailbox, consuming.id)
+                hub.mailbox_store.acks.forget(consuming.target_mailbox, consuming.id)
             if result[1]:
                 hub.outbox.dispatch(result[1])
             hub.purger.arm()

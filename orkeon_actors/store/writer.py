@@ -158,7 +158,7 @@ class _WriterActor(pykka.ThreadingActor):
         return None
 
     def _flush_once(self) -> None:
-        batch, more = self._writer._take_batch()
+        batch, more = self._writer.take_batch()
         if batch:
             self._run(batch)
         else:
@@ -168,7 +168,7 @@ class _WriterActor(pykka.ThreadingActor):
 
     def on_stop(self) -> None:
         while True:
-            batch, _ = self._writer._take_batch()
+            batch, _ = self._writer.take_batch()
             if not batch:
                 break
             self._run(batch)
@@ -223,7 +223,7 @@ class _WriterActor(pykka.ThreadingActor):
         for request in batch:
             if isinstance(request.error, DAMAGE_ERRORS):  # a damaged file: typed for the caller
                 request.error = as_store_error(request.error, conn.filename, "writing to it")
-        if self._writer._has_queued():
+        if self._writer.has_queued():
             self._deferred = batch  # woken before the next commit, see __init__
         else:
             for request in batch:
@@ -328,11 +328,15 @@ class StoreWriter:
             self._scheduled = True
         self._ref.tell(_FLUSH)
 
-    def _has_queued(self) -> bool:
+    # -- the writer actor's protocol with its queue ------------------------------------
+
+    def has_queued(self) -> bool:
+        """Whether requests wait to be written (the writer actor's read)."""
         return bool(self._queue)
 
-    def _take_batch(self) -> tuple[list[_Request[Any]], bool]:
-        """(the next batch, whether more requests remain queued after it)."""
+    def take_batch(self) -> tuple[list[_Request[Any]], bool]:
+        """(the next batch, whether more requests remain queued after it): the writer
+        actor takes its work here, on its thread."""
         with self._lock:
             queue = self._queue
             if len(queue) <= self.max_batch:

@@ -19,13 +19,10 @@ from typing import Any, Final, Literal
 from orkeon_actors.errors import (
     BudgetExhaustedError,
     CancelledError,
-    EventAclError,
     EventHubError,
     HubStoppedError,
     InvalidArgumentError,
-    LimitExceededError,
     MailboxAlreadyRegisteredError,
-    MailboxNotFoundError,
     ReservedTopicError,
     SendTimeoutError,
     ToolValidationError,
@@ -38,14 +35,11 @@ from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.model.options import (
-    FOREVER,
     FiniteWaitTimeout,
     PublishOptions,
     WaitOnMailbox,
     WaitOnReply,
-    WaitTimeout,
 )
-from orkeon_actors.model.strict_json import loads_strict
 from orkeon_actors.tools.converter import structure_request, unstructure
 from orkeon_actors.tools.cursors import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CURSORS, CursorKey, TopicCursors
 from orkeon_actors.tools.definitions import TOOL_NAMES, spec_for, tool_definitions
@@ -62,14 +56,23 @@ from orkeon_actors.tools.dto import (
     ReplyToResponse,
     SendRequestRequest,
     SendRequestResponse,
-    ToolError,
-    ToolErrorResult,
     WaitForEventRequest,
     WaitForEventResponse,
 )
 from orkeon_actors.tools.payload import decode_payload
 from orkeon_actors.tools.styles import DefinitionStyle
 from orkeon_actors.tools.validation import GLOBAL_SCOPE
+from orkeon_actors.tools.waiting import (
+    decode_arguments,
+    error_result,
+    field_of,
+    receive_mailbox,
+    receive_message_response,
+    send_request_response,
+    send_target,
+    wait_for_event_response,
+    wait_timeout,
+)
 
 __all__ = ["RESERVED_TOPIC_PREFIX", "ErrorMode", "EventHubTools"]
 
@@ -176,11 +179,11 @@ class EventHubTools:
         try:
             if not isinstance(name, str) or spec_for(name) is None:
                 raise ToolValidationError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
-            return dict(unstructure(self._handlers[name](_decode_arguments(arguments), cancel=cancel)))
+            return dict(unstructure(self._handlers[name](decode_arguments(arguments), cancel=cancel)))
         except EventHubError as exc:
             if errors == "raise" or isinstance(exc, _FATAL_ERRORS):
                 raise
-            return dict(unstructure(ToolErrorResult(ToolError(type(exc).__name__, str(exc), _field_of(name, exc)))))
+            return error_result(exc, field_of(name, exc))
 
     # -- the seven tools ---------------------------------------------------------------
 
@@ -222,28 +225,18 @@ class EventHubTools:
         ``MailboxNotFoundError`` for an unregistered mailbox.
         """
         req = structure_request(request, SendRequestRequest)
-        if req.target_mailbox.scheme is Scheme.TOPIC:
-            raise ToolValidationError(
-                "send_request needs a mailbox that can answer (agent://, crew:// or client://); "
-                "a topic has no single recipient: use publish_event to broadcast",
-                field="target_mailbox",
-            )
+        target = send_target(req)
         token = self._token(cancel)
         seconds = req.timeout_ms / 1000
-        sent = self.client.request(req.target_mailbox, req.payload, seconds, req.metadata, cancel=token)
+        sent = self.client.request(target, req.payload, seconds, req.metadata, cancel=token)
         correlation_id = sent.correlation_id
         assert correlation_id is not None  # the hub stamps every request with one
+        outcome: Message | SendTimeoutError | UnknownCorrelationError
         try:
-            reply = self.client.wait_for(WaitOnReply(correlation_id), FiniteWaitTimeout(seconds), cancel=token)
-        except SendTimeoutError:
-            return SendRequestResponse(correlation_id, True, None)
-        except UnknownCorrelationError:
-            # Our own fresh request is only forgotten by its deadline: it expired before
-            # the wait could listen (a very short timeout_ms).
-            return SendRequestResponse(correlation_id, True, None)
-        if reply.is_timeout:
-            return SendRequestResponse(correlation_id, True, None)
-        return SendRequestResponse(correlation_id, False, decode_payload(reply.payload)[0])
+            outcome = self.client.wait_for(WaitOnReply(correlation_id), FiniteWaitTimeout(seconds), cancel=token)
+        except (SendTimeoutError, UnknownCorrelationError) as exc:
+            outcome = exc
+        return send_request_response(correlation_id, outcome)
 
     def reply_to(
         self, request: ReplyToRequest | Mapping[str, Any], *, cancel: CancelToken | None = None
@@ -265,18 +258,9 @@ class EventHubTools:
         destructive, so only the owner reads), ``MailboxNotFoundError`` for an
         unregistered one."""
         req = structure_request(request, ReceiveMessageRequest)
-        mailbox = req.mailbox if req.mailbox is not None else self.own_mailbox
-        crew = self.client.crew_id
-        if mailbox.scheme not in (Scheme.AGENT, Scheme.CREW) or mailbox.crew_id != crew:
-            raise ToolValidationError(
-                f"receive_message reads only mailboxes of your own crew ({crew}): agent://{crew}/{{agent}} or "
-                f"crew://{crew}; omit mailbox to read your own ({self.own_mailbox}), {mailbox} is not one of them",
-                field="mailbox",
-            )
-        message = self.client.wait_for(WaitOnMailbox(mailbox), _wait_timeout(req), cancel=self._token(cancel))
-        if message.is_timeout:
-            return ReceiveMessageResponse(True, metadata=message.metadata)
-        return ReceiveMessageResponse(False, message=message)
+        mailbox = receive_mailbox(req, self.own_mailbox, self.client.crew_id)
+        message = self.client.wait_for(WaitOnMailbox(mailbox), wait_timeout(req), cancel=self._token(cancel))
+        return receive_message_response(message)
 
     def wait_for_event(
         self, request: WaitForEventRequest | Mapping[str, Any], *, cancel: CancelToken | None = None
@@ -285,16 +269,14 @@ class EventHubTools:
         ``(topic, metadata_match)`` (see :mod:`orkeon_actors.tools.cursors`): events
         published between two calls are returned by the next calls, in order, once each."""
         req = structure_request(request, WaitForEventRequest)
-        timeout = _wait_timeout(req)
+        timeout = wait_timeout(req)
         cursor = self._cursors.acquire(req.topic, req.metadata_match)
         try:
             message = cursor.subscription.receive(timeout, cancel=self._token(cancel))
             missed = cursor.take_missed()
         finally:
             self._cursors.release(cursor)
-        if message.is_timeout:
-            return WaitForEventResponse(True, metadata=message.metadata, missed=missed)
-        return WaitForEventResponse(False, message=message, missed=missed)
+        return wait_for_event_response(message, missed)
 
     def get_last_value(
         self, request: GetLastValueRequest | Mapping[str, Any], *, cancel: CancelToken | None = None
@@ -351,60 +333,9 @@ class EventHubTools:
         return cancel if cancel is not None else self._cancel
 
 
-def _decode_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> object:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, (str, bytes)):
-        if not arguments.strip():
-            return {}
-        try:
-            decoded: object = loads_strict(arguments)
-        except LimitExceededError:
-            raise
-        except InvalidArgumentError as exc:
-            raise ToolValidationError(f"the arguments are not valid JSON: {exc}") from None
-        return decoded
-    return arguments
-
-
-def _wait_timeout(request: ReceiveMessageRequest | WaitForEventRequest) -> WaitTimeout:
-    if request.wait_forever:
-        return FOREVER
-    assert request.timeout_ms is not None  # the request DTO enforces exactly one of the two
-    return FiniteWaitTimeout(request.timeout_ms / 1000)
-
-
 def _refuse_reserved(topic: str, tool: str) -> None:
     if is_reserved_topic(topic):
         raise ReservedTopicError(
             f"{tool} cannot publish on {topic!r}: topics starting with {RESERVED_TOPIC_PREFIX!r} are reserved "
             "for messages the hub produces; choose another topic"
         )
-
-
-def _field_of(tool: str, error: EventHubError) -> str | None:
-    """The argument a refused call is about, for the model's error result."""
-    if isinstance(error, ToolValidationError):
-        return error.field
-    if isinstance(error, ReservedTopicError):
-        return "topic" if tool == "publish_event" else "target_mailbox"
-    if isinstance(error, MailboxNotFoundError):
-        return "mailbox" if tool == "receive_message" else "target_mailbox"
-    if isinstance(error, UnknownCorrelationError):
-        return "correlation_id"
-    if isinstance(error, EventAclError):
-        return _ACL_FIELDS.get(tool, "target_mailbox")
-    if isinstance(error, LimitExceededError):
-        return _LIMIT_FIELDS.get(error.bound)
-    return None
-
-
-_ACL_FIELDS: Final = {"publish_event": "target_crew_id", "get_last_value": "crew_scope", "receive_message": "mailbox"}
-_LIMIT_FIELDS: Final = {
-    "max_payload_bytes": "payload",
-    "MAX_TOPIC_BYTES": "topic",
-    "MAX_TOPIC_WORDS": "topic",
-    "MAX_METADATA_ENTRIES": "metadata",
-    "MAX_METADATA_KEY_BYTES": "metadata",
-    "MAX_METADATA_VALUE_BYTES": "metadata",
-}

@@ -189,9 +189,9 @@ def test_cursors_are_per_topic_and_metadata_match() -> None:
 
 
 def test_a_wake_trigger_reaches_a_parked_cursor_wait_once_even_if_delivered_again() -> None:
-    """The lifecycle hands a waking crew its trigger (``_Deliver``); it may hand the same
+    """The lifecycle hands a waking crew its trigger (``Deliver``); it may hand the same
     message again (it was also buffered while the crew snapshotted): read once."""
-    from orkeon_actors.crew.crew_actor import _Deliver
+    from orkeon_actors.crew.protocol import Deliver
 
     def policy(request: ModelRequest) -> ModelResponse:
         results = _results(request)
@@ -204,7 +204,7 @@ def test_a_wake_trigger_reaches_a_parked_cursor_wait_once_even_if_delivered_agai
         sim.run(until=0.5)
         published = sim.runtime.hub.bind("shop").publish("elsewhere", {"n": 1})
         trigger = attrs.evolve(published, topic="orders")
-        sim.crews[crew].tell(_Deliver(trigger))
-        sim.crews[crew].tell(_Deliver(trigger))
+        sim.crews[crew].tell(Deliver(trigger))
+        sim.crews[crew].tell(Deliver(trigger))
         sim.run()
         assert _answer(sim, crew) == [{"n": 1}, None, None]

@@ -17,9 +17,7 @@ __all__ = ["run_child", "tagged"]
 def run_child(script: Path, *args: str, killed: bool = False) -> list[str]:
     """Run ``script`` with ``args``; assert it was SIGKILLed (``killed``) or exited 0
     (the child's stderr in the failure message); return its stdout lines."""
-    done = subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == (-signal.SIGKILL if killed else 0), done.stderr[-3000:]
     return done.stdout.splitlines()
 

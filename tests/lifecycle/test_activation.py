@@ -13,8 +13,8 @@ from orkeon_actors.crew import CrewStatus, call, query_crew, respond
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.lifecycle import CrewActivator, CrewBlueprint
 from orkeon_actors.lifecycle.activation import SnapshotActivator
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
 from orkeon_actors.model.ids import CrewId
+from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.testing import wait_until
 
 from .conftest import Env

@@ -14,8 +14,8 @@ import pytest
 import orkeon_actors as ok
 from orkeon_actors import CrewId
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
+from orkeon_actors.crew.handover import Handover
 from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
-from orkeon_actors.lifecycle.supervisor import _Handover
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.store import faults
 from orkeon_actors.testing import wait_until
@@ -167,11 +167,11 @@ def test_stored_events_merge_into_the_handover_in_store_order_around_those_heard
         asleep_1, asleep_2, trigger, unheard = (shop.publish("orders", n) for n in range(4))
     finally:
         rt.stop()
-    handover = _Handover([("orders", None)])
+    handover = Handover(CrewId("c"), [("orders", None)])
     for message in (trigger, routed_late):
-        assert handover.keep(CrewId("c"), message)
+        assert handover.keep(message)
     handover.merge([asleep_1, asleep_2, trigger, unheard])
     assert [m.json() for m in handover.messages] == [0, 1, 2, 3, "late"]
     handover.merge([asleep_1, unheard])  # already there: nothing moves
     assert [m.json() for m in handover.messages] == [0, 1, 2, 3, "late"]
-    assert not handover.keep(CrewId("c"), unheard)  # heard of later: once
+    assert not handover.keep(unheard)  # heard of later: once

@@ -102,9 +102,7 @@ def test_a_crew_that_cannot_sleep_before_the_stop_restarts_from_its_snapshot_and
 
     stopper = threading.Thread(target=lambda: sup.stop(timeout=0.2))  # asks, in vain, then parks it
     stopper.start()
-    actor = sup._actor_obj
-    assert actor is not None
-    wait_until(lambda: actor.entries["c"].stopping, what="the stop gave up on c")
+    wait_until(lambda: sup._call(lambda actor: actor.entries["c"].stopping), what="the stop gave up on c")
     loop.gate.set()  # the model returns: the crew parks its mailboxes, unacknowledged
     stopper.join(timeout=30)
     assert not stopper.is_alive()

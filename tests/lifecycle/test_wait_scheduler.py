@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.lifecycle import WaitScheduler
-from orkeon_actors.lifecycle.wait_scheduler import WINDOW_SQL, DurableWaitScheduler
+from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId, new_ulid_str
 from orkeon_actors.store import StoreConfig
@@ -23,6 +23,7 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.reader import ReaderPool
 from orkeon_actors.store.records import PendingWaitKind, PendingWaitRecord, to_row
 from orkeon_actors.store.schema import migrate
+from orkeon_actors.store.wake_index import WINDOW_SQL, SqliteExpiryIndex
 
 START = datetime.fromisoformat("2026-01-01T00:00:00+00:00")
 
@@ -85,7 +86,13 @@ class Rig:
         self.timers = ManualScheduler(self.clock)
         self.ticks = 0
         self.scheduler = DurableWaitScheduler(
-            store.readers, self.clock, self.timers, self._tick, window=window, window_size=window_size, batch=batch
+            SqliteExpiryIndex(store.readers),
+            self.clock,
+            self.timers,
+            self._tick,
+            window=window,
+            window_size=window_size,
+            batch=batch,
         )
 
     def _tick(self) -> None:
@@ -209,11 +216,13 @@ def test_the_window_is_read_from_its_covering_index_without_sorting(store: Store
 def test_bad_window_bounds_are_refused(store: Store) -> None:
     clock = VirtualClock(START)
     with pytest.raises(InvalidArgumentError, match="window_size"):
-        DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, window_size=0)
+        DurableWaitScheduler(
+            SqliteExpiryIndex(store.readers), clock, ManualScheduler(clock), lambda: None, window_size=0
+        )
     with pytest.raises(InvalidArgumentError, match="batch"):
-        DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, batch=0)
+        DurableWaitScheduler(SqliteExpiryIndex(store.readers), clock, ManualScheduler(clock), lambda: None, batch=0)
     with pytest.raises(InvalidArgumentError, match="window must be"):
-        DurableWaitScheduler(store.readers, clock, ManualScheduler(clock), lambda: None, window=0)
+        DurableWaitScheduler(SqliteExpiryIndex(store.readers), clock, ManualScheduler(clock), lambda: None, window=0)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, respond
-from orkeon_actors.orchestration import END, Branch, Consensual, Edge, Graph, Parallel
-from orkeon_actors.orchestration.state import (
+from orkeon_actors.crew.mode_state import (
     AutonomousState,
     ConsensualState,
     GraphState,
@@ -16,6 +15,7 @@ from orkeon_actors.orchestration.state import (
     ParallelState,
     SequentialState,
 )
+from orkeon_actors.orchestration import END, Branch, Consensual, Edge, Graph, Parallel
 from orkeon_actors.sim import Simulation
 from orkeon_actors.sim.examples import EXAMPLES, run_example
 

@@ -53,17 +53,17 @@ def drain(reg: ok.MailboxRegistration) -> list[object]:
 
 class PausedHandOver:
     """Pauses every post of ``hub`` between its commit and its hand-over to the live
-    mailbox (``SqliteEventHub._hand_to_live``): ``committed`` is set once one committed,
+    mailbox (``SqliteMailboxStore.hand_to_live``): ``committed`` is set once one committed,
     and the hand-over waits for ``release``."""
 
     def __init__(self, hub: SqliteEventHub, monkeypatch: pytest.MonkeyPatch) -> None:
         self.committed = threading.Event()
         self.release = threading.Event()
-        hand_over = hub._hand_to_live
+        hand_over = hub.mailbox_store.hand_to_live
 
         def paused(message: ok.Message, handle: Any) -> None:
             self.committed.set()
             self.release.wait(10)
             hand_over(message, handle)
 
-        monkeypatch.setattr(hub, "_hand_to_live", paused)
+        monkeypatch.setattr(hub.mailbox_store, "hand_to_live", paused)

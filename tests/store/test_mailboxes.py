@@ -268,12 +268,12 @@ def test_the_registry_stays_in_sqlite_and_the_writer_remembers_a_bounded_few(
 
     rt = open_store(store=StoreConfig(str(store_path), registry_cache=2))
     hub = durable(rt)
-    assert len(hub._registry) == 0  # nothing of the registry loaded at boot
+    assert len(hub.mailbox_store.registry) == 0  # nothing of the registry loaded at boot
     sender = hub.bind("sender", "s")
     for box in boxes:
         assert hub.is_registered(box)
         sender.post(box, box)  # every registered address accepts posts, cached or not
-    assert len(hub._registry) == 2
+    assert len(hub.mailbox_store.registry) == 2
     assert not hub.is_registered("agent://crew/never-registered")
     with pytest.raises(MailboxNotFoundError):
         sender.post("agent://crew/never-registered", "x")
@@ -312,4 +312,4 @@ def test_a_registration_rolled_back_with_its_transaction_is_forgotten(open_store
     with pytest.raises(MailboxNotFoundError):
         hub.bind("sender", "s").post(address, "x")
     with pytest.raises(MailboxNotFoundError):  # the writer's own check, past the pre-check
-        hub.writer.execute_in(hub._insert_group, (address, ()))
+        hub.writer.execute_in(hub.mailbox_store.insert_group, (address, ()))

@@ -228,7 +228,7 @@ def test_pending_outbox_rows_are_dispatched_at_boot(open_store: Opener) -> None:
     hub.register_mailbox(AUDIT)
     # What a crash between a unit of work's commit and its dispatch leaves: pending rows.
     stamped = [
-        hub._stamp(
+        hub.stamp(
             ok.CallerContext(ok.CrewId("billing")),
             "_system.post",
             i,

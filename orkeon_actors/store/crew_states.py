@@ -1,5 +1,6 @@
 """``SqliteCrewStateStore``: crew snapshots and their ``pending_waits`` rows, on the
-durable hub's writer (spec §7.2, §11.1).
+durable hub's writer (spec §7.2, §11.1): the SQLite adapter of the lifecycle's
+:class:`~orkeon_actors.lifecycle.ports.DurableCrewStateStore` port.
 
 A save is **one transaction**: the ``crew_snapshots`` row (state ``Asleep``), the
 replacement of the crew's ``pending_waits`` rows by the snapshot's waits, and the
@@ -21,42 +22,21 @@ from collections.abc import Callable, Sequence
 
 import apsw
 
+from orkeon_actors.crew.handover import snapshot_cursors
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
+from orkeon_actors.lifecycle.ports import StoredState
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.model.message import FrozenMap
 from orkeon_actors.store import cursor_events, faults, mailboxes
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
-from orkeon_actors.store.unit_of_work import delete_crew
+from orkeon_actors.store.unit_of_work import PUT_WAIT, UPSERT_SNAPSHOT, delete_crew
 from orkeon_actors.store.writer import WriteGroup
 
-__all__ = ["SqliteCrewStateStore", "snapshot_cursors", "wait_record"]
-
-_UPSERT = """
-INSERT INTO crew_snapshots (crew_id, snapshot, mode, schema_version, snapshot_at, state)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (crew_id) DO UPDATE SET snapshot = excluded.snapshot, mode = excluded.mode,
-    schema_version = excluded.schema_version, snapshot_at = excluded.snapshot_at, state = excluded.state
-"""
-_PUT_WAIT = """
-INSERT OR REPLACE INTO pending_waits (wait_id, crew_id, kind, started_at, expires_at, topic, target_crew_id,
-                                      target_mailbox, correlation_id, metadata_match)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
+__all__ = ["SqliteCrewStateStore", "wait_record"]
 
 _PROCESSED = "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)"
-
-
-def snapshot_cursors(snapshot: CrewSnapshot) -> list[tuple[str, FrozenMap | None]]:
-    """Every ``(topic, metadata_match)`` the crew's agents read: their cursors and
-    their parked topic waits, each once."""
-    keys = [(c.topic, c.metadata_match or None) for a in snapshot.agents for c in a.cursors]
-    keys.extend(
-        (w.kind.topic, w.kind.metadata_match or None) for w in snapshot.pending_waits if isinstance(w.kind, OnTopic)
-    )
-    return list(dict.fromkeys(keys))
 
 
 def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
@@ -158,10 +138,10 @@ class SqliteCrewStateStore:
         cursors = snapshot_cursors(snapshot) if state is CrewState.ASLEEP else []
 
         def work(conn: apsw.Connection) -> None:
-            conn.execute(_UPSERT, row)
+            conn.execute(UPSERT_SNAPSHOT, row)
             conn.execute("DELETE FROM pending_waits WHERE crew_id = ?", (key,))
             if waits:
-                conn.executemany(_PUT_WAIT, waits)
+                conn.executemany(PUT_WAIT, waits)
             cursor_events.replace_cursors(conn, key, cursors)
             cursor_events.delete_kept(conn, key, kept_upto)
             if done:
@@ -184,6 +164,7 @@ class SqliteCrewStateStore:
         on_saved: Callable[[], None],
         on_error: Callable[[BaseException], None],
         state: CrewState = CrewState.ASLEEP,
+        *,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
     ) -> None:
@@ -197,6 +178,18 @@ class SqliteCrewStateStore:
             after_commit=lambda _: on_saved(),
             on_error=on_error,
         )
+
+    def stored_state(self, crew_id: CrewId) -> StoredState | None:
+        """What the store holds of ``crew_id``: ``ASLEEP``, ``FAILED`` (kept for audit)
+        or ``None``."""
+        record = self.hub.load_snapshot(crew_id)
+        if record is None:
+            return None
+        return StoredState.FAILED if record.state is CrewState.FAILED else StoredState.ASLEEP
+
+    def is_processed(self, message_id: str, crew_id: CrewId) -> bool:
+        """Whether ``crew_id`` committed the processing of ``message_id``."""
+        return self.hub.is_processed(message_id, crew_id)
 
     def load(self, crew_id: CrewId) -> CrewSnapshot | None:
         """The crew's last snapshot, or ``None``. Raises ``SnapshotVersionError`` for a

@@ -1,0 +1,162 @@
+"""``AgentRuntime``: the live side of one agent of a crew — its definition, its state,
+its budget and its hub handles (client, tools and ``wait_for_event`` cursors, mailbox
+registration, the hub waits it is parked on) — and what the crew does with one agent's
+cursors and waits (Orkeon EventHub & Crew Lifecycle specification, §5.2, §8.1).
+
+Touched only on the crew actor's thread (the waits' callbacks tell the actor; they never
+run code on this object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from orkeon_actors.crew.agent import Agent, BudgetLimits
+from orkeon_actors.crew.state import AgentState, OnTopic, PendingWait, TopicCursorState
+from orkeon_actors.hub.async_wait import AsyncWait
+from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.port import EventHub, MailboxRegistration
+from orkeon_actors.hub.routing import cursor_matches
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.cancel import Budget
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+from orkeon_actors.tools import EventHubTools
+from orkeon_actors.tools.cursors import Cursor
+
+__all__ = ["AgentRuntime", "make_budget", "recording"]
+
+
+def make_budget(limits: BudgetLimits, clock: Clock) -> Budget:
+    """The live budget of an agent with ``limits`` (wall time on ``clock``)."""
+    return Budget(
+        max_wall_time=limits.max_wall_time,
+        max_tokens=limits.max_tokens,
+        max_tool_calls=limits.max_tool_calls,
+        max_cost=limits.max_cost,
+        clock=clock,
+    )
+
+
+def recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]) -> Callable[[Any], None]:
+    """``on_done`` of a wait on ``cursor``: the message it took is recorded as handed out
+    there and then (on the taker's thread), so the same message offered again before the
+    crew handled the outcome (a wake's trigger) is not buffered a second time."""
+
+    def done(outcome: Message | BaseException) -> None:
+        if isinstance(outcome, Message) and not outcome.is_timeout:
+            cursor.handed_out(outcome)
+        on_done(outcome)
+
+    return done
+
+
+class AgentRuntime:
+    """One agent of a crew, live. ``wait``/``wait_token``: the hub wait its parked tool
+    call is on (the token tells a current outcome from a withdrawn wait's late one);
+    ``pump``/``pump_token``: the watch on its mailbox while it is idle."""
+
+    def __init__(self, agent: Agent, hub: EventHub, crew_id: CrewId) -> None:
+        self.agent = agent
+        self.crew_id = crew_id
+        self.state = AgentState(agent.agent_id, agent.role, budget=agent.budget.snapshot())
+        self.budget = make_budget(agent.budget, hub.clock)
+        self.client: HubClient = hub.bind(crew_id, agent.agent_id)
+        self.address = MailboxAddress.agent(crew_id, agent.agent_id)
+        self.tools = EventHubTools(
+            self.client,
+            cancel=self.budget.token,
+            register_own_mailbox=False,
+            max_cursors=agent.max_cursors,
+            max_buffered=agent.max_buffered,
+        )
+        self.registration: MailboxRegistration | None = None
+        self.wait: AsyncWait | None = None
+        self.wait_token: str | None = None
+        self.pump: AsyncWait | None = None
+        self.pump_token: str | None = None
+
+    # -- cursors --------------------------------------------------------------------------
+
+    def cursor_of(self, wait: PendingWait, *, open_it: bool = False) -> Cursor | None:
+        """The cursor a parked ``wait_for_event`` reads (opened if ``open_it``: a wait
+        re-armed after a restore), ``None`` for any other wait."""
+        pending = self.state.pending
+        kind = wait.kind
+        if not isinstance(kind, OnTopic) or pending is None or pending.call.name != "wait_for_event":
+            return None
+        cursors = self.tools.topic_cursors
+        if open_it:
+            return cursors.open(kind.topic, kind.metadata_match)
+        return cursors.get(kind.topic, kind.metadata_match)
+
+    def offer(self, message: Message) -> bool:
+        """Buffer ``message`` (one that reached the crew another way than through these
+        cursors) in every cursor it matches; whether one took it."""
+        taken = False
+        for cursor in self.tools.topic_cursors.cursors():
+            topic, match = cursor.key
+            if cursor_matches(topic, match, self.crew_id, message):
+                taken = cursor.offer(message) or taken
+        return taken
+
+    def restore_cursors(self, saved: tuple[TopicCursorState, ...]) -> None:
+        """Reopen the cursors a snapshot wrote down, with what they held."""
+        for cursor in saved:
+            self.tools.topic_cursors.restore(
+                cursor.topic, cursor.metadata_match, cursor.buffered, cursor.missed, cursor.recent
+            )
+
+    def cursor_states(self) -> tuple[TopicCursorState, ...]:
+        """The open cursors as data, least recently used first."""
+        return tuple(
+            TopicCursorState(
+                cursor.key[0],
+                cursor.key[1],
+                tuple(cursor.pending()),
+                cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
+                tuple(cursor.recent_ids()),
+            )
+            for cursor in self.tools.topic_cursors.cursors()
+        )
+
+    def state_with_cursors(self) -> AgentState:
+        """The agent's state with its open cursors written down (for a snapshot)."""
+        cursors = self.cursor_states()
+        return attrs.evolve(self.state, cursors=cursors) if cursors else self.state
+
+    def unread(self, seen: set[object], out: list[Message]) -> None:
+        """Append to ``out`` what the cursors hold whose id is not in ``seen`` (added
+        to it), cursor by cursor in arrival order."""
+        for cursor in self.tools.topic_cursors.cursors():
+            for message in cursor.pending():
+                if message.id not in seen:
+                    seen.add(message.id)
+                    out.append(message)
+
+    # -- waits ----------------------------------------------------------------------------
+
+    def withdraw(self) -> bool:
+        """Withdraw the parked wait and the mailbox watch (cursors stay open); ``True``
+        if one of them had already fired (its outcome is on its way to the crew)."""
+        in_flight = False
+        for attr in ("wait", "pump"):
+            wait: AsyncWait | None = getattr(self, attr)
+            if wait is not None:
+                if not wait.cancel():
+                    in_flight = True
+                setattr(self, attr, None)
+        return in_flight
+
+    def release(self) -> None:
+        """Withdraw every wait and close the cursors (the snapshot, if any, holds what
+        they had)."""
+        for wait in (self.wait, self.pump):
+            if wait is not None:
+                wait.cancel()
+        self.wait = self.pump = None
+        self.tools.topic_cursors.close()

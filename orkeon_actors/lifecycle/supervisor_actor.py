@@ -1,0 +1,790 @@
+"""``SupervisorActor``: the one actor that owns the lifecycle of every crew of a
+supervisor (Orkeon EventHub & Crew Lifecycle specification, §7); see
+:mod:`orkeon_actors.lifecycle.supervisor` for the states and guarantees.
+
+Every transition runs in one of its turns: it tells crews the commands of
+:mod:`orkeon_actors.crew.protocol` and handles their reports, the store writer's
+callbacks and its own timers as messages, never waiting for another actor. Over 600
+lines because these turns share one state (:class:`~orkeon_actors.lifecycle.supervisor_state.CrewEntry`
+per crew) that no other code may touch; the state, the messages and the handover live
+in their own modules.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import pykka
+from loguru import logger
+
+from orkeon_actors.crew.crew_actor import CrewActor, hand_over, start_crew
+from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
+from orkeon_actors.crew.protocol import (
+    Closed,
+    CloseMailboxes,
+    CursorsOpen,
+    Deliver,
+    Passivate,
+    Passivated,
+    Release,
+    Released,
+    ReleasePurpose,
+    Resume,
+    SleepRefused,
+    SnapshotTaken,
+)
+from orkeon_actors.crew.snapshot import CrewOutcome
+from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
+from orkeon_actors.hub.routing import cursor_matches, topic_matches
+from orkeon_actors.lifecycle.activation import BuiltCrew
+from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
+from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
+from orkeon_actors.lifecycle.supervisor_state import (
+    DEFERRED_TICK,
+    MAX_ACTIVATING,
+    RESUME_ACTIVATING,
+    Call,
+    CrewEntry,
+    Dispatched,
+    Finished,
+    IdleCheck,
+    KeptLoaded,
+    Routing,
+    Saved,
+    SaveFailed,
+    SupervisorInbox,
+    Tick,
+    tell_supervisor,
+    topic_patterns,
+)
+from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+
+if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.supervisor import CrewSupervisor
+
+__all__ = ["SupervisorActor"]
+
+
+class SupervisorActor(pykka.ThreadingActor):
+    def __init__(self, sup: CrewSupervisor) -> None:
+        super().__init__()
+        self.sup = sup
+        self.hub = sup.hub
+        self.store = sup.store
+        self.wakes = sup.wakes
+        self.shared = sup.shared
+        self.stats = sup.stats
+        self.activator = sup.activator
+        self.idle = sup.idle
+        self.idle.on_idle(self._idle)
+        self.entries: dict[CrewId, CrewEntry] = {}
+        self.outcomes: OrderedDict[CrewId, CrewOutcome] = OrderedDict()
+        """The last ``finished_memory`` crews that finished here, oldest first."""
+        self.shutting_down = False
+        me = self.actor_ref
+        self.waits = DurableWaitScheduler(
+            sup.expiries,
+            self.hub.clock,
+            self.hub.scheduler,
+            lambda: tell_supervisor(me, Tick()),
+            window=sup.window,
+            window_size=sup.window_size,
+        )
+        self.inbox = SupervisorInbox(me)
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            self._dispatch(message)
+        except Exception:  # supervision: one bad transition must not stop the supervisor
+            logger.opt(exception=True).error("lifecycle supervisor failed handling {!r}", message)
+        return None
+
+    def _dispatch(self, message: Any) -> None:
+        if isinstance(message, Call):
+            try:
+                message.future.set_result(message.fn(self))
+            except Exception as exc:
+                message.future.set_exception(exc)
+        elif isinstance(message, Dispatched):
+            self._dispatched(message.message)
+        elif isinstance(message, SnapshotTaken):
+            self._snapshot_taken(message)
+        elif isinstance(message, Passivated):
+            self._snapshotted(message.crew_id)
+        elif isinstance(message, SleepRefused):
+            self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
+        elif isinstance(message, SaveFailed):
+            self._back_to_active(message.crew_id, f"snapshot write failed: {message.error}", failed=True)
+        elif isinstance(message, Saved):
+            self._saved(message.crew_id)
+        elif isinstance(message, Released):
+            self._released(message)
+        elif isinstance(message, IdleCheck):
+            self.idle.check(message.crew_id)
+        elif isinstance(message, Finished):
+            self._finished(message.crew_id, message.status)
+        elif isinstance(message, Closed):
+            self._gone(message.crew_id, message.outcome)
+        elif isinstance(message, Tick):
+            self._tick(fallback=message.fallback)
+        elif isinstance(message, Routing):
+            self._keep_for_handovers(message.message)
+        elif isinstance(message, CursorsOpen):
+            self._cursors_open(message.crew_id)
+        elif isinstance(message, KeptLoaded):
+            self._kept_loaded(message)
+
+    # -- boot -------------------------------------------------------------------------
+
+    def boot(self) -> int:
+        """Lazy boot: the topic patterns, a window of expiries, crews with kept mail."""
+        patterns = self.wakes.topic_patterns()
+        with self.shared.lock:
+            for topic, count in patterns.items():
+                self.shared.patterns[topic] = count
+            self.shared.pattern_view = tuple(self.shared.patterns)
+        asleep = self.wakes.asleep_count()
+        self.stats.booted(asleep)
+        self.waits.start()
+        # Kept mail, and events kept for a parked wait's cursor (published while the supervisor stopped).
+        for crew in self.wakes.crews_to_wake_at_boot():
+            if self.store.stored_state(crew) is not None:
+                self._wake(crew, None, time.perf_counter(), cause=WakeTrigger.POST)
+        return asleep
+
+    # -- spawning ---------------------------------------------------------------------
+
+    def spawn(self, name: str, crew_id: CrewId) -> CrewId:
+        if crew_id in self.entries:
+            raise InvalidArgumentError(f"crew {crew_id} is already running here")
+        if self.store.stored_state(crew_id) is not None:
+            raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
+        entry = self._start(name, crew_id)
+        start_crew(entry.ref)
+        self._activated(crew_id, entry)
+        return crew_id
+
+    def _start(self, name: str, crew_id: CrewId) -> CrewEntry:
+        crew = self.activator.build(name, crew_id)
+        entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger)
+        self.entries[crew_id] = entry
+        self.outcomes.pop(crew_id, None)  # a finished crew's id used again: that outcome is history
+        self.idle.touch(crew_id)
+        with self.shared.lock:
+            self.shared.live.add(crew_id)
+            self.shared.status[crew_id] = CrewStatus.CREATED
+        return entry
+
+    def _activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        entry.state = LifecycleState.ACTIVE
+        self.idle.watch(crew_id, entry.idle_timeout)
+        self._enforce_cap()
+
+    # -- sleep ------------------------------------------------------------------------
+
+    def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is not None and entry.state is LifecycleState.ACTIVATING and not entry.finished:
+            entry.deferred_sleeps.append((reason, future))  # asked again once its handover is done
+            return
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
+            if future is not None:
+                future.set_result(entry is None and self._asleep_in_store(crew_id))
+            return
+        entry.state = LifecycleState.SNAPSHOTTING
+        entry.reason = reason
+        self.idle.pause(crew_id)
+        if future is not None:
+            entry.sleepers.append(future)
+        log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
+        entry.snapshot = entry.taken = None
+        entry.ref.tell(Passivate(self.inbox, entry.ledger))
+
+    def _snapshot_taken(self, report: SnapshotTaken) -> None:
+        """The crew took its sleep snapshot (its cursors stay open until its release):
+        index it under its patterns, and from now on keep the topic messages for its
+        cursors (see :meth:`_keep_for_handovers`)."""
+        entry = self.entries.get(report.crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
+            return
+        snapshot = report.snapshot
+        entry.snapshot = snapshot
+        entry.taken = report
+        self.shared.add_patterns(topic_patterns(snapshot))
+        self.shared.add_patterns(topic_patterns(snapshot), transient=True)
+
+    def _asleep_in_store(self, crew_id: CrewId) -> bool:
+        return self.wakes.has_pending_waits(crew_id)
+
+    def _snapshotted(self, crew_id: CrewId) -> None:
+        """The crew withdrew its live waits and none had fired: every message in the
+        consumed view of its snapshot was handled, so the snapshot reflects it (a message
+        consumed but still in flight to the crew refuses the sleep, and nothing is saved:
+        its row must stay until a snapshot reflects it). Save it."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
+            return  # stopping: stop() gave up on it, it parks as it is
+        taken = entry.taken
+        if taken is None:
+            return
+        snapshot, consumed = taken.snapshot, taken.consumed
+        me = self.actor_ref
+        ledger = entry.ledger
+
+        def on_saved() -> None:  # the writer thread, after the commit
+            ledger.acknowledged(consumed)
+            tell_supervisor(me, Saved(crew_id))
+
+        self.store.save_async(
+            crew_id,
+            snapshot,
+            list(entry.triggers),
+            on_saved=on_saved,
+            on_error=lambda exc: tell_supervisor(me, SaveFailed(crew_id, exc)),
+            consumed=consumed,
+            kept_upto=entry.kept_upto,
+        )
+
+    def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
+            return
+        if failed:
+            self.stats.sleep_failed()
+        else:
+            self.stats.sleep_refused()
+        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
+        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
+        if snapshot is not None:
+            self.shared.remove_patterns(topic_patterns(snapshot))
+            # Its cursors never closed: they hold every topic message kept meanwhile.
+            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
+        entry.state = LifecycleState.ACTIVE
+        entry.handover = None
+        entry.carry.clear()
+        entry.ref.tell(Resume())
+        for message in entry.buffered:
+            entry.ref.tell(Deliver(message))
+        entry.buffered.clear()
+        for future in entry.sleepers:
+            future.set_result(False)
+        entry.sleepers.clear()
+        self.idle.restart(crew_id)
+
+    def _saved(self, crew_id: CrewId) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.stopping:
+            return
+        entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
+
+    def _released(self, report: Released) -> None:
+        crew_id = report.crew_id
+        if report.purpose is ReleasePurpose.SHUTDOWN:
+            self._parked_at_stop(crew_id)
+            return
+        entry = self.entries.pop(crew_id, None)
+        if entry is None:
+            return
+        entry.carry.extend(report.leftovers)
+        self._not_activating(crew_id)
+        self.idle.forget(crew_id)
+        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
+        with self.shared.lock:
+            self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
+            self.shared.status.pop(crew_id, None)
+        self.hub.end_deferral(crew_id)
+        if len(entry.ledger):
+            logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
+        self.stats.slept(entry.reason)
+        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ASLEEP, reason=entry.reason.value)
+        if snapshot is not None:
+            for wait in snapshot.pending_waits:
+                if wait.expires_at is not None:
+                    self.waits.schedule(crew_id, wait.wait_id, wait.expires_at)
+        for future in entry.sleepers:
+            future.set_result(True)
+        kept: list[Message] = []
+        if snapshot is not None:
+            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
+            # Topic messages its cursors got after the snapshot, or that were kept for it
+            # while it snapshotted: the snapshot does not hold them, hand them over.
+            handover = Handover(crew_id, snapshot_cursors(snapshot))
+            for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
+                handover.keep(message)
+            kept = handover.without({m.id for a in snapshot.agents for c in a.cursors for m in c.buffered})
+        if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
+            first = entry.buffered[0] if entry.buffered else None
+            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
+            woken = self.entries.get(crew_id)
+            if woken is not None:
+                for message in entry.buffered[1:]:
+                    woken.ref.tell(Deliver(message))
+        elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
+            filters = snapshot_cursors(snapshot)
+            for message in kept:
+                keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
+                self.wakes.keep_event(crew_id, keys, message)
+
+    # -- wake -------------------------------------------------------------------------
+
+    def _wake(
+        self,
+        crew_id: CrewId,
+        trigger: Message | None,
+        started: float,
+        *,
+        expiry: bool = False,
+        cause: str | None = None,
+        carry: Sequence[Message] = (),
+    ) -> bool:
+        """Activate a sleeping crew. A crew without topic cursors is restored and Active
+        at once. Otherwise, from here until its restored cursors are open, the
+        topic messages matching them are kept (``carry`` first: kept while it slept;
+        then the trigger, messages in mid-routing now, and every one heard of until
+        then) and handed over in that order (:func:`hand_over`)."""
+        entry = self.entries.get(crew_id)
+        if entry is not None:
+            if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
+                if trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+                    entry.buffered.append(trigger)
+                else:
+                    self._keep_for_handovers(trigger)
+            return False
+        if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
+            logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
+            return False
+        snapshot = self.activator.load(crew_id, trigger)
+        if snapshot is None:
+            return False
+        if cause is None:
+            cause = WakeTrigger.EXPIRY if expiry else _cause_of(trigger)
+        log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
+        entry = self._start(snapshot.name, crew_id)
+        entry.state = LifecycleState.ACTIVATING
+        entry.wake_cause = cause
+        filters = snapshot_cursors(snapshot)
+        if not filters and (trigger is None or trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC)):
+            # No topic cursor to catch up (so nothing kept for it either): no handover,
+            # restored and Active at once.
+            self.shared.remove_patterns(topic_patterns(snapshot))
+            with self.shared.lock:
+                self.shared.activating.add(crew_id)
+                self.shared.handed.add(crew_id)  # its first activity report ends its restore
+            entry.triggers = self.activator.restore(
+                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger), snapshot, trigger
+            )
+            self.stats.woke(cause, time.perf_counter() - started)
+            self._activated(crew_id, entry)
+            log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
+            return True
+        handover = entry.handover = Handover(crew_id, filters)
+        self.shared.add_patterns(handover.patterns, transient=True)
+        self.shared.remove_patterns(topic_patterns(snapshot))
+        with self.shared.lock:
+            self.shared.activating.add(crew_id)
+        for message in carry:
+            handover.keep(message)
+        delivered = False
+        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
+            delivered = handover.keep(trigger) or handover.holds(trigger)
+        for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
+            handover.keep(message)
+        me = self.actor_ref
+        entry.triggers = self.activator.restore(
+            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger),
+            snapshot,
+            trigger,
+            supervision=self.inbox,
+            handed_over=delivered,
+        )
+        shared = self.shared
+        shared.kept_read.discard(crew_id)
+
+        def read() -> None:  # the writer, right after the read: in order with the keeping writes
+            with shared.lock:
+                if crew_id in shared.live:  # later keeping writes skip it: its handover has them
+                    shared.kept_read.add(crew_id)
+
+        def not_loaded(exc: BaseException) -> None:
+            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
+            tell_supervisor(me, KeptLoaded(crew_id, KeptEvents((), {}, 0)))
+
+        self.wakes.load_kept(crew_id, read, lambda kept: tell_supervisor(me, KeptLoaded(crew_id, kept)), not_loaded)
+        self.stats.woke(cause, time.perf_counter() - started)
+        return True
+
+    def _keep_for_handovers(self, message: Message) -> None:
+        """Keep a topic message for every crew whose cursors are closed (snapshotting or
+        activating) and match it."""
+        if not self.shared.handover_view:
+            return  # no crew is snapshotting or activating
+        for crew_id, entry in self.entries.items():
+            if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
+                entry.handover.keep(message)
+            elif entry.state is LifecycleState.SNAPSHOTTING:
+                if entry.handover is None:
+                    if entry.snapshot is None:
+                        continue  # not snapshotted yet: its cursors are open
+                    entry.handover = Handover(crew_id, snapshot_cursors(entry.snapshot))
+                entry.handover.keep(message)
+
+    def _kept_loaded(self, loaded: KeptLoaded) -> None:
+        """The events kept in the store for the crew (while it slept, and those a publish
+        kept before the wake read them): merged into the handover (:meth:`Handover.merge`)."""
+        entry = self.entries.get(loaded.crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        entry.kept_loaded = True
+        entry.kept_upto = loaded.kept.upto
+        entry.kept_missed = dict(loaded.kept.missed)
+        entry.handover.merge(loaded.kept.messages)
+        if entry.cursors_open:
+            self._hand_over(loaded.crew_id, entry)
+
+    def _cursors_open(self, crew_id: CrewId) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
+            return
+        entry.cursors_open = True
+        if entry.kept_loaded:
+            self._hand_over(crew_id, entry)
+
+    def _hand_over(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        """The woken crew's cursors are open again and its kept events read: hand over
+        everything kept, go Active."""
+        handover, entry.handover = entry.handover, None
+        assert handover is not None
+        self.shared.remove_patterns(handover.patterns, transient=True)
+        with self.shared.lock:
+            if crew_id in self.shared.activating:
+                self.shared.handed.add(crew_id)  # its next activity report ends its restore
+        hand_over(entry.ref, handover.messages, entry.kept_missed)
+        self._activated(crew_id, entry)
+        deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
+        for reason, future in deferred:
+            self.sleep(crew_id, reason, future)
+        log_transition(
+            crew_id,
+            LifecycleState.ACTIVATING,
+            LifecycleState.ACTIVE,
+            trigger=entry.wake_cause,
+            handed_over=str(len(handover.messages)),
+        )
+
+    def _dispatched(self, message: Message) -> None:
+        started = time.perf_counter()
+        if message.topic in (POST_TOPIC, SEND_TOPIC):
+            address = message.target_mailbox
+            crew = address.crew_id if address is not None else None
+            if crew is not None and crew not in self.entries:
+                self._wake(CrewId(crew), message, started)
+            return
+        if message.topic == REPLY_TOPIC:
+            crew = message.target_crew_id
+            if crew is not None and crew not in self.entries and self._waits_on_reply(crew, message):
+                self._wake(crew, message, started)
+            return
+        patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
+        if not patterns:
+            return
+        self._keep_for_handovers(message)
+        woken: set[CrewId] = set()
+        for crew, topic, metadata in self.wakes.topic_waits(patterns):
+            if crew in woken or crew in self.entries:
+                continue
+            if not cursor_matches(topic, metadata, crew, message):
+                continue
+            if self._wake(crew, message, started):
+                woken.add(crew)
+
+    def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
+        return self.wakes.waits_on_reply(crew, message.correlation_id)
+
+    # -- the durable wait scheduler ---------------------------------------------------
+
+    def _tick(self, *, fallback: bool = False) -> None:
+        """Wake the crews whose expiry is due, a batch per tick. Backpressure: at most
+        ``MAX_ACTIVATING`` woken crews may not have restored yet; once there are that
+        many, the tick is deferred until at most ``RESUME_ACTIVATING`` remain (the
+        restore reports tell the supervisor) or ``DEFERRED_TICK`` passed. Without it a
+        burst of thousands of expiries starts thousands of crews at once, whose threads
+        then contend for the interpreter: measured, that costs far more than the
+        activations themselves. ``activating`` is kept incrementally; only the
+        ``DEFERRED_TICK`` timer (one pending at most) looks for woken crews whose actor
+        died before restoring, and forgets them."""
+        shared = self.shared
+        if fallback:
+            with shared.lock:
+                shared.fallback_armed = False
+                gone = [c for c in shared.activating if (e := self.entries.get(c)) is None or not e.ref.is_alive()]
+                shared.activating.difference_update(gone)
+                shared.handed.difference_update(gone)
+            for crew_id in gone:
+                self._forget_dead(crew_id)
+        with shared.lock:
+            busy = len(shared.activating)
+            room = MAX_ACTIVATING - busy
+            if room <= 0 or (shared.tick_deferred and busy > RESUME_ACTIVATING):
+                if not shared.fallback_armed:
+                    me = self.actor_ref
+                    self.hub.scheduler.schedule_at(
+                        self.hub.clock.monotonic() + DEFERRED_TICK, lambda: tell_supervisor(me, Tick(fallback=True))
+                    )
+                    shared.fallback_armed = True
+                shared.tick_deferred = True  # set last: once it is seen, the timer is armed
+                return
+            shared.tick_deferred = False
+        started = time.perf_counter()
+        for crew_id in self.waits.due(limit=room):
+            if crew_id in self.entries:
+                continue
+            self.stats.expired()
+            try:
+                self._wake(crew_id, None, started, expiry=True)
+            except Exception:  # one crew that cannot wake must not drop the rest of the batch
+                logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
+
+    def _forget_dead(self, crew_id: CrewId) -> None:
+        """A woken crew whose actor stopped before it restored (it never reports back):
+        drop it as if the wake had not happened. Activation writes nothing, so it stays
+        asleep on its snapshot; its next trigger or the next boot wakes it again."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.finished or entry.ref.is_alive():
+            return
+        del self.entries[crew_id]
+        self.idle.forget(crew_id)
+        with self.shared.lock:
+            self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
+            self.shared.status.pop(crew_id, None)
+        if entry.handover is not None:
+            self.shared.remove_patterns(entry.handover.patterns, transient=True)
+        self.hub.end_deferral(crew_id)
+        snapshot = self.store.load(crew_id)
+        if snapshot is not None:  # indexed again: a matching topic message wakes it
+            self.shared.add_patterns(topic_patterns(snapshot))
+        logger.warning("crew {}: its actor stopped before it restored; it stays asleep on its snapshot", crew_id)
+
+    def _not_activating(self, crew_id: CrewId) -> None:
+        """``crew_id`` finished or went away before reporting its restore."""
+        if self.shared.restored(crew_id):
+            tell_supervisor(self.actor_ref, Tick())
+
+    # -- idle detection and the cap ---------------------------------------------------
+
+    def _idle(self, crew_id: CrewId) -> None:
+        """The idle detector's callback: sleep the crew if it waits for a message."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+            return
+        if self.shared.status.get(crew_id) is CrewStatus.WAITING:
+            self.sleep(crew_id, SleepReason.IDLE, None)
+        else:
+            self.idle.restart(crew_id)
+
+    def _enforce_cap(self) -> None:
+        cap = self.sup.max_active
+        if cap is None:
+            return
+        active = [(c, e) for c, e in self.entries.items() if e.state is LifecycleState.ACTIVE and not e.finished]
+        excess = len(active) - cap
+        if excess <= 0:
+            return
+        waiting = [c for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING]
+        for crew_id in self.idle.least_recently_touched(waiting, excess):
+            self.sleep(crew_id, SleepReason.CAPACITY, None)
+
+    # -- completion -------------------------------------------------------------------
+
+    def _finished(self, crew_id: CrewId, status: CrewStatus) -> None:
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.finished:
+            return
+        entry.finished = True
+        self._not_activating(crew_id)
+        before = entry.state
+        if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
+            self.shared.remove_patterns(entry.handover.patterns, transient=True)
+            entry.handover = None
+        for _, future in entry.deferred_sleeps:
+            if future is not None:
+                future.set_result(False)
+        entry.deferred_sleeps.clear()
+        entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
+        self.idle.forget(crew_id)
+        log_transition(crew_id, before, entry.state)
+        # Its final state reflects every message it consumed: acknowledge them with the
+        # deletion of its snapshot (a crash before that commit wakes it from the
+        # snapshot again, those messages redelivered, and it finishes again).
+        ledger = entry.ledger
+        consumed = ledger.view()
+        self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
+        self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
+        # Close its mailboxes and stop its actor now, not at stop(): thousands of
+        # finished crews would otherwise each hold their state in memory (and every
+        # full garbage collection would walk it). Written after the deletion above (the
+        # writer commits in order), so the messages it consumed stay kept until that
+        # commit acknowledges them; its outcome stays in ``outcomes``.
+        try:
+            entry.ref.tell(CloseMailboxes(self.inbox, keep_final=self.sup.finished_memory > 0))
+        except pykka.ActorDeadError:
+            logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
+            self._gone(crew_id, CrewOutcome(status))
+
+    def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
+        """Forget a finished crew whose actor stopped; remember its outcome (the last
+        ``finished_memory`` ones)."""
+        self.outcomes[crew_id] = outcome
+        self.outcomes.move_to_end(crew_id)
+        while len(self.outcomes) > self.sup.finished_memory:
+            self.outcomes.popitem(last=False)
+        entry = self.entries.get(crew_id)
+        if entry is None or not entry.finished or entry.stopping:
+            return
+        del self.entries[crew_id]
+        with self.shared.lock:
+            self.shared.live.discard(crew_id)
+            self.shared.kept_read.discard(crew_id)
+            self.shared.status.pop(crew_id, None)
+        self.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on
+
+    # -- queries ----------------------------------------------------------------------
+
+    def state_of(self, crew_id: CrewId) -> LifecycleState:
+        entry = self.entries.get(crew_id)
+        if entry is not None:
+            return entry.state
+        outcome = self.outcomes.get(crew_id)
+        if outcome is not None:
+            return LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED
+        stored = self.store.stored_state(crew_id)
+        if stored is None:
+            return LifecycleState.UNKNOWN
+        return LifecycleState.FAILED if stored is StoredState.FAILED else LifecycleState.ASLEEP
+
+    def crew_states(self) -> dict[CrewId, LifecycleState]:
+        states = {crew_id: entry.state for crew_id, entry in self.entries.items()}
+        for crew_id, outcome in self.outcomes.items():
+            states.setdefault(
+                crew_id,
+                LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED,
+            )
+        return states
+
+    def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
+        return self.outcomes.get(crew_id)
+
+    def status_of(self, crew_id: CrewId) -> CrewStatus | None:
+        if crew_id in self.entries:
+            return self.shared.status.get(crew_id)
+        outcome = self.outcomes.get(crew_id)
+        return None if outcome is None else outcome.status
+
+    def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
+        entry = self.entries.get(crew_id)
+        return None if entry is None else entry.ref
+
+    def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
+        return self._wake(
+            crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
+        )
+
+    # -- shutdown ---------------------------------------------------------------------
+
+    def shutdown_round(self) -> list[Future[bool]]:
+        """Stop waking crews; ask every unfinished live crew to sleep. Returns one
+        future per crew not asleep yet (``False``: refused or failed, ask again)."""
+        self.shutting_down = True
+        futures: list[Future[bool]] = []
+        for crew_id, entry in list(self.entries.items()):
+            if entry.finished or entry.stopping:
+                continue
+            future: Future[bool] = Future()
+            if entry.state is LifecycleState.SNAPSHOTTING:
+                entry.sleepers.append(future)
+            else:
+                self.sleep(crew_id, SleepReason.SHUTDOWN, future)
+            futures.append(future)
+        return futures
+
+    def stop_rest(self, asked: bool) -> tuple[list[Future[None]], list[pykka.Future[bool]]]:
+        """Stop every crew still live. A finished one releases its mailboxes. An
+        unfinished one (it did not sleep) stops as a crash would, but without losing
+        anything: its mailboxes are parked (they stay durably registered, consumed
+        messages stay kept), so the next boot restores it from its last snapshot and
+        redelivers them. Returns futures set once each crew parked, and once each
+        finished crew stopped."""
+        self.shutting_down = True
+        parked: list[Future[None]] = []
+        stopped: list[pykka.Future[bool]] = []
+        for crew_id, entry in self.entries.items():
+            if entry.stopping:
+                continue
+            entry.stopping = True
+            self.idle.forget(crew_id)
+            for _, sleeper in entry.deferred_sleeps:
+                if sleeper is not None:
+                    sleeper.set_result(False)
+            entry.deferred_sleeps.clear()
+            if entry.finished:
+                stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
+                continue
+            (logger.warning if asked else logger.debug)(
+                "crew {}: parked at stop ({}{}); the next boot restores it from its last snapshot",
+                crew_id,
+                entry.state.value,
+                ", it did not sleep in time" if asked else "",
+            )
+            done: Future[None] = Future()
+            entry.parked = done
+            try:
+                entry.ref.tell(Release(self.inbox, ReleasePurpose.SHUTDOWN))
+            except pykka.ActorDeadError:
+                self._parked_at_stop(crew_id)
+            parked.append(done)
+        return parked, stopped
+
+    def _parked_at_stop(self, crew_id: CrewId) -> None:
+        """A crew ``stop_rest`` released parked its mailboxes (or its actor was dead
+        already): its acknowledgements are no longer deferred; ``stop()`` stops waiting
+        for it. A report arriving after the supervisor stopped is dropped: the crew's
+        rows then simply stay kept, as they do anyway for the next boot."""
+        self.hub.end_deferral(crew_id)
+        entry = self.entries.get(crew_id)
+        if entry is not None and entry.parked is not None and not entry.parked.done():
+            entry.parked.set_result(None)
+
+    def on_stop(self) -> None:
+        self.waits.stop()
+        self.idle.stop()
+        for entry in self.entries.values():
+            if entry.stopping:
+                continue  # stop() stopped it already
+            try:
+                if entry.finished:
+                    entry.ref.stop(block=False)
+                else:  # the actor was stopped without CrewSupervisor.stop(): park, never unregister
+                    entry.ref.tell(Release(None, ReleasePurpose.SHUTDOWN))
+            except pykka.ActorDeadError:
+                continue
+
+
+def _cause_of(trigger: Message | None) -> str:
+    if trigger is None:
+        return WakeTrigger.EXPLICIT
+    if trigger.topic in (POST_TOPIC, SEND_TOPIC):
+        return WakeTrigger.POST
+    if trigger.topic == REPLY_TOPIC:
+        return WakeTrigger.REPLY
+    return WakeTrigger.TOPIC

@@ -1,0 +1,277 @@
+"""The lifecycle supervisor's state and messages (Orkeon EventHub & Crew Lifecycle
+specification, §7): one :class:`CrewEntry` per live crew, touched only in the
+supervisor actor's turns; :class:`SharedState`, the one part read on other threads
+(publishers, crews, the store writer), under its lock; the messages the supervisor
+tells itself; and :class:`SupervisorInbox`, where crews tell their reports.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pykka
+from loguru import logger
+
+from orkeon_actors.crew.crew_actor import CrewActor
+from orkeon_actors.crew.handover import Handover, snapshot_cursors
+from orkeon_actors.crew.protocol import (
+    CrewReport,
+    SnapshotTaken,
+)
+from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.hub.port import DeferredAcks
+from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason
+from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.message import Message
+
+if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.supervisor_actor import SupervisorActor
+
+__all__ = [
+    "DEFERRED_TICK",
+    "MAX_ACTIVATING",
+    "RESUME_ACTIVATING",
+    "Call",
+    "CrewEntry",
+    "Dispatched",
+    "Finished",
+    "IdleCheck",
+    "KeptLoaded",
+    "Routing",
+    "SaveFailed",
+    "Saved",
+    "SharedState",
+    "SupervisorInbox",
+    "Tick",
+    "tell_supervisor",
+    "topic_patterns",
+]
+
+MAX_ACTIVATING = 64
+"""Expiries are handed over only while fewer woken crews than this have not yet
+restored (see ``SupervisorActor._tick``)."""
+RESUME_ACTIVATING = 48
+"""A deferred expiry tick runs again once at most this many woken crews have not
+restored: a batch of at least ``MAX_ACTIVATING - RESUME_ACTIVATING`` per tick, not
+one tick per restored crew."""
+DEFERRED_TICK = 0.05
+"""Seconds after which a deferred expiry tick is tried again even if no restored crew
+reported back (a crew actor that died before restoring never does): one such timer
+pending at most, which also forgets the activating crews whose actor is dead."""
+
+
+class CrewEntry:
+    __slots__ = (
+        "buffered",
+        "carry",
+        "cursors_open",
+        "deferred_sleeps",
+        "finished",
+        "handover",
+        "idle_timeout",
+        "kept_loaded",
+        "kept_missed",
+        "kept_upto",
+        "ledger",
+        "name",
+        "parked",
+        "reason",
+        "ref",
+        "sleepers",
+        "snapshot",
+        "state",
+        "stopping",
+        "taken",
+        "triggers",
+        "wake_cause",
+    )
+
+    def __init__(
+        self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None, ledger: DeferredAcks
+    ) -> None:
+        self.name = name
+        self.ref = ref
+        self.ledger = ledger
+        """The mailbox messages the crew consumed that no snapshot reflects yet."""
+        self.stopping = False
+        """Stopped by ``CrewSupervisor.stop()`` (parked if unfinished)."""
+        self.state = LifecycleState.ACTIVE
+        self.idle_timeout = idle_timeout
+        self.buffered: list[Message] = []
+        """Non-topic triggers (posts, replies) that arrived while it snapshotted."""
+        self.handover: Handover | None = None
+        """Topic messages kept while its cursors are closed (snapshotting, activating)."""
+        self.carry: list[Message] = []
+        """What its cursors received after its sleep snapshot (told at release)."""
+        self.snapshot: CrewSnapshot | None = None
+        """Its sleep snapshot, from :class:`SnapshotTaken` until it sleeps or stays active."""
+        self.taken: SnapshotTaken | None = None
+        """The report of that snapshot (saved once the crew reports :class:`Passivated`)."""
+        self.parked: Future[None] | None = None
+        """Set by ``stop_rest``: resolved once the crew reports it parked at stop."""
+        self.cursors_open = False
+        self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
+        """Sleep requests made while it was activating: made once it is active."""
+        self.kept_loaded = False
+        self.kept_missed: Mapping[tuple[str, Any], int] = {}
+        self.kept_upto = 0
+        """The last ``cursor_events`` row handed over at its wake: deleted by its next snapshot."""
+        self.triggers: list[str] = []
+        self.sleepers: list[Future[bool]] = []
+        self.finished = False
+        self.reason = SleepReason.EXPLICIT
+        self.wake_cause = ""
+        """What woke it (a ``WakeTrigger``), logged when it goes Active."""
+
+
+# -- the messages the supervisor tells itself -------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class Call:
+    """Run ``fn`` with the supervisor actor, in its turn (the blocking API's calls)."""
+
+    fn: Callable[[SupervisorActor], Any]
+    future: Future[Any]
+
+
+@attrs.frozen(eq=False)
+class Dispatched:
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class Saved:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class SaveFailed:
+    crew_id: CrewId
+    error: BaseException
+
+
+@attrs.frozen(eq=False)
+class IdleCheck:
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
+class Finished:
+    crew_id: CrewId
+    status: CrewStatus
+
+
+@attrs.frozen(eq=False)
+class Tick:
+    fallback: bool = False
+    """Sent by the ``DEFERRED_TICK`` timer."""
+
+
+@attrs.frozen(eq=False)
+class Routing:
+    """A topic message about to be routed (told before any subscriber can see it)."""
+
+    message: Message
+
+
+@attrs.frozen(eq=False)
+class KeptLoaded:
+    crew_id: CrewId
+    kept: KeptEvents
+
+
+class SharedState:
+    """State read on other threads without a hop (publishers, crews): the topic
+    patterns of sleeping or snapshotting waits, the crews that are live, their statuses."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.patterns: Counter[str] = Counter()
+        self.transient: Counter[str] = Counter()
+        """Cursor patterns of crews being snapshotted or activated (their handovers)."""
+        self.pattern_view: tuple[str, ...] = ()
+        self.handover_view: tuple[str, ...] = ()
+        self.in_flight: dict[MessageId, Message] = {}
+        """Messages between the start and the end of their routing (publisher threads;
+        single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
+        self.live: set[CrewId] = set()
+        self.status: dict[CrewId, CrewStatus] = {}
+        self.kept_read: set[CrewId] = set()
+        """Live crews whose wake has read their kept topic events from the store (in the
+        writer, in order with the publishes' keeping writes): a publish keeps an event
+        for a crew unless it is in here (see ``CrewSupervisor._keep_for_sleepers``)."""
+        self.activating: set[CrewId] = set()
+        """Crews woken whose restore has not run yet: kept incrementally (added at the
+        wake; removed by their first activity after their handover, their finish, their
+        release, or, for an actor dead before restoring, the deferred tick's timer)."""
+        self.handed: set[CrewId] = set()
+        """Activating crews whose topic handover was told (their restore goes on)."""
+        self.tick_deferred = False
+        """An expiry tick waits for ``activating`` to shrink to ``RESUME_ACTIVATING``."""
+        self.fallback_armed = False
+        """The ``DEFERRED_TICK`` timer is pending (one at most)."""
+
+    def restored(self, crew_id: CrewId) -> bool:
+        """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
+        tick may now run (the caller tells the supervisor a ``Tick``)."""
+        with self.lock:
+            if crew_id not in self.activating:
+                return False
+            self.activating.discard(crew_id)
+            self.handed.discard(crew_id)
+            if self.tick_deferred and len(self.activating) <= RESUME_ACTIVATING:
+                self.tick_deferred = False
+                return True
+        return False
+
+    def add_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
+        with self.lock:
+            (self.transient if transient else self.patterns).update(patterns)
+            self._views()
+
+    def remove_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
+        with self.lock:
+            counter = self.transient if transient else self.patterns
+            counter.subtract(patterns)
+            for p in patterns:
+                if counter[p] <= 0:
+                    del counter[p]
+            self._views()
+
+    def _views(self) -> None:
+        self.pattern_view = tuple(dict.fromkeys([*self.patterns, *self.transient]))
+        self.handover_view = tuple(self.transient)
+
+
+def tell_supervisor(ref: pykka.ActorRef[Any], message: Any) -> None:
+    """Tell the supervisor from a crew or writer thread; after its stop, drop it."""
+    try:
+        ref.tell(message)
+    except pykka.ActorDeadError:
+        logger.debug("lifecycle supervisor stopped: {!r} dropped", message)
+
+
+class SupervisorInbox:
+    """The supervisor's :class:`~orkeon_actors.crew.protocol.Supervision`: crews tell
+    their reports here (from their threads); they are handled in the supervisor's turns."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref: pykka.ActorRef[Any]) -> None:
+        self.ref = ref
+
+    def tell(self, report: CrewReport) -> None:
+        tell_supervisor(self.ref, report)
+
+
+def topic_patterns(snapshot: CrewSnapshot) -> list[str]:
+    """The topic patterns a sleeping crew is indexed under (once each): those of its
+    parked topic waits (a match wakes it) and of its other cursors (a match is kept)."""
+    return sorted({topic for topic, _ in snapshot_cursors(snapshot)})

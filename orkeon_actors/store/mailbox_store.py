@@ -1,0 +1,286 @@
+"""``SqliteMailboxStore``: the durable mailboxes of the SQLite adapter, as the hub core's
+:class:`~orkeon_actors.hub.memory.MailboxStore` (Orkeon EventHub & Crew Lifecycle
+specification, §10.4, §11, §16.2).
+
+* **append** (post / send): the message is inserted into ``mailboxes`` by the writer and
+  the call returns only after that transaction committed (group commit); the message is
+  then handed to the mailbox that was live at the commit, on the poster's thread, so the
+  live queue and the durable rows always agree on order;
+* **opened** registers the addresses durably and reloads what each kept, oldest first,
+  before any newer post reaches it (an address already registered is reopened without
+  a writer round trip: :meth:`SqliteMailboxStore.reopen`);
+* **consumed** does not delete at once: a row is deleted when the message is
+  acknowledged (:mod:`orkeon_actors.store.acks`), or, for a crew whose acknowledgements
+  are deferred, with its next snapshot;
+* **park** releases the live mailbox and keeps the address registered: later posts are
+  kept and announced to the dispatch observers (the crew's wake);
+* **unregister** deletes the rows and the registration in one transaction, waited for.
+
+Every method runs on the calling thread of the hub operation; the writer's callbacks
+run on its thread, in commit order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Final
+
+import apsw
+from loguru import logger
+
+from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import mailboxes
+from orkeon_actors.store.acks import AckTracker, ConsumedLedger
+from orkeon_actors.store.codec import format_time
+
+if TYPE_CHECKING:
+    from orkeon_actors.store.durable_hub import SqliteEventHub
+
+__all__ = ["MAILBOX_TOPICS", "SqliteMailboxStore"]
+
+MAILBOX_TOPICS: Final = frozenset({POST_TOPIC, SEND_TOPIC})
+
+
+class SqliteMailboxStore:
+    """The durable mailboxes of one :class:`~orkeon_actors.store.SqliteEventHub` (see
+    the module docstring). Created before the hub core, attached to the store once it
+    is open (:meth:`attach`)."""
+
+    def __init__(self, hub: SqliteEventHub) -> None:
+        self.hub = hub
+        self.acks = AckTracker()
+        self.deferred: dict[CrewId, ConsumedLedger] = {}
+        """Crews whose consumed mailbox rows are deleted with their next snapshot."""
+        self.live: dict[MailboxAddress, MailboxHandle] = {}
+        """The live mailbox of each address, as of the last commit: read on the writer
+        thread (a post's after-commit capture), written there in commit order, and by a
+        reopening registration (see :meth:`reopen`)."""
+        self.closing: Counter[MailboxAddress] = Counter()
+        """Addresses whose registration is being closed (its rows being deleted): a new
+        registration of one of them takes the writer's path (see :meth:`reopen`)."""
+        self._closing_lock = threading.Lock()
+        self.parked: set[MailboxAddress] = set()
+        """Addresses whose live mailbox was parked (its crew sleeps): posts are kept."""
+
+    def attach(self, registry: mailboxes.RegistryCache, seq: Iterator[int]) -> None:
+        """The store is open: its registry cache and its message sequence."""
+        self.registry = registry
+        self.insert_group = mailboxes.InsertGroup(registry, seq)
+        self.ack_group = mailboxes.AckGroup()
+        self.unregister_group = mailboxes.UnregisterGroup(registry)
+
+    # -- the MailboxStore of the hub core -------------------------------------------------
+
+    def exists(self, address: MailboxAddress) -> bool:
+        """Durably registered (one indexed read of ``mailbox_registry``: the registry is
+        not held in memory). A pre-check only: the writer checks again inside the
+        transaction that keeps the post."""
+        return self.hub.is_registered(address)
+
+    def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        """Register ``handles`` durably and reload what each kept, oldest first, in one
+        transaction (one writer round trip); each becomes live at its commit, before any
+        newer post to it is handed over. Handles on addresses already registered are
+        reopened without the writer (:meth:`reopen`)."""
+        reopened: list[MailboxHandle] = []
+        try:
+            rest: list[MailboxHandle] = []
+            for handle in handles:
+                (reopened if self.reopen(handle) else rest).append(handle)
+            if rest:
+                self._register_durably(rest)
+        except BaseException:
+            # All or none: the reopened ones go back to parked (their rows stay kept).
+            for handle in reopened:
+                handle.parked = True
+                self.parked.add(handle.address)
+                if self.live.get(handle.address) is handle:
+                    del self.live[handle.address]
+            raise
+
+    def _register_durably(self, handles: Sequence[MailboxHandle]) -> None:
+        keys = [str(handle.address) for handle in handles]
+        now = format_time(self.hub.clock.now())
+        registry = self.registry
+
+        def work(conn: apsw.Connection) -> list[list[Message]]:
+            mailboxes.register_many(conn, keys, now)
+            kept = [mailboxes.load_messages(conn, key) for key in keys]
+            for key in keys:
+                registry.add(key)
+            return kept
+
+        def install(kept: list[list[Message]]) -> None:
+            for handle, messages in zip(handles, kept, strict=True):
+                self.parked.discard(handle.address)
+                for message in messages:
+                    handle.deliver(message)
+                self.live[handle.address] = handle
+
+        kept = self.hub.writer.execute(work, after_commit=install)
+        for handle, messages in zip(handles, kept, strict=True):
+            if messages:
+                logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
+
+    def reopen(self, handle: MailboxHandle) -> bool:
+        """Open ``handle`` on an address already durably registered (a parked mailbox of
+        a crew waking up, or one registered before a restart) without a writer round
+        trip: nothing needs writing, and a woken crew must not wait behind other
+        transactions' fsyncs. ``False`` (take the writer's path) for a new address or
+        one whose registration is being closed.
+
+        Ordering without the writer: the handle holds its deliveries, becomes the live
+        mailbox of its address, and only then reads what is kept. A post committed
+        before that point was captured without this handle, so its row is read here; one
+        committed after is delivered live into the held handle (and, if it committed
+        before the read, read too: it counts once). The kept messages go first, in
+        ``seq`` order, then the held ones: the slow path's order."""
+        address = handle.address
+        key = str(address)
+        with self._closing_lock:
+            if self.closing[address]:
+                return False
+        with self.hub.readers.connection() as conn:
+            if not mailboxes.is_registered(conn, key):
+                return False
+            handle.hold()
+            self.parked.discard(address)
+            self.live[address] = handle
+            kept = mailboxes.load_messages(conn, key)
+        handle.release(kept)
+        if kept:
+            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
+        return True
+
+    def unregister(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        """Close ``handles`` live, then unregister them durably (rows and registry) in one
+        transaction, waited for. While it runs, a new registration of one of these
+        addresses takes the writer's path (see :meth:`reopen`)."""
+        addresses = [handle.address for handle in handles]
+        with self._closing_lock:
+            self.closing.update(addresses)
+        try:
+            return self._unregister_durably(handles, close_live)
+        finally:
+            with self._closing_lock:
+                self.closing.subtract(addresses)
+                for address in addresses:
+                    if self.closing[address] <= 0:
+                        del self.closing[address]
+
+    def _unregister_durably(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        leftovers = close_live(handles)
+        for handle in handles:
+            self.acks.release(handle.address)
+        keys = [str(handle.address) for handle in handles]
+
+        def forget(_: None) -> None:
+            for handle in handles:
+                if self.live.get(handle.address) is handle:
+                    del self.live[handle.address]
+
+        try:
+            self.hub.writer.execute_in(self.unregister_group, keys, after_commit=forget)
+        except HubStoppedError:
+            logger.debug(
+                "mailbox(es) {} closed after the runtime stopped: they stay registered in the store", ", ".join(keys)
+            )
+        return leftovers
+
+    def append(self, message: Message) -> None:
+        address = message.target_mailbox
+        if address is None:
+            raise MailboxNotFoundError(address)
+        key = str(address)
+        live: list[MailboxHandle | None] = [None]
+
+        def capture(_: int) -> None:
+            live[0] = self.live.get(address)
+
+        self.hub.writer.execute_in(
+            self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
+        )
+        self.hand_to_live(message, live[0])
+
+    def hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
+        """Hand a committed ``message`` to ``handle``, the mailbox that was live at its
+        commit (``None``: nobody held it then, it stays kept and the next registration
+        reloads it). A post does this in its own thread, off the writer's path, so one
+        poster's messages are handed over in its ``post`` order. Raises
+        ``MailboxNotFoundError`` if that registration was closed meanwhile (the close
+        deletes the row, so the message is neither delivered nor kept: the poster is
+        told); after ``stop`` the message just stays kept."""
+        hub = self.hub
+        if handle is None:
+            if hub.dispatch_listeners:
+                hub.notify(message)  # committed, so registered: kept for a mailbox nobody holds live
+            return
+        try:
+            handle.deliver(message)
+        except MailboxNotFoundError:
+            if handle.parked:
+                hub.notify(message)  # parked meanwhile: the row is kept for the wake
+            elif not hub.stopped:
+                raise
+
+    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
+        """Release the live mailboxes of ``handles`` but keep their addresses durably
+        registered; the message last handed to a consumer is acknowledged (it was
+        consumed). One writer request for all of them; never blocks on the writer."""
+        for handle in handles:
+            address = handle.address
+            self.parked.add(address)
+            handle.parked = True
+            unlive(handle)
+            previous = self.acks.release(address)
+            if previous is not None:
+                self.ack(address, previous)
+            handle.close()
+
+        def forget(_: None) -> None:
+            for handle in handles:
+                if self.live.get(handle.address) is handle:
+                    del self.live[handle.address]
+
+        try:
+            self.hub.writer.post(lambda conn: None, after_commit=forget)
+        except HubStoppedError:
+            logger.debug("mailbox(es) {} parked after the runtime stopped", ", ".join(str(h.address) for h in handles))
+
+    def consumed(self, message: Message, consumed: Message | None) -> None:
+        address = message.target_mailbox
+        if address is not None and message.topic in MAILBOX_TOPICS:
+            ledger = None if address.crew_id is None else self.deferred.get(address.crew_id)
+            if consumed is None:  # dropped by a receive stage: nobody will process it
+                self.ack(address, message.id)
+            elif ledger is not None:  # deleted with the crew's next snapshot
+                ledger.add(address, message.id)
+            else:
+                previous = self.acks.handed(address, message.id)
+                if previous is not None:
+                    self.ack(address, previous)
+
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        previous = self.acks.release(handle.address)
+        if previous is not None:
+            self.ack(handle.address, previous)
+
+    # -- acknowledgements --------------------------------------------------------------
+
+    def ack(self, address: MailboxAddress, message_id: MessageId) -> None:
+        """Queue the deletion of an acknowledged row (the next group commit)."""
+        try:
+            self.hub.writer.post_in(self.ack_group, (str(address), message_id))
+        except HubStoppedError:
+            logger.debug("ack of {} not written: the store is closed; it is redelivered after a restart", message_id)
