@@ -71,6 +71,7 @@ from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
+from orkeon_actors.lifecycle.finish_watch import FinishCallback, FinishWatchers
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
@@ -408,6 +409,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         self.entries: dict[CrewId, _Entry] = {}
         self.outcomes: OrderedDict[CrewId, CrewOutcome] = OrderedDict()
         """The last ``finished_memory`` crews that finished here, oldest first."""
+        self.finish_watchers = FinishWatchers()
         self.shutting_down = False
         me = self.actor_ref
         self.waits = DurableWaitScheduler(
@@ -1025,6 +1027,7 @@ class _SupervisorActor(pykka.ThreadingActor):
         ``finished_memory`` ones)."""
         self.outcomes[crew_id] = outcome
         self.outcomes.move_to_end(crew_id)
+        self.finish_watchers.fire(crew_id, outcome)
         while len(self.outcomes) > self.sup.finished_memory:
             self.outcomes.popitem(last=False)
         entry = self.entries.get(crew_id)
@@ -1053,6 +1056,18 @@ class _SupervisorActor(pykka.ThreadingActor):
 
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         return self.outcomes.get(crew_id)
+
+    def watch_finish(self, crew_id: CrewId, callback: FinishCallback) -> int | None:
+        """Call ``callback`` with the outcome now if ``crew_id`` finished (``None``
+        returned), else once it does (the watcher's key returned)."""
+        outcome = self.outcomes.get(crew_id)
+        if outcome is None and crew_id not in self.entries and self.state_of(crew_id) is LifecycleState.FAILED:
+            outcome = CrewOutcome(CrewStatus.FAILED)  # failed in an earlier run: its record says so
+        key = self.finish_watchers.add(crew_id, callback)
+        if outcome is None:
+            return key
+        self.finish_watchers.fire(crew_id, outcome)
+        return None
 
     def status_of(self, crew_id: CrewId) -> CrewStatus | None:
         if crew_id in self.entries:
@@ -1412,6 +1427,36 @@ class CrewSupervisor:
         crew = CrewId(crew_id)
         result: CrewOutcome | None = self._call(lambda: actor.outcome_of(crew))
         return result
+
+    def when_finished(self, crew_id: CrewId | str, callback: FinishCallback) -> Callable[[], None]:
+        """Call ``callback(outcome)`` once ``crew_id`` finished (``COMPLETED`` or
+        ``FAILED``, its actor stopped, as :meth:`outcome` then reports), or soon if it
+        already has; returns at once (the callback is registered on the supervisor's
+        thread, in order with its transitions, so none is missed). ``callback`` runs on
+        the supervisor's thread: keep it short and non-blocking. A crew that failed in an
+        earlier run is reported as ``CrewOutcome(FAILED)``; one that completed in an
+        earlier run, or is unknown, is waited for (it may be spawned later). Returns a
+        function withdrawing the callback (idempotent; no effect once it ran)."""
+        actor = self._actor()
+        crew = CrewId(crew_id)
+        keys: list[int | None] = []
+        try:
+            self._ref.tell(_Call(lambda: keys.append(actor.watch_finish(crew, callback)), Future()))
+        except pykka.ActorDeadError:
+            raise HubStoppedError("the crew supervisor was stopped; start a new one to watch crews") from None
+
+        def withdraw() -> None:
+            def remove() -> None:
+                key = keys[0] if keys else None
+                if key is not None:
+                    actor.finish_watchers.remove(crew, key)
+
+            try:
+                self._ref.tell(_Call(remove, Future()))
+            except pykka.ActorDeadError:
+                logger.debug("lifecycle supervisor stopped: nothing to withdraw for crew {}", crew)
+
+        return withdraw
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is
