@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from orkeon_actors.aio.awaiting import await_receive, await_wait
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.async_wait import forget_request
 from orkeon_actors.hub.client import HubClient, Seconds
 from orkeon_actors.hub.port import Subscription
 from orkeon_actors.model.address import MailboxAddress
@@ -112,13 +113,16 @@ class AsyncHubClient:
     ) -> Message:
         """Post ``request`` and await its reply, as :meth:`HubClient.send`: ``timeout``
         is mandatory and finite (``FOREVER`` raises ``InvalidArgumentError``); no reply
-        in time raises ``SendTimeoutError``. Cancelling the task withdraws the wait (the
-        request stays answerable until its timeout; a late reply is dropped)."""
+        in time raises ``SendTimeoutError``. Cancelling the task (or ``cancel`` firing)
+        withdraws the request: a late reply is refused with ``UnknownCorrelationError``."""
         sent = await self.request(to, request, timeout, metadata, cancel=cancel)
         correlation_id = sent.correlation_id
         assert correlation_id is not None  # the hub stamps every request with one
-        # The request's own deadline fails this wait with SendTimeoutError.
-        return await await_wait(self.client.hub, self.client.caller, WaitOnReply(correlation_id), FOREVER, cancel)
+        hub = self.client.hub
+        try:  # the request's own deadline fails this wait with SendTimeoutError
+            return await await_wait(hub, self.client.caller, WaitOnReply(correlation_id), FOREVER, cancel)
+        finally:  # as the blocking send: once the requester stops waiting, a reply is refused
+            forget_request(hub, correlation_id)
 
     async def reply(
         self,

@@ -55,6 +55,7 @@ __all__ = [
     "WaitOutcome",
     "deliver_to_mailbox",
     "flush_mailboxes",
+    "forget_request",
     "push_subscription",
     "wait_async",
 ]
@@ -426,3 +427,10 @@ def flush_mailboxes(hub: EventHub) -> None:
             handle.depth()
         except pykka.ActorDeadError:
             continue  # closed meanwhile: nothing left to process
+
+
+def forget_request(hub: EventHub, correlation_id: str) -> None:
+    """Withdraw the pending request ``correlation_id`` (its requester stopped waiting,
+    as a cancelled blocking ``send`` does): a later reply is refused with
+    ``UnknownCorrelationError``. Idempotent; unknown ids are ignored."""
+    _memory_hub(hub)._replies.forget(correlation_id)
