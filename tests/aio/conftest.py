@@ -61,7 +61,9 @@ class SyncSubscription:
     def __enter__(self) -> SyncSubscription:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._async.close()
 
     def __getattr__(self, name: str) -> Any:  # drain, poll, close, closed, dropped, ...

@@ -54,8 +54,6 @@ def test_cost_and_tool_call_limits() -> None:
 
 
 def test_a_child_token_fires_with_its_parent_but_not_the_other_way() -> None:
-    from orkeon_actors.errors import BudgetExhaustedError
-
     parent = ok.CancelToken()
     alone = parent.child()
     alone.cancel()
