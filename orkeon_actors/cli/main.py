@@ -3,6 +3,7 @@
 orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
 orkeon simulate [example]     run one orchestration-mode example (or all) and print its timeline
+orkeon mcp --store PATH ...   serve the seven agent tools over MCP (docs/mcp.md)
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--seed", type=int, default=0, help="simulation seed")
 
+    from orkeon_actors.cli.mcp import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
+
     bench = sub.add_parser("bench", help="measure throughput against raw baselines (ratios, same run)")
     bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
     bench.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -61,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orkeon_actors.sim.cli import run_simulate
 
         return run_simulate(args.example, seed=args.seed)
+    if args.command == "mcp":
+        from orkeon_actors.cli.mcp import run_mcp
+
+        return run_mcp(args)
     if args.command == "bench":
         from orkeon_actors.bench.registry import render_table, run_suites, to_json
 

@@ -69,4 +69,15 @@ __all__ = [
     "structure_request",
     "tool_definitions",
     "unstructure",
+    "mcp_tools",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``ok.tools.mcp_tools``: the tools of an external MCP server, imported on first
+    use (it lives in :mod:`orkeon_actors.mcp` and needs the ``mcp`` extra)."""
+    if name == "mcp_tools":
+        from orkeon_actors.mcp.client_tools import mcp_tools
+
+        return mcp_tools
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
