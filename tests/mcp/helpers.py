@@ -10,9 +10,10 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import mcp.types as types
@@ -22,6 +23,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 ORKEON = [sys.executable, "-m", "orkeon_actors.cli"]
+
+
+def drain(stream: IO[str]) -> None:
+    """Keep reading a child's pipe in a daemon thread so the child never blocks on it."""
+    threading.Thread(target=stream.read, daemon=True).start()
 
 
 def result_of(result: types.CallToolResult) -> dict[str, Any]:
@@ -98,6 +104,7 @@ def http_server(store: Path, *args: str) -> Iterator[str]:
                 url = found.group(1)
                 break
         assert url is not None, f"orkeon mcp exited without serving (code {process.wait(10)})"
+        drain(process.stderr)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
