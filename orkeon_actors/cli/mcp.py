@@ -45,10 +45,15 @@ def run_mcp(args: argparse.Namespace) -> int:
     import orkeon_actors as ok
     from orkeon_actors.acl import AclMiddleware, AclRegistry, RestrictiveCrewLinkPolicy
     from orkeon_actors.acl.grammar import load_crew_file
-    from orkeon_actors.mcp.server import HubToolServer
 
     if args.client is None and (args.crew is None or args.agent is None):
         raise SystemExit("orkeon mcp: give --crew CREW --agent AGENT, or --client NAME")
+    try:
+        from orkeon_actors.mcp.server import HubToolServer
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("mcp"):
+            raise
+        raise SystemExit('orkeon mcp needs the MCP SDK: pip install "orkeon-actors[mcp]"') from None
     registry: AclRegistry | None = None
     middleware: list[ok.EventHubMiddleware] = []
     crew_id = args.crew

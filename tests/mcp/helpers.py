@@ -67,13 +67,35 @@ async def _recording(write: Any, ids: RequestIds) -> AsyncIterator[Any]:
 
 
 @contextlib.asynccontextmanager
+async def _initialised(read: Any, write: Any, ids: RequestIds | None) -> AsyncIterator[ClientSession]:
+    async with _recording(write, ids or RequestIds()) as recorded:
+        async with ClientSession(read, recorded) as session:
+            await session.initialize()
+            yield session
+
+
+@contextlib.asynccontextmanager
 async def stdio_session(store: Path, *args: str, ids: RequestIds | None = None) -> AsyncIterator[ClientSession]:
     """An initialised session with ``orkeon mcp --store store *args`` over stdio."""
     params = StdioServerParameters(command=ORKEON[0], args=[*ORKEON[1:], "mcp", "--store", str(store), *args])
     async with stdio_client(params) as (read, write):
-        async with _recording(write, ids or RequestIds()) as recorded:
-            async with ClientSession(read, recorded) as session:
-                await session.initialize()
+        async with _initialised(read, write, ids) as session:
+            yield session
+
+
+@contextlib.asynccontextmanager
+async def served_session(
+    transport: str, store: Path, *args: str, ids: RequestIds | None = None
+) -> AsyncIterator[ClientSession]:
+    """An initialised session with a fresh ``orkeon mcp`` over ``transport``
+    (``stdio``: the client launches it; ``http``: a server process on loopback)."""
+    if transport == "stdio":
+        async with stdio_session(store, *args, ids=ids) as session:
+            yield session
+        return
+    with http_server(store, *args) as url:
+        async with streamable_http_client(url) as (read, write, _):
+            async with _initialised(read, write, ids) as session:
                 yield session
 
 

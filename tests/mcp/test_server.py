@@ -1,4 +1,5 @@
-"""``orkeon mcp`` over stdio, driven by the official MCP SDK client in a real subprocess."""
+"""``orkeon mcp`` driven by the official MCP SDK client, over stdio (a real subprocess
+the client launches) and over streamable HTTP (a server process on loopback)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from mcp.shared.exceptions import McpError
 
 from orkeon_actors.tools import tool_definitions
 
-from .helpers import RequestIds, result_of, stdio_session
+from .helpers import RequestIds, result_of, served_session
 
 IDENTITY = ("--crew", "desk", "--agent", "claude")
 
@@ -22,9 +23,14 @@ def run(main: Callable[[], Awaitable[None]]) -> None:
     anyio.run(main)
 
 
-def test_list_tools_answers_the_mcp_definitions_exactly(tmp_path: Path) -> None:
+@pytest.fixture(params=["stdio", "http"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_list_tools_answers_the_mcp_definitions_exactly(tmp_path: Path, transport: str) -> None:
     async def main() -> None:
-        async with stdio_session(tmp_path / "s.db", *IDENTITY) as session:
+        async with served_session(transport, tmp_path / "s.db", *IDENTITY) as session:
             listed = await session.list_tools()
         served = [t.model_dump(include={"name", "description", "inputSchema", "outputSchema"}) for t in listed.tools]
         assert served == tool_definitions(style="mcp")
@@ -32,9 +38,9 @@ def test_list_tools_answers_the_mcp_definitions_exactly(tmp_path: Path) -> None:
     run(main)
 
 
-def test_each_tool_works_and_the_identity_is_the_launch_one(tmp_path: Path) -> None:
+def test_each_tool_works_and_the_identity_is_the_launch_one(tmp_path: Path, transport: str) -> None:
     async def main() -> None:
-        async with stdio_session(tmp_path / "s.db", *IDENTITY) as session:
+        async with served_session(transport, tmp_path / "s.db", *IDENTITY) as session:
             published = result_of(
                 await session.call_tool(
                     "publish_event",
@@ -90,9 +96,9 @@ def test_each_tool_works_and_the_identity_is_the_launch_one(tmp_path: Path) -> N
     run(main)
 
 
-def test_failures_are_results_with_is_error_carrying_the_typed_error(tmp_path: Path) -> None:
+def test_failures_are_results_with_is_error_carrying_the_typed_error(tmp_path: Path, transport: str) -> None:
     async def main() -> None:
-        async with stdio_session(tmp_path / "s.db", *IDENTITY) as session:
+        async with served_session(transport, tmp_path / "s.db", *IDENTITY) as session:
             cases: list[tuple[str, dict[str, Any], str, str | None]] = [
                 (
                     "post_message",
@@ -126,10 +132,10 @@ def test_failures_are_results_with_is_error_carrying_the_typed_error(tmp_path: P
     run(main)
 
 
-def test_a_cancelled_wait_is_withdrawn_and_takes_no_message(tmp_path: Path) -> None:
+def test_a_cancelled_wait_is_withdrawn_and_takes_no_message(tmp_path: Path, transport: str) -> None:
     async def main() -> None:
         ids = RequestIds()
-        async with stdio_session(tmp_path / "s.db", *IDENTITY, ids=ids) as session:
+        async with served_session(transport, tmp_path / "s.db", *IDENTITY, ids=ids) as session:
             failures: list[BaseException] = []
 
             async def wait_forever() -> None:
@@ -167,7 +173,7 @@ def _crew_yaml(path: Path, name: str, links: str) -> Path:
 
 
 @pytest.mark.parametrize("restrictive", [True, False])
-def test_a_client_peer_is_subject_to_the_acl(tmp_path: Path, restrictive: bool) -> None:
+def test_a_client_peer_is_subject_to_the_acl(tmp_path: Path, restrictive: bool, transport: str) -> None:
     report = _crew_yaml(
         tmp_path / "report.yaml", "report-crew", 'links:\n  - to: "client:studio"\n    direction: bidirectional\n'
     )
@@ -177,7 +183,7 @@ def test_a_client_peer_is_subject_to_the_acl(tmp_path: Path, restrictive: bool) 
         args.append("--restrictive")
 
     async def main() -> None:
-        async with stdio_session(tmp_path / "s.db", *args) as session:
+        async with served_session(transport, tmp_path / "s.db", *args) as session:
             granted = await session.call_tool(
                 "publish_event", {"topic": "report.ready", "payload": 1, "target_crew_id": "report-crew"}
             )
@@ -199,3 +205,11 @@ def test_a_client_peer_is_subject_to_the_acl(tmp_path: Path, restrictive: bool) 
             assert mine["message"]["target_mailbox"] == "client://studio"
 
     run(main)
+
+
+def test_the_command_needs_an_identity(tmp_path: Path) -> None:
+    from orkeon_actors.cli.main import main
+
+    with pytest.raises(SystemExit, match="--crew CREW --agent AGENT, or --client NAME"):
+        main(["mcp", "--store", str(tmp_path / "s.db"), "--crew", "desk"])
+    assert not (tmp_path / "s.db").exists()  # refused before the store is opened
