@@ -17,9 +17,8 @@ from types import TracebackType
 from typing import TypeVar
 
 from orkeon_actors.aio.awaiting import await_receive, await_wait
-from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.async_wait import forget_request
-from orkeon_actors.hub.client import HubClient, Seconds
+from orkeon_actors.hub.client import HubClient, Seconds, validate_wait_descriptor
 from orkeon_actors.hub.port import Subscription
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
@@ -29,9 +28,7 @@ from orkeon_actors.model.options import (
     FOREVER,
     PublishOptions,
     WaitDescriptor,
-    WaitOnMailbox,
     WaitOnReply,
-    WaitOnTopic,
     WaitTimeout,
     coerce_wait_timeout,
 )
@@ -147,10 +144,7 @@ class AsyncHubClient:
         (``message.is_timeout``); ``cancel`` firing raises its error
         (``CancelledError``, ``BudgetExhaustedError``); cancelling the task raises
         :class:`asyncio.CancelledError` and withdraws the wait."""
-        if not isinstance(descriptor, (WaitOnTopic, WaitOnMailbox, WaitOnReply)):
-            raise InvalidArgumentError(
-                f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
-            )
+        validate_wait_descriptor(descriptor)
         wait_timeout = coerce_wait_timeout(timeout)
         return await await_wait(self.client.hub, self.client.caller, descriptor, wait_timeout, cancel)
 
