@@ -19,17 +19,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orkeon_actors.aio.client import AsyncHubClient
-from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.errors import CrewWaitTimeoutError, InvalidArgumentError
 from orkeon_actors.hub.port import EventHub
-from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
-from orkeon_actors.lifecycle.supervisor import CrewSupervisor
 from orkeon_actors.model.ids import AgentId, CrewId
 from orkeon_actors.model.options import to_seconds
 from orkeon_actors.runtime import Runtime
+
+if TYPE_CHECKING:  # the crew layers load on first use: ``import orkeon_actors`` stays light
+    from orkeon_actors.crew.snapshot import CrewOutcome
+    from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
+    from orkeon_actors.lifecycle.supervisor import CrewSupervisor
 
 __all__ = ["AsyncCrewSupervisor", "AsyncRuntime", "start"]
 
@@ -66,6 +68,8 @@ class AsyncRuntime:
         (durable) runtime with ``options`` (``factories=``, ``idle_timeout=``, ...);
         stopped by :meth:`stop` before the runtime. Raises ``InvalidArgumentError`` on
         an in-memory runtime."""
+        from orkeon_actors.lifecycle.supervisor import CrewSupervisor
+
         supervisor = await _in_executor(lambda: CrewSupervisor.start(self.runtime, **options))
         wrapped = AsyncCrewSupervisor(supervisor)
         self._supervisors.append(wrapped)
@@ -131,8 +135,10 @@ class AsyncCrewSupervisor:
         """As :meth:`CrewSupervisor.spawn`."""
         return await _in_executor(lambda: self.supervisor.spawn(name, crew_id))
 
-    async def sleep(self, crew_id: CrewId | str, reason: SleepReason = SleepReason.EXPLICIT) -> bool:
-        """As :meth:`CrewSupervisor.sleep`."""
+    async def sleep(self, crew_id: CrewId | str, reason: SleepReason | None = None) -> bool:
+        """As :meth:`CrewSupervisor.sleep` (``reason`` defaults to ``EXPLICIT``)."""
+        if reason is None:
+            return await _in_executor(lambda: self.supervisor.sleep(crew_id))
         return await _in_executor(lambda: self.supervisor.sleep(crew_id, reason))
 
     async def wake(self, crew_id: CrewId | str) -> None:

@@ -23,7 +23,7 @@ from orkeon_actors.errors import (
     MailboxNotFoundError,
     SendTimeoutError,
 )
-from orkeon_actors.lifecycle import CrewBlueprint
+from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential, Task
 
 T = TypeVar("T")
@@ -291,7 +291,9 @@ def test_wait_finished_awaits_a_crews_outcome(tmp_path: Path) -> None:
                 await sup.wait_finished(crew, timeout=0.05)
             finishing = asyncio.create_task(sup.wait_finished(crew, timeout=30))
             await eventually(lambda: sup.supervisor.status(crew) is CrewStatus.WAITING, "the crew waiting")
-            await rt.bind("p", "x").post(f"agent://{crew}/a", "go on")
+            assert await sup.sleep(crew) is True  # the awaited outcome survives a sleep and a wake
+            assert await sup.state(crew) is LifecycleState.ASLEEP
+            await rt.bind("p", "x").post(f"agent://{crew}/a", "go on")  # wakes it
             outcome = await finishing
             assert outcome.status is CrewStatus.COMPLETED and outcome.result == "done"
             again = await sup.wait_finished(crew, timeout=5)  # already finished: at once
