@@ -37,6 +37,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     mcp.add_argument("--restrictive", action="store_true", help="ACL: refuse traffic no link declares")
     mcp.add_argument("--max-concurrent-calls", type=int, default=64, help="tool calls running at once (default 64)")
+    mcp.add_argument(
+        "--progress-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="progress notification period of a running call that asked for progress (default 10; 0: none)",
+    )
 
 
 def run_mcp(args: argparse.Namespace) -> int:
@@ -72,7 +79,12 @@ def run_mcp(args: argparse.Namespace) -> int:
         client = rt.hub.bind(crew_id, args.agent)
         own = ok.MailboxAddress.client(args.client) if args.client is not None else None
         tools = ok.tools.EventHubTools(client, own_mailbox=own)
-        server = HubToolServer(tools, version=ok.__version__, max_concurrent_calls=args.max_concurrent_calls)
+        server = HubToolServer(
+            tools,
+            version=ok.__version__,
+            max_concurrent_calls=args.max_concurrent_calls,
+            progress_interval=args.progress_interval or None,
+        )
         try:
             if args.transport == "stdio":
                 anyio.run(server.run_stdio)

@@ -18,7 +18,10 @@ or agent, spec §6.1) as an MCP server:
   :class:`~orkeon_actors.model.cancel.CancelToken`; when the client cancels the request
   (``notifications/cancelled``) or disconnects, the token fires, the hub withdraws the
   wait (a message it did not take stays for the next call) and the thread is freed. At
-  most ``max_concurrent_calls`` calls run at once; further calls queue.
+  most ``max_concurrent_calls`` calls run at once; further calls queue. A call whose
+  request carries a ``progressToken`` gets a progress notification every
+  ``progress_interval`` seconds while it runs (clients that reset their request timeout
+  on progress then never time out a long wait; ``None`` sends none).
 
 Transports: :meth:`HubToolServer.run_stdio` (what Claude Desktop and most clients
 launch) and :meth:`HubToolServer.run_http` (streamable HTTP, one endpoint at ``/mcp``,
@@ -46,9 +49,10 @@ from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
 
-__all__ = ["DEFAULT_MAX_CONCURRENT_CALLS", "HubToolServer", "is_error_result"]
+__all__ = ["DEFAULT_MAX_CONCURRENT_CALLS", "DEFAULT_PROGRESS_INTERVAL", "HubToolServer", "is_error_result"]
 
 DEFAULT_MAX_CONCURRENT_CALLS: Final = 64
+DEFAULT_PROGRESS_INTERVAL: Final = 10.0
 MCP_PATH: Final = "/mcp"
 
 
@@ -68,12 +72,16 @@ class HubToolServer:
         name: str = "orkeon",
         version: str | None = None,
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
         if isinstance(max_concurrent_calls, bool) or not isinstance(max_concurrent_calls, int):
             raise TypeError(f"max_concurrent_calls must be an int, got {max_concurrent_calls!r}")
         if max_concurrent_calls < 1:
             raise ValueError(f"max_concurrent_calls must be at least 1, got {max_concurrent_calls}")
+        if progress_interval is not None and not progress_interval > 0:
+            raise ValueError(f"progress_interval must be positive seconds or None, got {progress_interval!r}")
         self.tools = tools
+        self.progress_interval = progress_interval
         self.max_concurrent_calls = max_concurrent_calls
         self._limiter: anyio.CapacityLimiter | None = None
         self.server: Server[Any, Any] = Server(name, version=version)
@@ -86,12 +94,35 @@ class HubToolServer:
         return [types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
 
     async def _call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        result = await self.call(name, arguments)
+        context = self.server.request_context
+        progress_token = context.meta.progressToken if context.meta is not None else None
+        if progress_token is None or self.progress_interval is None:
+            result = await self.call(name, arguments)
+        else:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._heartbeat, context.session, progress_token, context.request_id, name)
+                result = await self.call(name, arguments)
+                group.cancel_scope.cancel()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result))],
             structuredContent=result,
             isError=is_error_result(result),
         )
+
+    async def _heartbeat(self, session: Any, progress_token: str | int, request_id: Any, name: str) -> None:
+        """Every ``progress_interval`` seconds of a running call, a progress notification
+        (clients that reset their request timeout on progress keep long waits alive)."""
+        assert self.progress_interval is not None
+        beats = 0
+        while True:
+            await anyio.sleep(self.progress_interval)
+            beats += 1
+            await session.send_progress_notification(
+                progress_token,
+                float(beats),
+                message=f"{name} still waiting",
+                related_request_id=str(request_id),
+            )
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool call on a worker thread and return its result dict (an error

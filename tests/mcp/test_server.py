@@ -213,3 +213,32 @@ def test_the_command_needs_an_identity(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="--crew CREW --agent AGENT, or --client NAME"):
         main(["mcp", "--store", str(tmp_path / "s.db"), "--crew", "desk"])
     assert not (tmp_path / "s.db").exists()  # refused before the store is opened
+
+
+def test_a_long_wait_sends_progress_when_the_client_asks_for_it(tmp_path: Path, transport: str) -> None:
+    async def main() -> None:
+        args = (*IDENTITY, "--progress-interval", "0.1")
+        async with served_session(transport, tmp_path / "s.db", *args) as session:
+            progressed = anyio.Event()
+            seen: list[tuple[float, str | None]] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                seen.append((progress, message))
+                progressed.set()
+
+            got: list[dict[str, Any]] = []
+
+            async def wait() -> None:
+                result = await session.call_tool(
+                    "receive_message", {"wait_forever": True}, progress_callback=on_progress
+                )
+                got.append(result_of(result))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait)
+                await progressed.wait()  # the call is still running: nothing was posted yet
+                await session.call_tool("post_message", {"target_mailbox": "agent://desk/claude", "payload": "now"})
+            assert got[0]["message"]["payload"] == "now"
+            assert seen[0] == (1.0, "receive_message still waiting")
+
+    run(main)
