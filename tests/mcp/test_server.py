@@ -135,28 +135,35 @@ def test_failures_are_results_with_is_error_carrying_the_typed_error(tmp_path: P
 def test_a_cancelled_wait_is_withdrawn_and_takes_no_message(tmp_path: Path, transport: str) -> None:
     async def main() -> None:
         ids = RequestIds()
-        async with served_session(transport, tmp_path / "s.db", *IDENTITY, ids=ids) as session:
+        args = (*IDENTITY, "--progress-interval", "0.05")
+        async with served_session(transport, tmp_path / "s.db", *args, ids=ids) as session:
             failures: list[BaseException] = []
+            running = anyio.Event()
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                running.set()
 
             async def wait_forever() -> None:
                 try:
-                    await session.call_tool("receive_message", {"wait_forever": True})
+                    await session.call_tool("receive_message", {"wait_forever": True}, progress_callback=on_progress)
                 except McpError as exc:  # the server's answer to a cancelled request
                     failures.append(exc)
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(wait_forever)
-                while not ids.calls:
-                    await anyio.sleep(0.01)
-                request_id, name = ids.calls[-1]
-                assert name == "receive_message"
-                await session.send_notification(
-                    types.ClientNotification(
-                        types.CancelledNotification(
-                            params=types.CancelledNotificationParams(requestId=request_id, reason="test")
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(wait_forever)
+                    # Progress proves the server runs the call (over HTTP the notification is
+                    # another POST: sent earlier, it could overtake the request it cancels).
+                    await running.wait()
+                    request_id, name = ids.calls[-1]
+                    assert name == "receive_message"
+                    await session.send_notification(
+                        types.ClientNotification(
+                            types.CancelledNotification(
+                                params=types.CancelledNotificationParams(requestId=request_id, reason="test")
+                            )
                         )
                     )
-                )
             assert failures, "the cancelled call must not return a result"
             posted = result_of(
                 await session.call_tool("post_message", {"target_mailbox": "agent://desk/claude", "payload": 1})
