@@ -32,6 +32,12 @@ __all__ = [
     "StoreWriteError",
     "CrewWaitTimeoutError",
     "McpToolError",
+    "BrokerError",
+    "BrokerUnavailableError",
+    "BrokerNackError",
+    "UnroutableError",
+    "ExclusiveConsumerError",
+    "SignatureError",
 ]
 
 
@@ -178,3 +184,30 @@ class McpToolError(EventHubError):
     def __init__(self, message: str, *, tool: str | None = None) -> None:
         super().__init__(message)
         self.tool = tool
+
+
+class BrokerError(EventHubError):
+    """The message broker of the distributed hub (RabbitMQ) refused or could not take a
+    message; the text says which and what to do."""
+
+
+class BrokerUnavailableError(BrokerError):
+    """The broker could not be reached (or did not confirm) within the call's bound."""
+
+
+class BrokerNackError(BrokerError):
+    """The broker refused a message it could not take (``basic.nack``)."""
+
+
+class UnroutableError(BrokerError):
+    """The broker returned a ``mandatory`` message: no queue was bound to its routing key."""
+
+
+class ExclusiveConsumerError(BrokerError):
+    """A queue is consumed exclusively by another connection (a second gateway for one host)."""
+
+
+class SignatureError(BrokerError):
+    """A cross-host message failed verification: bad or missing signature, unknown signing
+    host, a sender not living on the signing host, a recipient that does not match the
+    routing key, an expired message or a replay."""
