@@ -41,6 +41,8 @@ __all__ = [
     "ToolDefinitionError",
     "ModelError",
     "ModelConfigError",
+    "FleetControlError",
+    "FleetTimeoutError",
 ]
 
 
@@ -251,3 +253,11 @@ class ModelConfigError(InvalidArgumentError):
     """A model adapter or a model reference in crew configuration is invalid (unknown
     provider, missing ``model``, a negative price, an SDK extra not installed...). The
     message says which setting and what to do."""
+
+
+class FleetControlError(BrokerError):
+    """A host refused a control request (spawn, stop): the text names its error."""
+
+
+class FleetTimeoutError(BrokerError, TimeoutError):
+    """A host did not answer a control request within its bound."""
