@@ -12,7 +12,7 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors, middleware, store, tools
+from orkeon_actors import acl, aio, errors, middleware, store, tools
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -87,6 +87,7 @@ __all__ = [
     "WaitOnTopic",
     "WaitTimeout",
     "acl",
+    "aio",
     "errors",
     "middleware",
     "store",

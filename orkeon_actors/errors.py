@@ -31,6 +31,8 @@ __all__ = [
     "StoreVersionError",
     "StoreWriteError",
     "LimitExceededError",
+    "CrewWaitTimeoutError",
+    "McpToolError",
     "BrokerError",
     "BrokerUnavailableError",
     "BrokerNackError",
@@ -185,6 +187,21 @@ class StoreVersionError(StoreError):
 class StoreWriteError(StoreError):
     """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
     failed write is in the store; the operation that asked for it was not performed."""
+
+
+class CrewWaitTimeoutError(EventHubError, TimeoutError):
+    """Waiting for a crew to finish took longer than the caller's timeout; the crew
+    keeps running."""
+
+
+class McpToolError(EventHubError):
+    """A tool of an external MCP server failed: its result had ``isError: true``, the
+    server answered with a protocol error, or the connection to it was lost.
+    ``tool`` names the tool; the message carries the server's text."""
+
+    def __init__(self, message: str, *, tool: str | None = None) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 class BrokerError(EventHubError):

@@ -4,6 +4,7 @@ orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
 orkeon simulate [mode]        run one orchestration-mode example (or all) on a seeded, deterministic
                               scheduler: timeline, --html, --trace, --json, --faults, --seeds A..B --check
+orkeon mcp --store PATH ...   serve the seven agent tools over MCP (docs/mcp.md)
 orkeon studio --store PATH    the Studio web view of a store file, read-only
 """
 
@@ -42,6 +43,10 @@ def _build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--trace", metavar="PATH", help="write the run in the Chrome trace format (Perfetto)")
     simulate.add_argument("--json", action="store_true", help="print the raw trace entries as JSON")
     simulate.add_argument("--until", type=float, default=3600.0, help="virtual seconds to run at most")
+
+    from orkeon_actors.cli.mcp import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
 
     bench = sub.add_parser("bench", help="measure throughput against raw baselines (ratios, same run)")
     bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
@@ -84,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             as_json=args.json,
             until=args.until,
         )
+    if args.command == "mcp":
+        from orkeon_actors.cli.mcp import run_mcp
+
+        return run_mcp(args)
     if args.command == "bench":
         from orkeon_actors.bench.registry import render_table, run_suites, to_json
 

@@ -39,7 +39,7 @@ from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, Waiter
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
-from orkeon_actors.model.ids import CrewId, new_ulid_str
+from orkeon_actors.model.ids import CorrelationId, CrewId, new_ulid_str
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.model.options import (
     ForeverWaitTimeout,
@@ -57,6 +57,7 @@ __all__ = [
     "WaitOutcome",
     "deliver_to_mailbox",
     "flush_mailboxes",
+    "forget_request",
     "push_subscription",
     "wait_async",
 ]
@@ -442,3 +443,10 @@ def flush_mailboxes(hub: EventHub) -> None:
             handle.depth()
         except pykka.ActorDeadError:
             continue  # closed meanwhile: nothing left to process
+
+
+def forget_request(hub: EventHub, correlation_id: str) -> None:
+    """Withdraw the pending request ``correlation_id`` (its requester stopped waiting,
+    as a cancelled blocking ``send`` does): a later reply is refused with
+    ``UnknownCorrelationError``. Idempotent; unknown ids are ignored."""
+    _memory_hub(hub).forget_request(CorrelationId(correlation_id))

@@ -42,7 +42,7 @@ from orkeon_actors.model.options import (
     to_seconds,
 )
 
-__all__ = ["HubClient"]
+__all__ = ["HubClient", "validate_wait_descriptor"]
 
 Seconds = float | int | timedelta
 
@@ -58,6 +58,14 @@ def _send_timeout(timeout: Seconds | WaitTimeout) -> float:
     if isinstance(timeout, FiniteWaitTimeout):
         return timeout.seconds
     return to_seconds(timeout)
+
+
+def validate_wait_descriptor(descriptor: object) -> None:
+    """Raise ``InvalidArgumentError`` unless ``descriptor`` is a wait descriptor."""
+    if not isinstance(descriptor, (WaitOnTopic, WaitOnMailbox, WaitOnReply)):
+        raise InvalidArgumentError(
+            f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
+        )
 
 
 class HubClient:
@@ -194,10 +202,7 @@ class HubClient:
         (``message.is_timeout``); ``FOREVER`` blocks until a match or cancellation. A
         budget token that fires raises ``BudgetExhaustedError``.
         """
-        if not isinstance(descriptor, (WaitOnTopic, WaitOnMailbox, WaitOnReply)):
-            raise InvalidArgumentError(
-                f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
-            )
+        validate_wait_descriptor(descriptor)
         if isinstance(descriptor, WaitOnMailbox):
             check_mailbox_reader(self.caller, descriptor.address)
         wait_timeout = coerce_wait_timeout(timeout)

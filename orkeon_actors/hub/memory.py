@@ -756,6 +756,11 @@ class HubCore(EventHub):
         finally:
             self._replies.forget(request.correlation_id)
 
+    def forget_request(self, correlation_id: CorrelationId) -> None:
+        """Withdraw a pending request (its requester gave up waiting): a later reply
+        is refused with ``UnknownCorrelationError``. Unknown ids are ignored."""
+        self._replies.forget(correlation_id)
+
     def reply(
         self,
         caller: CallerContext,

@@ -58,6 +58,7 @@ from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import CrewBlueprint, CrewFactory, SnapshotActivator
+from orkeon_actors.lifecycle.finish_watch import FinishCallback
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats
 from orkeon_actors.lifecycle.ports import LifecycleHost, LifecycleState, SleepReason
@@ -328,6 +329,35 @@ class CrewSupervisor:
         crew = CrewId(crew_id)
         result: CrewOutcome | None = self._call(lambda actor: actor.outcome_of(crew))
         return result
+
+    def when_finished(self, crew_id: CrewId | str, callback: FinishCallback) -> Callable[[], None]:
+        """Call ``callback(outcome)`` once ``crew_id`` finished (``COMPLETED`` or
+        ``FAILED``, its actor stopped, as :meth:`outcome` then reports), or soon if it
+        already has; returns at once (the callback is registered on the supervisor's
+        thread, in order with its transitions, so none is missed). ``callback`` runs on
+        the supervisor's thread: keep it short and non-blocking. A crew that failed in an
+        earlier run is reported as ``CrewOutcome(FAILED)``; one that completed in an
+        earlier run, or is unknown, is waited for (it may be spawned later). Returns a
+        function withdrawing the callback (idempotent; no effect once it ran)."""
+        crew = CrewId(crew_id)
+        keys: list[int | None] = []
+        try:
+            self._ref.tell(Call(lambda actor: keys.append(actor.watch_finish(crew, callback)), Future()))
+        except pykka.ActorDeadError:
+            raise HubStoppedError("the crew supervisor was stopped; start a new one to watch crews") from None
+
+        def withdraw() -> None:
+            def remove(actor: SupervisorActor) -> None:
+                key = keys[0] if keys else None
+                if key is not None:
+                    actor.finish_watchers.remove(crew, key)
+
+            try:
+                self._ref.tell(Call(remove, Future()))
+            except pykka.ActorDeadError:
+                logger.debug("lifecycle supervisor stopped: nothing to withdraw for crew {}", crew)
+
+        return withdraw
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is

@@ -43,6 +43,7 @@ from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.lifecycle.activation import BuiltCrew
+from orkeon_actors.lifecycle.finish_watch import FinishCallback, FinishWatchers
 from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
@@ -88,6 +89,7 @@ class SupervisorActor(pykka.ThreadingActor):
         self.entries: dict[CrewId, CrewEntry] = {}
         self.outcomes: OrderedDict[CrewId, CrewOutcome] = OrderedDict()
         """The last ``finished_memory`` crews that finished here, oldest first."""
+        self.finish_watchers = FinishWatchers()
         self.shutting_down = False
         me = self.actor_ref
         self.waits = DurableWaitScheduler(
@@ -647,6 +649,7 @@ class SupervisorActor(pykka.ThreadingActor):
         ``finished_memory`` ones)."""
         self.outcomes[crew_id] = outcome
         self.outcomes.move_to_end(crew_id)
+        self.finish_watchers.fire(crew_id, outcome)
         while len(self.outcomes) > self.sup.finished_memory:
             self.outcomes.popitem(last=False)
         entry = self.entries.get(crew_id)
@@ -684,6 +687,18 @@ class SupervisorActor(pykka.ThreadingActor):
 
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         return self.outcomes.get(crew_id)
+
+    def watch_finish(self, crew_id: CrewId, callback: FinishCallback) -> int | None:
+        """Call ``callback`` with the outcome now if ``crew_id`` finished (``None``
+        returned), else once it does (the watcher's key returned)."""
+        outcome = self.outcomes.get(crew_id)
+        if outcome is None and crew_id not in self.entries and self.state_of(crew_id) is LifecycleState.FAILED:
+            outcome = CrewOutcome(CrewStatus.FAILED)  # failed in an earlier run: its record says so
+        key = self.finish_watchers.add(crew_id, callback)
+        if outcome is None:
+            return key
+        self.finish_watchers.fire(crew_id, outcome)
+        return None
 
     def status_of(self, crew_id: CrewId) -> CrewStatus | None:
         if crew_id in self.entries:

@@ -32,7 +32,7 @@ class CancelToken:
     it for their wall-time limit.
     """
 
-    __slots__ = ("_callbacks", "_deadline_error", "_error", "_lock", "deadline")
+    __slots__ = ("_callbacks", "_deadline_error", "_error", "_lock", "_unlink", "deadline")
 
     def __init__(self, deadline_error: Callable[[], EventHubError] | None = None) -> None:
         """``deadline_error``: the error the token fires with when its :attr:`deadline`
@@ -42,6 +42,7 @@ class CancelToken:
         self._callbacks: dict[int, CancelCallback] = {}
         self.deadline: float | None = None
         self._deadline_error = deadline_error
+        self._unlink: Callable[[], None] = _noop
 
     @property
     def cancelled(self) -> bool:
@@ -91,6 +92,26 @@ class CancelToken:
     def _remove(self, key: int) -> None:
         with self._lock:
             self._callbacks.pop(key, None)
+
+    def child(self) -> CancelToken:
+        """A token that fires with this token's error when this one fires (at once if it
+        already has), shares its ``deadline`` (and the error the deadline raises), and
+        can also be fired on its own without firing this one: a caller cancelling one
+        operation of a budgeted agent cancels that operation, not the budget.
+
+        The link lives until the child fires or :meth:`detach` is called on the child;
+        call it when the operation ends, or this token keeps a callback per child."""
+        child = CancelToken()
+        child.deadline = self.deadline
+        child._deadline_error = self._deadline_error
+        child._unlink = self.on_cancel(child.cancel)
+        return child
+
+    def detach(self) -> None:
+        """Forget the parent this token was made from by :meth:`child` (idempotent; a
+        token without a parent ignores it)."""
+        unlink, self._unlink = self._unlink, _noop
+        unlink()
 
 
 def _noop() -> None:

@@ -13,6 +13,8 @@ See ``docs/tools.md`` for each tool's definition, examples, validation rules and
 semantics of a ``wait_for_event`` loop.
 """
 
+from typing import TYPE_CHECKING
+
 from orkeon_actors.tools.converter import converter, structure_request, unstructure
 from orkeon_actors.tools.definitions import TOOL_NAMES, TOOL_SPECS, ToolSpec, error_schema, tool_definitions
 from orkeon_actors.tools.dto import (
@@ -38,6 +40,9 @@ from orkeon_actors.tools.event_hub_tools import RESERVED_TOPIC_PREFIX, EventHubT
 from orkeon_actors.tools.schema import json_schema
 from orkeon_actors.tools.styles import STYLES, DefinitionStyle, canonical_arguments, render
 from orkeon_actors.tools.validation import GLOBAL_SCOPE, MAX_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from orkeon_actors.mcp.client_tools import mcp_tools as mcp_tools
 
 __all__ = [
     "GLOBAL_SCOPE",
@@ -75,3 +80,14 @@ __all__ = [
     "tool_definitions",
     "unstructure",
 ]
+# ``mcp_tools`` is not in ``__all__``: a star import must not need the ``mcp`` extra.
+
+
+def __getattr__(name: str) -> object:
+    """``ok.tools.mcp_tools``: the tools of an external MCP server, imported on first
+    use (it lives in :mod:`orkeon_actors.mcp` and needs the ``mcp`` extra)."""
+    if name == "mcp_tools":
+        from orkeon_actors.mcp.client_tools import mcp_tools as mcp_tools
+
+        return mcp_tools
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,7 +74,7 @@ from orkeon_actors.tools.waiting import (
     wait_timeout,
 )
 
-__all__ = ["RESERVED_TOPIC_PREFIX", "ErrorMode", "EventHubTools"]
+__all__ = ["RESERVED_TOPIC_PREFIX", "ErrorMode", "EventHubTools", "tool_error_result"]
 
 ErrorMode = Literal["raise", "result"]
 
@@ -99,6 +99,9 @@ class EventHubTools:
       left to its owner. Pass ``False`` when the crew runtime owns the mailboxes.
     * ``max_cursors`` / ``max_buffered``: the memory bound of the ``wait_for_event`` loop
       (see :mod:`orkeon_actors.tools.cursors`).
+    * ``own_mailbox``: the mailbox these tools read by default and may always read
+      (default ``agent://crew/agent``, or ``crew://crew``); an external peer serving
+      the tools (``orkeon mcp --client NAME``) passes its ``client://NAME``.
 
     Thread-safe: tool calls may run concurrently (parallel tool calls of a model), except
     two ``wait_for_event`` on the same topic and metadata_match, which would race for the
@@ -113,6 +116,7 @@ class EventHubTools:
         register_own_mailbox: bool = True,
         max_cursors: int = DEFAULT_MAX_CURSORS,
         max_buffered: int = DEFAULT_MAX_BUFFERED,
+        own_mailbox: MailboxAddress | str | None = None,
     ) -> None:
         if not isinstance(client, HubClient):
             raise TypeError(f"EventHubTools needs a HubClient from hub.bind(crew, agent), got {type(client).__name__}")
@@ -124,8 +128,14 @@ class EventHubTools:
         self._cancel = cancel
         agent = client.agent_id
         self.own_mailbox: MailboxAddress = (
-            MailboxAddress.agent(client.crew_id, agent) if agent is not None else MailboxAddress.crew(client.crew_id)
+            MailboxAddress.parse(own_mailbox)
+            if own_mailbox is not None
+            else MailboxAddress.agent(client.crew_id, agent)
+            if agent is not None
+            else MailboxAddress.crew(client.crew_id)
         )
+        if self.own_mailbox.scheme is Scheme.TOPIC:
+            raise InvalidArgumentError(f"own_mailbox must be a mailbox, not the topic address {self.own_mailbox}")
         self._cursors = TopicCursors(client, max_cursors=max_cursors, max_buffered=max_buffered)
         self._registration: MailboxRegistration | None = None
         if register_own_mailbox:
@@ -183,7 +193,7 @@ class EventHubTools:
         except EventHubError as exc:
             if errors == "raise" or isinstance(exc, _FATAL_ERRORS):
                 raise
-            return error_result(exc, field_of(name, exc))
+            return tool_error_result(name, exc)
 
     # -- the seven tools ---------------------------------------------------------------
 
@@ -339,3 +349,9 @@ def _refuse_reserved(topic: str, tool: str) -> None:
             f"{tool} cannot publish on {topic!r}: topics starting with {RESERVED_TOPIC_PREFIX!r} are reserved "
             "for messages the hub produces; choose another topic"
         )
+
+
+def tool_error_result(tool: str, error: EventHubError) -> dict[str, Any]:
+    """The ``{"error": {"type", "message", "field"}}`` result of a refused ``tool``
+    call, as :meth:`EventHubTools.invoke` returns it with ``errors="result"``."""
+    return error_result(error, field_of(tool, error))

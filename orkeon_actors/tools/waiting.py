@@ -95,10 +95,11 @@ def wait_timeout(request: ReceiveMessageRequest | WaitForEventRequest) -> WaitTi
 def receive_mailbox(request: ReceiveMessageRequest, own_mailbox: MailboxAddress, crew: CrewId) -> MailboxAddress:
     """The mailbox a ``receive_message`` call reads: the one it names, else the caller's
     own. Raises ``ToolValidationError`` (field ``mailbox``) for a mailbox of another
-    crew, a ``topic://`` or ``client://`` address (spec §10.3: reading is destructive,
-    so only the owner reads)."""
+    crew, a ``topic://`` or another ``client://`` address (spec §10.3: reading is
+    destructive, so only the owner reads; a ``client://`` peer owns its own mailbox)."""
     mailbox = request.mailbox if request.mailbox is not None else own_mailbox
-    if mailbox.scheme not in (Scheme.AGENT, Scheme.CREW) or mailbox.crew_id != crew:
+    of_own_crew = mailbox.scheme in (Scheme.AGENT, Scheme.CREW) and mailbox.crew_id == crew
+    if mailbox != own_mailbox and not of_own_crew:  # a client:// peer reads its own mailbox
         raise ToolValidationError(
             f"receive_message reads only mailboxes of your own crew ({crew}): agent://{crew}/{{agent}} or "
             f"crew://{crew}; omit mailbox to read your own ({own_mailbox}), {mailbox} is not one of them",

@@ -51,3 +51,28 @@ def test_cost_and_tool_call_limits() -> None:
     calls = ok.Budget(max_tool_calls=1)
     calls.consume(tool_calls=2)
     assert "tool-call budget" in (calls.reason or "")
+
+
+def test_a_child_token_fires_with_its_parent_but_not_the_other_way() -> None:
+    parent = ok.CancelToken()
+    alone = parent.child()
+    alone.cancel()
+    assert alone.cancelled and not parent.cancelled
+    linked = parent.child()
+    parent.cancel(BudgetExhaustedError("out"))
+    assert isinstance(linked.error, BudgetExhaustedError)
+    detached = ok.CancelToken()
+    child = detached.child()
+    child.detach()
+    detached.cancel()
+    assert not child.cancelled
+    fired_first = parent.child()  # a child of a fired token is born fired
+    assert isinstance(fired_first.error, BudgetExhaustedError)
+
+
+def test_a_child_shares_its_parents_deadline_and_deadline_error() -> None:
+    budget = ok.Budget(max_wall_time=5, clock=ok.VirtualClock())
+    child = budget.token.child()
+    assert child.deadline == budget.token.deadline
+    child.fire_deadline()
+    assert "wall-time" in str(child.error) and not budget.token.cancelled

@@ -1,0 +1,97 @@
+"""``orkeon mcp``: serve the seven agent tools of one identity over MCP, on a store.
+
+The process owns the runtime (and the store file: one writer per file, so other
+processes reach this hub through this server, e.g. several MCP sessions over HTTP).
+The identity is fixed here, at launch:
+
+* ``--crew CREW --agent AGENT``: the tools of ``agent://CREW/AGENT`` (its mailbox is
+  registered, durably on the store, so posts to it are kept while nobody reads).
+* ``--client NAME``: the external peer ``client://NAME`` of spec §10.2.1: it sends as
+  the crew id the ACL registry gives ``client:NAME`` (``--crew`` when given) and reads
+  its own ``client://NAME`` mailbox. Subject to the ACL like every sender.
+
+``--links FILE`` (repeatable) registers crew YAMLs with the ACL (each crew's id is its
+``name:``); ``--restrictive`` refuses undeclared traffic. With ``--client`` or
+``--links`` the ACL stage runs; without, no ACL is installed (as ``Runtime.start()``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_parser", "run_mcp"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = sub.add_parser("mcp", help="serve the seven agent tools over MCP (stdio or streamable HTTP)")
+    mcp.add_argument("--store", metavar="PATH", required=True, help="SQLite store file (created if missing)")
+    mcp.add_argument("--crew", metavar="CREW", help="crew id of the identity served")
+    mcp.add_argument("--agent", metavar="AGENT", help="agent id of the identity served (with --crew)")
+    mcp.add_argument("--client", metavar="NAME", help="serve as the external peer client://NAME (§10.2.1)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
+    mcp.add_argument(
+        "--links", metavar="FILE", action="append", default=[], type=Path, help="crew YAML for the ACL (repeatable)"
+    )
+    mcp.add_argument("--restrictive", action="store_true", help="ACL: refuse traffic no link declares")
+    mcp.add_argument("--max-concurrent-calls", type=int, default=64, help="tool calls running at once (default 64)")
+    mcp.add_argument(
+        "--progress-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="progress notification period of a running call that asked for progress (default 10; 0: none)",
+    )
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    import anyio
+
+    import orkeon_actors as ok
+    from orkeon_actors.acl import AclMiddleware, AclRegistry, RestrictiveCrewLinkPolicy
+    from orkeon_actors.acl.grammar import load_crew_file
+
+    if args.client is None and (args.crew is None or args.agent is None):
+        raise SystemExit("orkeon mcp: give --crew CREW --agent AGENT, or --client NAME")
+    try:
+        from orkeon_actors.mcp.server import HubToolServer
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("mcp"):
+            raise
+        raise SystemExit('orkeon mcp needs the MCP SDK: pip install "orkeon-actors[mcp]"') from None
+    registry: AclRegistry | None = None
+    middleware: list[ok.EventHubMiddleware] = []
+    crew_id = args.crew
+    if args.client is not None or args.links:
+        registry = AclRegistry()
+        for path in args.links:
+            spec = load_crew_file(path)
+            registry.register_spec(spec, spec.name)
+        if args.client is not None:
+            crew_id = registry.register_client(args.client, args.crew)
+        elif registry.snapshot.names.get(ok.CrewId(crew_id)) is None:
+            registry.register_crew(crew_id, crew_id)  # undeclared: the policy's default rule
+        middleware.append(AclMiddleware(RestrictiveCrewLinkPolicy(registry) if args.restrictive else registry))
+    rt = ok.Runtime.start(store=args.store, middleware=middleware)
+    try:
+        client = rt.hub.bind(crew_id, args.agent)
+        own = ok.MailboxAddress.client(args.client) if args.client is not None else None
+        tools = ok.tools.EventHubTools(client, own_mailbox=own)
+        server = HubToolServer(
+            tools,
+            version=ok.__version__,
+            max_concurrent_calls=args.max_concurrent_calls,
+            progress_interval=args.progress_interval or None,
+        )
+        try:
+            if args.transport == "stdio":
+                anyio.run(server.run_stdio)
+            else:
+                anyio.run(lambda: server.run_http(args.host, args.port))
+        finally:
+            tools.close()
+    finally:
+        rt.stop()
+    return 0

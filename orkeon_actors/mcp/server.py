@@ -1,0 +1,209 @@
+"""The seven agent tools served over MCP, with the official ``mcp`` SDK (low-level server).
+
+:class:`HubToolServer` exposes one :class:`~orkeon_actors.tools.EventHubTools` (one
+identity, fixed when it was built: an MCP client cannot choose or forge its source crew
+or agent, spec §6.1) as an MCP server:
+
+* ``tools/list`` answers ``tool_definitions(style="mcp")`` exactly (name, description,
+  ``inputSchema``, ``outputSchema``).
+* ``tools/call`` runs ``EventHubTools.invoke``: the arguments are validated by the same
+  DTOs as everywhere (the SDK's own JSON Schema check is off, so a refusal is the typed
+  ``ToolValidationError`` naming the field, not the SDK's text). A success is a result
+  whose ``structuredContent`` is the tool's response (and its JSON as text); *every*
+  failure, a typed hub error, cancellation by a budget or a stopped runtime included, is
+  a result with ``isError: true`` carrying ``{"error": {"type", "message", "field"}}``,
+  never a JSON-RPC protocol error.
+* Long waits (``wait_for_event``, ``receive_message``, ``send_request``) are ordinary
+  long-running calls. Each call runs the blocking tool on a worker thread with its own
+  :class:`~orkeon_actors.model.cancel.CancelToken`; when the client cancels the request
+  (``notifications/cancelled``) or disconnects, the token fires, the hub withdraws the
+  wait (a message it did not take stays for the next call) and the thread is freed. At
+  most ``max_concurrent_calls`` calls run at once; further calls queue. A call whose
+  request carries a ``progressToken`` gets a progress notification every
+  ``progress_interval`` seconds while it runs (clients that reset their request timeout
+  on progress then never time out a long wait; ``None`` sends none).
+
+Transports: :meth:`HubToolServer.run_stdio` (what Claude Desktop and most clients
+launch) and :meth:`HubToolServer.run_http` (streamable HTTP, one endpoint at ``/mcp``,
+several sessions sharing the identity; DNS-rebinding protection on, only the bound host
+accepted). ``orkeon mcp`` (:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final, TextIO
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from orkeon_actors.errors import CancelledError, EventHubError
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.tools.definitions import tool_definitions
+from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
+
+__all__ = ["DEFAULT_MAX_CONCURRENT_CALLS", "DEFAULT_PROGRESS_INTERVAL", "HubToolServer", "is_error_result"]
+
+DEFAULT_MAX_CONCURRENT_CALLS: Final = 64
+DEFAULT_PROGRESS_INTERVAL: Final = 10.0
+MCP_PATH: Final = "/mcp"
+
+
+def is_error_result(result: dict[str, Any]) -> bool:
+    """Whether a tool result is the ``{"error": {...}}`` of a refused call."""
+    return set(result) == {"error"}
+
+
+class HubToolServer:
+    """An MCP server for ``tools`` (see the module docstring). ``name`` is the server
+    name clients show; ``version`` its version."""
+
+    def __init__(
+        self,
+        tools: EventHubTools,
+        *,
+        name: str = "orkeon",
+        version: str | None = None,
+        max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
+    ) -> None:
+        if isinstance(max_concurrent_calls, bool) or not isinstance(max_concurrent_calls, int):
+            raise TypeError(f"max_concurrent_calls must be an int, got {max_concurrent_calls!r}")
+        if max_concurrent_calls < 1:
+            raise ValueError(f"max_concurrent_calls must be at least 1, got {max_concurrent_calls}")
+        if progress_interval is not None and not progress_interval > 0:
+            raise ValueError(f"progress_interval must be positive seconds or None, got {progress_interval!r}")
+        self.tools = tools
+        self.progress_interval = progress_interval
+        self.max_concurrent_calls = max_concurrent_calls
+        self._limiter: anyio.CapacityLimiter | None = None
+        self.server: Server[Any, Any] = Server(name, version=version)
+        self.server.list_tools()(self._list_tools)  # type: ignore[no-untyped-call]
+        self.server.call_tool(validate_input=False)(self._call_tool)
+
+    # -- handlers ------------------------------------------------------------------------
+
+    async def _list_tools(self) -> list[types.Tool]:
+        return [types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        context = self.server.request_context
+        progress_token = context.meta.progressToken if context.meta is not None else None
+        if progress_token is None or self.progress_interval is None:
+            result = await self.call(name, arguments)
+        else:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._heartbeat, context.session, progress_token, context.request_id, name)
+                result = await self.call(name, arguments)
+                group.cancel_scope.cancel()
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result))],
+            structuredContent=result,
+            isError=is_error_result(result),
+        )
+
+    async def _heartbeat(self, session: Any, progress_token: str | int, request_id: Any, name: str) -> None:
+        """Every ``progress_interval`` seconds of a running call, a progress notification
+        (clients that reset their request timeout on progress keep long waits alive)."""
+        assert self.progress_interval is not None
+        beats = 0
+        while True:
+            await anyio.sleep(self.progress_interval)
+            beats += 1
+            await session.send_progress_notification(
+                progress_token,
+                float(beats),
+                message=f"{name} still waiting",
+                related_request_id=str(request_id),
+            )
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Run one tool call on a worker thread and return its result dict (an error
+        result for any typed failure). Cancelling the calling task fires the call's
+        token, so the hub withdraws its wait, and re-raises the cancellation."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.max_concurrent_calls)
+        token = CancelToken()
+
+        def invoke() -> dict[str, Any]:
+            try:
+                return self.tools.invoke(name, arguments, errors="result", cancel=token)
+            except EventHubError as exc:  # cancelled, out of budget, runtime stopped: still a result
+                return tool_error_result(name, exc)
+
+        try:
+            return await anyio.to_thread.run_sync(invoke, abandon_on_cancel=True, limiter=self._limiter)
+        except anyio.get_cancelled_exc_class():
+            token.cancel(CancelledError(f"the MCP client cancelled the {name} call"))
+            raise
+
+    # -- transports ----------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until it disconnects."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+    async def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        *,
+        on_listening: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled.
+
+        ``port=0`` picks a free port; ``on_listening(url)`` is called with the bound URL
+        once the server accepts connections (default: print it to stderr)."""
+        import uvicorn
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[host, f"{host}:*"],
+            allowed_origins=[f"http://{host}", f"http://{host}:*"],
+        )
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_: Starlette) -> AsyncIterator[None]:
+            async with manager.run():
+                yield
+
+        app = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        announce = on_listening or _print_to(sys.stderr)
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve)
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.01)
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            announce(f"http://{host}:{bound}{MCP_PATH}")
+
+
+class _Endpoint:
+    """The ASGI app of the ``/mcp`` route: every request goes to the session manager."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
+        self._manager = manager
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _print_to(stream: TextIO) -> Callable[[str], None]:
+    def announce(url: str) -> None:
+        print(f"orkeon mcp: serving on {url}", file=stream, flush=True)
+
+    return announce
