@@ -310,9 +310,9 @@ def wait_async(
     mailbox, ``UnknownCorrelationError`` for a correlation no request holds,
     ``EventAclError`` for a mailbox ``caller``'s crew does not own (as ``wait_for``).
     """
-    if isinstance(descriptor, WaitOnMailbox):
-        check_mailbox_reader(caller, descriptor.address)
     memory = _memory_hub(hub)
+    if isinstance(descriptor, WaitOnMailbox):
+        check_mailbox_reader(caller, descriptor.address, memory.client_mailbox_owner(descriptor.address))
     if memory.stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")
     if cancel is not None:

@@ -66,12 +66,15 @@ def check_publish_topic(caller: CallerContext, topic: str) -> None:
         )
 
 
-def check_mailbox_reader(caller: CallerContext, address: MailboxAddress) -> None:
+def check_mailbox_reader(caller: CallerContext, address: MailboxAddress, client_owner: CrewId | None = None) -> None:
     """Raise ``EventAclError`` unless ``caller`` owns ``address`` (an ``agent://`` or
-    ``crew://`` mailbox of its own crew) or is the system."""
+    ``crew://`` mailbox of its own crew, or the ``client://`` mailbox it registered as
+    its owner: ``client_owner``) or is the system."""
     if caller.is_system:
         return
     if address.scheme in (Scheme.AGENT, Scheme.CREW) and address.crew_id == caller.crew_id:
+        return
+    if address.scheme is Scheme.CLIENT and client_owner is not None and client_owner == caller.crew_id:
         return
     raise EventAclError(
         f"crew {caller.crew_id} cannot read {address}: a mailbox is read only by its owner "

@@ -204,7 +204,7 @@ class HubClient:
         """
         validate_wait_descriptor(descriptor)
         if isinstance(descriptor, WaitOnMailbox):
-            check_mailbox_reader(self.caller, descriptor.address)
+            check_mailbox_reader(self.caller, descriptor.address, self.hub.client_mailbox_owner(descriptor.address))
         wait_timeout = coerce_wait_timeout(timeout)
         hub = self.hub
         release = hub.quotas.acquire("max_waits", hub.limits.max_waits, self.caller)

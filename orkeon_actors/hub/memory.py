@@ -567,6 +567,11 @@ class HubCore(EventHub):
         [registration] = self._register([address], owner)
         return registration
 
+    def client_mailbox_owner(self, address: MailboxAddress) -> CrewId | None:
+        handle = self._mailboxes.get(address)
+        owner = None if handle is None else handle.owner
+        return owner if address.scheme is Scheme.CLIENT and isinstance(owner, CrewId) else None
+
     def register_mailboxes(
         self, addresses: Sequence[MailboxAddress | str], owner: object = None
     ) -> list[MailboxRegistration]:

@@ -227,7 +227,10 @@ class EventHub(abc.ABC):
         return HubClient(self, CallerContext(CrewId.SYSTEM))
 
     @abc.abstractmethod
-    def register_mailbox(self, address: MailboxAddress | str) -> MailboxRegistration: ...
+    def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
+        """Register ``address``; ``owner`` is what registered it (a ``client://`` mailbox
+        registered with a crew id as its owner is readable by that crew:
+        :meth:`client_mailbox_owner`)."""
 
     def register_mailboxes(self, addresses: Sequence[MailboxAddress | str]) -> list[MailboxRegistration]:
         """Register every address of ``addresses`` (distinct), all of them or none: the
@@ -254,6 +257,12 @@ class EventHub(abc.ABC):
         ``MailboxNotFoundError`` or is in that registration's list). The durable hub
         unregisters them in one transaction."""
         return [registration.close() for registration in registrations]
+
+    def client_mailbox_owner(self, address: MailboxAddress) -> CrewId | None:
+        """The crew that registered the ``client://`` mailbox ``address`` as its owner
+        (``register_client_mailbox``), the only non-system reader it has; ``None`` if
+        none did. This default, for a hub that records no owner, is ``None``."""
+        return None
 
     def park_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> None:
         """Release the live mailboxes of ``registrations`` (their crew goes to sleep).

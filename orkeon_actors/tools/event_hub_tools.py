@@ -140,7 +140,7 @@ class EventHubTools:
         self._registration: MailboxRegistration | None = None
         if register_own_mailbox:
             try:
-                self._registration = client.hub.register_mailbox(self.own_mailbox)
+                self._registration = _register_own(client, self.own_mailbox)
             except MailboxAlreadyRegisteredError:
                 self._registration = None  # registered by its owner (the crew runtime): theirs to close
         self._handlers: dict[str, Callable[..., object]] = {
@@ -355,3 +355,9 @@ def tool_error_result(tool: str, error: EventHubError) -> dict[str, Any]:
     """The ``{"error": {"type", "message", "field"}}`` result of a refused ``tool``
     call, as :meth:`EventHubTools.invoke` returns it with ``errors="result"``."""
     return error_result(error, field_of(tool, error))
+
+
+def _register_own(client: HubClient, mailbox: MailboxAddress) -> MailboxRegistration:
+    """Register the caller's own mailbox; a ``client://`` one with the caller's crew as
+    its owner, so that it (and only it) may read it (spec §10.2.1)."""
+    return client.hub.register_mailbox(mailbox, owner=client.crew_id if mailbox.scheme is Scheme.CLIENT else None)
