@@ -25,6 +25,7 @@ __all__ = [
     "CancelledError",
     "ToolValidationError",
     "HubStoppedError",
+    "SchedulerFailedError",
     "RateLimitedError",
     "StoreError",
     "StoreLockedError",
@@ -120,6 +121,11 @@ class ToolValidationError(EventHubError, ValueError):
 
 class HubStoppedError(EventHubError):
     """The runtime was stopped; the call cannot proceed. Start a new Runtime."""
+
+
+class SchedulerFailedError(EventHubError):
+    """The runtime's timer thread died, so no finite wait or send timeout can expire any
+    more. Pending waits fail with it; stop the runtime and start a new one."""
 
 
 class RateLimitedError(EventHubError):

@@ -292,6 +292,7 @@ class InMemoryEventHub(EventHub):
         # path takes no lock; pending_waits() counts a snapshot.
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
+        scheduler.add_failure_listener(self._fail_pending)
         self.on_wait_timed_out: Callable[[Message], None] | None = None
         self.inline_mailboxes = False
         """Mailboxes registered from now on run their logic on the caller's thread (no
@@ -746,14 +747,19 @@ class InMemoryEventHub(EventHub):
     def mailbox_registered(self, address: MailboxAddress | str) -> bool:
         return MailboxAddress.parse(address) in self._mailboxes
 
+    def _fail_pending(self, error: EventHubError) -> None:
+        """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
+        ``error`` (a runtime stop, or the timer thread's death)."""
+        for waiter in list(self._active_waiters):
+            waiter.try_fail(error)
+        self._replies.fail_all(error)
+
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        error = HubStoppedError("the runtime was stopped while waiting")
-        waiters = list(self._active_waiters)
-        for waiter in waiters:
-            waiter.try_fail(error)
+        for waiter in list(self._active_waiters):
+            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
         self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
