@@ -1,7 +1,10 @@
 """The bootstrap: one place that wires clock, scheduler, middleware and hub together.
 
 ``Runtime.start()`` boots the actors; ``stop()`` (or leaving the ``with`` block) stops
-every actor and thread it started, and blocked callers get ``HubStoppedError``.
+every actor and thread it started, and blocked callers get ``HubStoppedError``. A runtime
+still running when the interpreter exits is stopped then (``atexit``; its threads are
+daemon threads, so they never hold the exit up): a program that forgets ``stop()``, or is
+ended by Ctrl-C, exits and a durable store keeps everything it committed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
+from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
@@ -43,6 +47,7 @@ class Runtime:
         self.clock = clock
         self.schema_registry: EventSchemaRegistry = InMemoryEventSchemaRegistry()
         self._stopped = False
+        stop_at_exit(self)
 
     @classmethod
     def start(
@@ -93,6 +98,7 @@ class Runtime:
         if self._stopped:
             return
         self._stopped = True
+        forget_at_exit(self)
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:

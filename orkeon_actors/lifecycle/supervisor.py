@@ -54,6 +54,7 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
+from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.crew.crew_actor import (
     CrewActor,
     _CloseMailboxes,
@@ -395,6 +396,7 @@ SELECT DISTINCT e.crew_id FROM cursor_events e WHERE EXISTS (
 
 
 class _SupervisorActor(pykka.ThreadingActor):
+    use_daemon_thread = True  # never holds an interpreter exit up: see orkeon_actors.actors.exit
     def __init__(self, sup: CrewSupervisor) -> None:
         super().__init__()
         self.sup = sup
@@ -1230,6 +1232,7 @@ class CrewSupervisor:
         hub.route_listeners.append(self._on_route)
         hub.dispatch_listeners.append(self._on_dispatch)
         self.booted_asleep: int = self._call(self._actor().boot)
+        stop_at_exit(self)  # stopped (crews put to sleep) before its runtime at interpreter exit
 
     @classmethod
     def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
@@ -1444,6 +1447,7 @@ class CrewSupervisor:
         if self._stopped:
             return
         self._stopped = True
+        forget_at_exit(self)
         actor = self._actor()
         deadline = time.monotonic() + timeout
         try:
