@@ -226,6 +226,7 @@ class _MemoryReader(MailboxReader):
         handle.attach(self._buffer)
 
     def receive(self, cancel: CancelToken | None = None) -> Message:
+        self._hub._receiving(self._handle.address)
         unregister = cancel.on_cancel(self._buffer.interrupt) if cancel is not None else None
         try:
             while True:
@@ -383,6 +384,11 @@ class InMemoryEventHub(EventHub):
         :meth:`_mailbox_opened` for each."""
         for handle in handles:
             self._mailbox_opened(handle)
+
+    def _receiving(self, address: MailboxAddress) -> None:
+        """A consumer of ``address`` is about to receive from it (``wait_for``, a
+        reader's ``receive``), whatever that attempt's outcome: the durable hub
+        acknowledges the message it handed out before. Nothing to do in memory."""
 
     def _reader_closed(self, handle: MailboxHandle) -> None:
         """Called each time a held reader of ``handle`` is closed."""
@@ -611,6 +617,8 @@ class InMemoryEventHub(EventHub):
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         if cancel is not None:
             cancel.raise_if_cancelled()
+        if isinstance(descriptor, WaitOnMailbox):
+            self._receiving(descriptor.address)
         deadline = None if isinstance(timeout, ForeverWaitTimeout) else self.clock.monotonic() + timeout.seconds
         wait_id = new_ulid_str()
         started_at = self.clock.now()

@@ -418,10 +418,16 @@ class SqliteEventHub(InMemoryEventHub):
                     self._ack(address, previous)
         return consumed
 
-    def _reader_closed(self, handle: MailboxHandle) -> None:
-        previous = self._acks.release(handle.address)
+    def _receiving(self, address: MailboxAddress) -> None:
+        """The consumer came back to ``address``: it is done with the message handed to
+        it before, whatever this attempt brings (a message, a timeout, a cancellation).
+        A deferring crew's messages are in its ledger instead, never here."""
+        previous = self._acks.release(address)
         if previous is not None:
-            self._ack(handle.address, previous)
+            self._ack(address, previous)
+
+    def _reader_closed(self, handle: MailboxHandle) -> None:
+        self._receiving(handle.address)
 
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         scope, name = key
@@ -553,7 +559,16 @@ class SqliteEventHub(InMemoryEventHub):
     def stop(self) -> None:
         """Stop live delivery (blocked callers get ``HubStoppedError``), commit every
         queued write (acknowledgements included), close the store and release its lock.
-        Idempotent. Messages not acknowledged stay kept for the next run."""
+        Idempotent.
+
+        A clean stop acknowledges every message already handed to a consumer (it was
+        consumed: see docs/store.md); only messages a deferring consumer has not
+        acknowledged (``defer_acks``) and those never handed out stay kept for the next
+        run."""
+        if not self._stopped:
+            for address, message_id in self._acks.outstanding().items():
+                self._acks.forget(address, message_id)
+                self._ack(address, message_id)
         super().stop()
         self._close_store()
 
