@@ -31,6 +31,9 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
+    "StoreCorruptError",
+    "StoreDirectoryMissingError",
+    "StoreNotWritableError",
 ]
 
 
@@ -138,7 +141,26 @@ class RateLimitedError(EventHubError):
 
 
 class StoreError(EventHubError):
-    """The durable store (``Runtime.start(store=...)``) could not do what was asked."""
+    """The durable store (``Runtime.start(store=...)``) could not do what was asked.
+
+    ``path`` names the store file when the error is about one (else ``""``)."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreCorruptError(StoreError):
+    """The store file is damaged (truncated, garbled): restore a backup, or salvage it
+    with ``sqlite3 PATH .recover``. Nothing was written to it."""
+
+
+class StoreDirectoryMissingError(StoreError):
+    """The directory of the store path does not exist: create it, or choose another path."""
+
+
+class StoreNotWritableError(StoreError):
+    """The store (or its directory) cannot be written: choose a writable path."""
 
 
 class StoreLockedError(StoreError):

@@ -54,6 +54,7 @@ from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
+from orkeon_actors.store.open_errors import typed_open_errors
 from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
@@ -118,10 +119,12 @@ class SqliteEventHub(InMemoryEventHub):
         self._outbox_chains: dict[str, Next] = {
             operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
         }
-        self._lock = StoreLock(config.path, config.lock_timeout)
+        with typed_open_errors(config.path):
+            self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
-            self._open()
+            with typed_open_errors(config.path):
+                self._open()
         except BaseException:
             self._close_store()
             raise
