@@ -46,8 +46,10 @@ def _configure_logging(verbose: bool) -> None:
     and errors reach stderr; ``-v`` adds the runtime's debug lines."""
     from loguru import logger
 
+    from orkeon_actors.logs import enable_logging
+
     logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING")
+    enable_logging("DEBUG" if verbose else "WARNING", sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
