@@ -31,6 +31,9 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
+    "CrewFailedError",
+    "CrewNotFoundError",
+    "CrewWaitTimeoutError",
     "StoreCorruptError",
     "StoreDirectoryMissingError",
     "StoreNotWritableError",
@@ -189,3 +192,24 @@ class StoreVersionError(StoreError):
 class StoreWriteError(StoreError):
     """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
     failed write is in the store; the operation that asked for it was not performed."""
+
+
+class CrewNotFoundError(EventHubError, LookupError):
+    """No crew with this id is running, asleep or finished (within its outcome's
+    retention) under this supervisor: check the id, or spawn it first."""
+
+
+class CrewFailedError(EventHubError):
+    """The crew you waited for failed. ``crew_id`` names it, ``failure`` says why (its
+    error type, message and the agent at fault), ``outcome`` is its full outcome."""
+
+    def __init__(self, message: str, *, crew_id: str, failure: object, outcome: object) -> None:
+        super().__init__(message)
+        self.crew_id = crew_id
+        self.failure = failure
+        self.outcome = outcome
+
+
+class CrewWaitTimeoutError(EventHubError, TimeoutError):
+    """``wait_finished`` gave up: the crew had not finished within the timeout (it goes
+    on running; wait again or stop it)."""

@@ -72,8 +72,10 @@ from orkeon_actors.hub.memory import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import BuiltCrew, CrewBlueprint, CrewFactory, SnapshotActivator
+from orkeon_actors.lifecycle.finished import wait_finished
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger, log_transition
+from orkeon_actors.lifecycle.outcomes import OutcomeBook, OutcomeCallback
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore, snapshot_cursors
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
@@ -497,8 +499,11 @@ class _SupervisorActor(pykka.ThreadingActor):
     def spawn(self, name: str, crew_id: CrewId) -> CrewId:
         if crew_id in self.entries:
             raise InvalidArgumentError(f"crew {crew_id} is already running here")
-        if self.hub.load_snapshot(crew_id) is not None:
+        record = self.hub.load_snapshot(crew_id)
+        if record is not None and record.state is not CrewState.FAILED:  # a failed crew's audit row may be reused
             raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
+        if self.sup.outcome_book.load(crew_id) is not None:
+            self.sup.outcome_book.forget(crew_id)  # the id is used again: the old outcome is history
         entry = self._start(name, crew_id)
         start_crew(entry.ref)
         self._activated(crew_id, entry)
@@ -1025,6 +1030,7 @@ class _SupervisorActor(pykka.ThreadingActor):
     def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
         """Forget a finished crew whose actor stopped; remember its outcome (the last
         ``finished_memory`` ones)."""
+        self.sup.outcome_book.record(crew_id, outcome)  # durable for its retention, then its watchers hear of it
         self.outcomes[crew_id] = outcome
         self.outcomes.move_to_end(crew_id)
         while len(self.outcomes) > self.sup.finished_memory:
@@ -1050,11 +1056,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             return LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         record = self.hub.load_snapshot(crew_id)
         if record is None:
-            return LifecycleState.UNKNOWN
+            kept = self.sup.outcome_book.load(crew_id)
+            if kept is None:
+                return LifecycleState.UNKNOWN
+            return LifecycleState.COMPLETED if kept.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         return LifecycleState.FAILED if record.state is CrewState.FAILED else LifecycleState.ASLEEP
 
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
-        return self.outcomes.get(crew_id)
+        outcome = self.outcomes.get(crew_id)
+        return outcome if outcome is not None or crew_id in self.entries else self.sup.outcome_book.load(crew_id)
 
     def status_of(self, crew_id: CrewId) -> CrewStatus | None:
         if crew_id in self.entries:
@@ -1226,6 +1236,8 @@ class CrewSupervisor:
         self.activator = SnapshotActivator(
             hub, self.store, self.factories, idle_timeout=idle_timeout, on_activity=self._on_activity
         )
+        self.outcome_book = OutcomeBook(hub, self.store)
+        """The durable outcomes of finished crews and their watchers (``when_finished``)."""
         self._actor_obj: _SupervisorActor | None = None
         self._ref = _SupervisorActor.start(self)
         self._stopped = False
@@ -1407,14 +1419,28 @@ class CrewSupervisor:
         return result
 
     def outcome(self, crew_id: CrewId | str) -> CrewOutcome | None:
-        """The outcome (status, result, failure) of a crew that finished in this process,
-        once its actor stopped; ``None`` before that, for a crew that did not finish here,
-        or past the last ``finished_memory`` finished crews (a completed crew is deleted
-        from the store at once; a failed one stays there, ``state`` says ``FAILED``)."""
+        """The outcome (status, result, failure, final state) of a finished crew, once
+        its actor stopped: from memory for the last ``finished_memory`` crews finished
+        in this process, else from the store's ``crew_outcomes`` (kept across restarts
+        for ``PurgePolicy.outcome_retention``, ``failed_retention`` for a failed crew);
+        ``None`` before it finished, for an unknown crew, or once purged."""
         actor = self._actor()
         crew = CrewId(crew_id)
         result: CrewOutcome | None = self._call(lambda: actor.outcome_of(crew))
         return result
+
+    def when_finished(self, crew_id: CrewId | str, callback: OutcomeCallback) -> Callable[[], None]:
+        """Call ``callback(outcome)`` once the crew's outcome is durable: at once, on
+        this thread, if it already is, else on the store writer's thread after the
+        commit. Never blocks; ``callback`` must not block either. Returns a function
+        withdrawing the callback. See :mod:`orkeon_actors.lifecycle.finished`."""
+        return self.outcome_book.when_finished(CrewId(crew_id), callback)
+
+    def wait_finished(self, crew_id: CrewId | str, timeout: float | None = None) -> CrewOutcome:
+        """Block until the crew finishes; return its outcome if it completed. Raises
+        ``CrewFailedError`` if it failed, ``CrewWaitTimeoutError`` after ``timeout``
+        seconds (``None``: no limit), ``CrewNotFoundError`` for a crew unknown here."""
+        return wait_finished(self, CrewId(crew_id), timeout)
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is

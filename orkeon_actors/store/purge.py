@@ -15,7 +15,9 @@ runtime's clock (a ``VirtualClock`` makes it deterministic):
 * ``processed_messages`` of crews without a snapshot, older than ``processed_ttl``
   (rows of a crew with a snapshot live exactly as long as the snapshot);
 * ``Dispatched`` outbox rows older than ``dispatched_retention`` and ``Failed`` ones
-  older than ``failed_retention``. ``Pending`` rows are never purged.
+  older than ``failed_retention``. ``Pending`` rows are never purged;
+* outcomes of crews that completed more than ``outcome_retention`` ago, and of crews
+  that failed more than ``failed_retention`` ago.
 
 ``purge_now()`` runs the same transaction at once and reports what it deleted.
 """
@@ -48,6 +50,7 @@ class PurgeReport:
     pending_waits: int = 0
     processed_messages: int = 0
     outbox_rows: int = 0
+    outcomes: int = 0
 
     @property
     def total(self) -> int:
@@ -58,6 +61,7 @@ class PurgeReport:
             + self.pending_waits
             + self.processed_messages
             + self.outbox_rows
+            + self.outcomes
         )
 
 
@@ -65,6 +69,7 @@ _MORE = """
 SELECT EXISTS (SELECT 1 FROM crew_snapshots WHERE state != 'Active')
     OR EXISTS (SELECT 1 FROM processed_messages)
     OR EXISTS (SELECT 1 FROM outbox WHERE state != 'Pending')
+    OR EXISTS (SELECT 1 FROM crew_outcomes)
 """
 
 
@@ -162,7 +167,13 @@ class Purger:
             (format_time(now - policy.failed_retention),),
         )
         outbox_rows += conn.changes()
-        report = PurgeReport(len(completed), len(failed), len(orphans), waits, processed, outbox_rows)
+        conn.execute(
+            "DELETE FROM crew_outcomes WHERE (status = 'Completed' AND finished_at < ?) "
+            "OR (status = 'Failed' AND finished_at < ?)",
+            (format_time(now - policy.outcome_retention), format_time(now - policy.failed_retention)),
+        )
+        outcomes = conn.changes()
+        report = PurgeReport(len(completed), len(failed), len(orphans), waits, processed, outbox_rows, outcomes)
         return report, purgeable_rows_exist(conn)
 
     def stop(self) -> None:
