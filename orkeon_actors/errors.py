@@ -57,15 +57,24 @@ class InvalidMailboxAddressError(InvalidArgumentError):
 
 
 class MailboxNotFoundError(EventHubError, LookupError):
-    """A post or send targeted a mailbox nobody registered."""
+    """A post or send targeted a mailbox nobody registered, or one of a crew that has
+    finished (``finished`` then says how: ``"completed"`` or ``"failed"``)."""
 
-    def __init__(self, address: object) -> None:
-        super().__init__(
-            f"no mailbox is registered at {address}: register it with "
-            f"hub.register_mailbox({str(address)!r}) before posting to it, "
-            "or check the address for a typo"
-        )
+    def __init__(self, address: object, *, finished: str | None = None) -> None:
+        if finished is not None:
+            text = (
+                f"the mailbox {address} is gone: its crew has finished ({finished}) and nothing would read "
+                "this message; start a new crew to handle it, or read the finished crew's outcome"
+            )
+        else:
+            text = (
+                f"no mailbox is registered at {address}: register it with "
+                f"hub.register_mailbox({str(address)!r}) before posting to it, "
+                "or check the address for a typo"
+            )
+        super().__init__(text)
         self.address = address
+        self.finished = finished
 
 
 class MailboxAlreadyRegisteredError(InvalidArgumentError):

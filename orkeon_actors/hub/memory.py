@@ -14,6 +14,7 @@ Where the work happens (ARCHITECTURE §3):
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -59,7 +60,7 @@ from orkeon_actors.model.options import (
     coerce_wait_timeout,
 )
 
-__all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC"]
+__all__ = ["InMemoryEventHub", "POST_TOPIC", "SEND_TOPIC", "REPLY_TOPIC", "note_crew_finished"]
 
 POST_TOPIC = "_system.post"
 """Synthetic topic of mailbox posts: no agent can publish on ``_system.*`` (spec §10.2)."""
@@ -67,6 +68,9 @@ SEND_TOPIC = "_system.send"
 REPLY_TOPIC = "_system.reply"
 
 WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
+
+FINISHED_CREWS_REMEMBERED = 10_000
+"""How many finished crews a hub remembers to explain a refused post (see ``crew_finished``)."""
 
 
 class _TopicWait:
@@ -293,6 +297,7 @@ class InMemoryEventHub(EventHub):
         # path takes no lock; pending_waits() counts a snapshot.
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
+        self._finished_crews: OrderedDict[CrewId, str] = OrderedDict()  # see crew_finished
         scheduler.add_failure_listener(self._fail_pending)
         self.on_wait_timed_out: Callable[[Message], None] | None = None
         self.inline_mailboxes = False
@@ -385,6 +390,21 @@ class InMemoryEventHub(EventHub):
         for handle in handles:
             self._mailbox_opened(handle)
 
+    def crew_finished(self, crew_id: CrewId, status: str) -> None:
+        """``crew_id`` finished (``status``: ``"completed"`` / ``"failed"``): a later post
+        or send to one of its (closed) mailboxes raises ``MailboxNotFoundError`` saying
+        so. The last :data:`FINISHED_CREWS_REMEMBERED` crews are remembered; a crew
+        registering mailboxes under the same id again is forgotten."""
+        with self._mailboxes_lock:
+            self._finished_crews[crew_id] = status
+            self._finished_crews.move_to_end(crew_id)
+            while len(self._finished_crews) > FINISHED_CREWS_REMEMBERED:
+                self._finished_crews.popitem(last=False)
+
+    def _missing(self, address: MailboxAddress) -> MailboxNotFoundError:
+        finished = None if address.crew_id is None else self._finished_crews.get(address.crew_id)
+        return MailboxNotFoundError(address, finished=finished)
+
     def _receiving(self, address: MailboxAddress) -> None:
         """A consumer of ``address`` is about to receive from it (``wait_for``, a
         reader's ``receive``), whatever that attempt's outcome: the durable hub
@@ -421,6 +441,11 @@ class InMemoryEventHub(EventHub):
             raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        if self._finished_crews:
+            with self._mailboxes_lock:  # the id is used again: its earlier crew's end is history
+                for address in parsed:
+                    if address.crew_id is not None:
+                        self._finished_crews.pop(address.crew_id, None)
         # Built before taking the lock (starting a mailbox actor is the slow part), so
         # registrations on other threads do not queue behind it.
         handles: list[MailboxHandle] = []
@@ -511,7 +536,7 @@ class InMemoryEventHub(EventHub):
             message = self._stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
-            raise MailboxNotFoundError(to)
+            raise self._missing(to)
         return self._post_chain(self._stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
     def _open_request(
@@ -529,7 +554,7 @@ class InMemoryEventHub(EventHub):
                 "send to an agent://, crew:// or client:// mailbox"
             )
         if not self._mailbox_exists(to):
-            raise MailboxNotFoundError(to)
+            raise self._missing(to)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener)
         message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
@@ -776,3 +801,10 @@ class InMemoryEventHub(EventHub):
             self._mailboxes.clear()
         for handle in handles:
             handle.close()
+
+
+def note_crew_finished(hub: EventHub, crew_id: CrewId, status: str) -> None:
+    """Tell ``hub`` that ``crew_id`` finished (see ``InMemoryEventHub.crew_finished``);
+    a no-op for an adapter that does not explain refused posts."""
+    if isinstance(hub, InMemoryEventHub):
+        hub.crew_finished(crew_id, status)

@@ -77,12 +77,15 @@ class OutcomeBook:
         self._store = store
         self._lock = threading.Lock()
         self._watchers: dict[CrewId, list[OutcomeCallback]] = {}
+        self._unwritten: dict[CrewId, CrewOutcome] = {}  # recorded, not committed yet: load() sees them
 
     def record(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
         """Queue the durable record of ``crew_id``'s ``outcome`` (never blocks); its
         watchers are called after the commit. A failed write is logged and the watchers
         still get the outcome (it is known, only not durable)."""
         row = _to_row(crew_id, outcome, format_time(self._hub.clock.now()))
+        with self._lock:
+            self._unwritten[crew_id] = outcome
         final = outcome.final_snapshot() if outcome.status is CrewStatus.FAILED else None
         try:
             if final is not None:
@@ -105,12 +108,22 @@ class OutcomeBook:
 
     def _settle(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
         with self._lock:
+            if self._unwritten.get(crew_id) is outcome:
+                del self._unwritten[crew_id]
             watchers = self._watchers.pop(crew_id, [])
         for callback in watchers:
             _call(callback, outcome)
 
     def load(self, crew_id: CrewId) -> CrewOutcome | None:
-        """The durable outcome of ``crew_id``, or ``None`` (never finished, or purged)."""
+        """The outcome of ``crew_id`` (durable, or recorded and being written), or
+        ``None`` (never finished, or purged)."""
+        with self._lock:
+            unwritten = self._unwritten.get(crew_id)
+        if unwritten is not None:
+            return unwritten
+        return self._load_durable(crew_id)
+
+    def _load_durable(self, crew_id: CrewId) -> CrewOutcome | None:
         try:
             with self._hub.readers.connection() as conn:
                 row = load_outcome(conn, str(crew_id))
@@ -120,6 +133,8 @@ class OutcomeBook:
 
     def forget(self, crew_id: CrewId) -> None:
         """``crew_id`` is used again by a new crew: its old outcome is history."""
+        with self._lock:
+            self._unwritten.pop(crew_id, None)
         self._hub.writer.post(lambda conn: delete_outcome(conn, str(crew_id)))
 
     def when_finished(self, crew_id: CrewId, callback: OutcomeCallback) -> Callable[[], None]:
@@ -127,7 +142,7 @@ class OutcomeBook:
         it already is). Returns a function that withdraws the callback."""
         with self._lock:
             self._watchers.setdefault(crew_id, []).append(callback)
-        known = self.load(crew_id)
+        known = self._load_durable(crew_id)
         if known is not None:
             with self._lock:
                 watchers = self._watchers.get(crew_id, [])

@@ -1002,6 +1002,7 @@ class _SupervisorActor(pykka.ThreadingActor):
                 future.set_result(False)
         entry.deferred_sleeps.clear()
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
+        self.hub.crew_finished(crew_id, status.value)  # a late post is refused saying the crew finished
         self.idle.forget(crew_id)
         log_transition(crew_id, before, entry.state)
         # Its final state reflects every message it consumed: acknowledge them with the

@@ -140,3 +140,15 @@ def test_purge_policy_has_an_outcome_retention() -> None:
     assert StoreConfig("x.db", purge=PurgePolicy(outcome_retention=timedelta(hours=1))).purge.outcome_retention == (
         timedelta(hours=1)
     )
+
+
+def test_a_post_to_a_finished_supervised_crew_says_it_finished(env: Env) -> None:
+    from orkeon_actors.errors import MailboxNotFoundError
+
+    env.factories["ok"] = lambda _: _crew(respond("fine"))
+    sup = env.boot()
+    sup.spawn("ok", "good")
+    sup.wait_finished("good", timeout=30)
+    with pytest.raises(MailboxNotFoundError) as caught:
+        env.hub.bind("x", "y").post("agent://good/a", 1)
+    assert caught.value.finished == "completed"
