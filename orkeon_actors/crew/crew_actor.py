@@ -81,6 +81,7 @@ from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_matches
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import Budget
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
 from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
 from orkeon_actors.model.options import (
@@ -1492,7 +1493,7 @@ def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Mess
             {
                 "original_topic": original,
                 "original_wait_id": wait.wait_id,
-                "original_started_at": wait.started_at.isoformat(),
+                "original_started_at": format_utc(wait.started_at),
             }
         ),
         None,
@@ -1589,7 +1590,7 @@ def _redact(value: Any) -> str:
             return [scrub(x) for x in v]
         return v
 
-    return _short(json.dumps(scrub(value), sort_keys=True, default=str), 200)
+    return _short(json.dumps(scrub(value), sort_keys=True, default=str, ensure_ascii=False), 200)
 
 
 def _redact_text(arguments: str) -> str:

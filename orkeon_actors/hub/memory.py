@@ -39,7 +39,7 @@ from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
 from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
-from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.clock import Clock, format_utc
 from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
 from orkeon_actors.model.message import (
     NO_DECLARED_SCHEMA_ID,
@@ -732,7 +732,7 @@ class InMemoryEventHub(EventHub):
                 {
                     "original_topic": original,
                     "original_wait_id": wait_id,
-                    "original_started_at": started_at.isoformat(),  # type: ignore[attr-defined]
+                    "original_started_at": format_utc(started_at),  # type: ignore[arg-type]
                 }
             ),
             None,
