@@ -54,7 +54,10 @@ def disable_logging() -> None:
     """Silence the runtime again and remove every sink :func:`enable_logging` added."""
     logger.disable(PACKAGE)
     while _handlers:
-        logger.remove(_handlers.pop())
+        try:
+            logger.remove(_handlers.pop())
+        except ValueError:
+            pass  # the program removed it already (logger.remove())
 
 
 class StdlibPropagateHandler(logging.Handler):
