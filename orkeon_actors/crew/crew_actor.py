@@ -32,7 +32,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import attrs
 import pykka
@@ -1422,8 +1422,12 @@ class CrewActor(PooledActor):
 # -- helpers ----------------------------------------------------------------------------
 
 
+CrewT = TypeVar("CrewT", bound="CrewActor")
+"""Any :class:`CrewActor` subclass: the helpers below take ``ActorRef[YourCrew]``."""
+
+
 def start_crew(
-    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
+    ref: pykka.ActorRef[CrewT], activity: Activity | None = None, gate: DeliveryGate | None = None
 ) -> None:
     """Begin a started crew actor (registers its mailboxes, starts its orchestration).
     Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
@@ -1437,7 +1441,7 @@ def start_crew(
 
 
 def restore_crew(
-    ref: pykka.ActorRef[CrewActor],
+    ref: pykka.ActorRef[CrewT],
     snapshot: CrewSnapshot,
     activity: Activity | None = None,
     gate: DeliveryGate | None = None,
@@ -1458,7 +1462,7 @@ def restore_crew(
 
 
 def hand_over(
-    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[str, int] | None = None
+    ref: pykka.ActorRef[CrewT], messages: Sequence[Message], missed: Mapping[str, int] | None = None
 ) -> None:
     """Give a crew restored with ``on_cursors_open`` the topic messages kept for it (in
     publish order): each cursor catches up on those it matches and did not receive,
@@ -1517,7 +1521,7 @@ def wait_matches(wait: PendingWait, crew_id: CrewId, message: Message) -> bool:
     return message.correlation_id == kind.correlation and message.topic == REPLY_TOPIC
 
 
-def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:
+def query_crew(ref: pykka.ActorRef[CrewT], what: str, timeout: float | None = 10.0) -> Any:
     """Ask a crew for ``snapshot``, ``status`` or ``summary`` (from outside the actor)."""
     return ref.ask(_Query(what), timeout=timeout)
 
