@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import platform
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import attrs
 
 from orkeon_actors.bench.context import progress
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.model.clock import SystemClock, format_utc
 
 __all__ = ["BenchResult", "SUITES", "SUITE_NAMES", "register", "run_suites", "render_table", "best_of"]
 
@@ -80,7 +80,7 @@ def to_json(results: list[BenchResult]) -> str:
 
     payload: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "measured_at": format_utc(SystemClock().now()),
     }
     targets: dict[str, Any] = {}
     for result in results:
