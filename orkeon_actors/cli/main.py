@@ -4,6 +4,7 @@ orkeon demo [--store PATH]          a short scripted exchange between agents, na
 orkeon simulate [MODE|all]          run one orchestration-mode example (or all) and print its timeline
 orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
 orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
+orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon --version
 
 ``-v/--verbose`` is accepted before or after the subcommand. A usage error (an unknown
@@ -74,6 +75,10 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--dir", metavar="DIR", help="where temporary stores go (default: the system temp directory)")
 
     add_store_parser(sub, common)
+
+    from orkeon_actors.studio import cli as studio_cli
+
+    studio_cli.configure_parser(sub.add_parser("studio", parents=[common], help=studio_cli.HELP))
     return parser
 
 
@@ -117,6 +122,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_bench(list(args.suites), quick=args.quick, as_json=args.json, check=args.check, directory=args.dir)
     if args.command == "store":
         return run_store(args, parser)
+    if args.command == "studio":
+        from orkeon_actors.studio.cli import run_studio
+
+        return run_studio(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -1063,6 +1063,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             return LifecycleState.COMPLETED if kept.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         return LifecycleState.FAILED if record.state is CrewState.FAILED else LifecycleState.ASLEEP
 
+    def crew_states(self) -> dict[CrewId, LifecycleState]:
+        states = {crew_id: entry.state for crew_id, entry in self.entries.items()}
+        for crew_id, outcome in self.outcomes.items():
+            states.setdefault(
+                crew_id,
+                LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED,
+            )
+        return states
+
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         outcome = self.outcomes.get(crew_id)
         return outcome if outcome is not None or crew_id in self.entries else self.sup.outcome_book.load(crew_id)
@@ -1246,6 +1255,8 @@ class CrewSupervisor:
         hub.dispatch_listeners.append(self._on_dispatch)
         self.booted_asleep: int = self._call(self._actor().boot)
         stop_at_exit(self)  # stopped (crews put to sleep) before its runtime at interpreter exit
+        self._runtime_supervisors: list[Any] = runtime.supervisors
+        self._runtime_supervisors.append(self)  # what observers (the Studio) enumerate
 
     @classmethod
     def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
@@ -1411,6 +1422,15 @@ class CrewSupervisor:
         result: LifecycleState = self._call(lambda: actor.state_of(crew))
         return result
 
+    def crews(self) -> dict[CrewId, LifecycleState]:
+        """Every crew this supervisor knows now and its state: the live ones (active,
+        snapshotting, activating, and those it put to sleep in this process) and the
+        finished ones it still remembers (see :meth:`outcome`). Crews asleep since before
+        this process started are in the store, not here."""
+        actor = self._actor()
+        result: dict[CrewId, LifecycleState] = self._call(actor.crew_states)
+        return result
+
     def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
         """The live crew actor, or ``None`` while it sleeps and once it finished (its
         actor stops once its outcome is durable: see :meth:`outcome`)."""
@@ -1503,4 +1523,6 @@ class CrewSupervisor:
                 self.hub.dispatch_listeners.remove(self._on_dispatch)
             if self._on_route in self.hub.route_listeners:
                 self.hub.route_listeners.remove(self._on_route)
+            if self in self._runtime_supervisors:
+                self._runtime_supervisors.remove(self)
             self._ref.stop()
