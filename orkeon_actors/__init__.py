@@ -9,7 +9,8 @@ Everything a user imports lives here::
         client.publish("orders.created", {"id": 42})
 
 Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
-``EventHubError``.
+``EventHubError``. The library is silent until ``ok.enable_logging()`` (see
+:mod:`orkeon_actors.logs`).
 """
 
 from orkeon_actors import acl, aio, errors, middleware, store, tools
@@ -21,6 +22,7 @@ from orkeon_actors.hub import (
     MailboxRegistration,
     Subscription,
 )
+from orkeon_actors.logs import StdlibPropagateHandler, disable_logging, enable_logging
 from orkeon_actors.middleware.pipeline import EventHubMiddleware
 from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.model import (
@@ -78,6 +80,7 @@ __all__ = [
     "PublishOptions",
     "Runtime",
     "Limits",
+    "StdlibPropagateHandler",
     "Subscription",
     "SystemClock",
     "VirtualClock",
@@ -88,6 +91,8 @@ __all__ = [
     "WaitTimeout",
     "acl",
     "aio",
+    "disable_logging",
+    "enable_logging",
     "errors",
     "middleware",
     "store",

@@ -25,14 +25,20 @@ __all__ = [
     "CancelledError",
     "ToolValidationError",
     "HubStoppedError",
+    "SchedulerFailedError",
     "RateLimitedError",
     "StoreError",
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
     "LimitExceededError",
-    "CrewWaitTimeoutError",
     "McpToolError",
+    "CrewFailedError",
+    "CrewNotFoundError",
+    "CrewWaitTimeoutError",
+    "StoreCorruptError",
+    "StoreDirectoryMissingError",
+    "StoreNotWritableError",
     "BrokerError",
     "BrokerUnavailableError",
     "BrokerNackError",
@@ -76,15 +82,24 @@ class InvalidMailboxAddressError(InvalidArgumentError):
 
 
 class MailboxNotFoundError(EventHubError, LookupError):
-    """A post or send targeted a mailbox nobody registered."""
+    """A post or send targeted a mailbox nobody registered, or one of a crew that has
+    finished (``finished`` then says how: ``"completed"`` or ``"failed"``)."""
 
-    def __init__(self, address: object) -> None:
-        super().__init__(
-            f"no mailbox is registered at {address}: register it with "
-            f"hub.register_mailbox({str(address)!r}) before posting to it, "
-            "or check the address for a typo"
-        )
+    def __init__(self, address: object, *, finished: str | None = None) -> None:
+        if finished is not None:
+            text = (
+                f"the mailbox {address} is gone: its crew has finished ({finished}) and nothing would read "
+                "this message; start a new crew to handle it, or read the finished crew's outcome"
+            )
+        else:
+            text = (
+                f"no mailbox is registered at {address}: register it with "
+                f"hub.register_mailbox({str(address)!r}) before posting to it, "
+                "or check the address for a typo"
+            )
+        super().__init__(text)
         self.address = address
+        self.finished = finished
 
 
 class MailboxAlreadyRegisteredError(InvalidArgumentError):
@@ -148,6 +163,11 @@ class HubStoppedError(EventHubError):
     """The runtime was stopped; the call cannot proceed. Start a new Runtime."""
 
 
+class SchedulerFailedError(EventHubError):
+    """The runtime's timer thread died, so no finite wait or send timeout can expire any
+    more. Pending waits fail with it; stop the runtime and start a new one."""
+
+
 class RateLimitedError(EventHubError):
     """A rate-limit stage refused a message; ``retry_after`` says in how many seconds a
     retry can succeed."""
@@ -158,7 +178,26 @@ class RateLimitedError(EventHubError):
 
 
 class StoreError(EventHubError):
-    """The durable store (``Runtime.start(store=...)``) could not do what was asked."""
+    """The durable store (``Runtime.start(store=...)``) could not do what was asked.
+
+    ``path`` names the store file when the error is about one (else ``""``)."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreCorruptError(StoreError):
+    """The store file is damaged (truncated, garbled): restore a backup, or salvage it
+    with ``sqlite3 PATH .recover``. Nothing was written to it."""
+
+
+class StoreDirectoryMissingError(StoreError):
+    """The directory of the store path does not exist: create it, or choose another path."""
+
+
+class StoreNotWritableError(StoreError):
+    """The store (or its directory) cannot be written: choose a writable path."""
 
 
 class StoreLockedError(StoreError):
@@ -189,11 +228,6 @@ class StoreWriteError(StoreError):
     failed write is in the store; the operation that asked for it was not performed."""
 
 
-class CrewWaitTimeoutError(EventHubError, TimeoutError):
-    """Waiting for a crew to finish took longer than the caller's timeout; the crew
-    keeps running."""
-
-
 class McpToolError(EventHubError):
     """A tool of an external MCP server failed: its result had ``isError: true``, the
     server answered with a protocol error, or the connection to it was lost.
@@ -204,6 +238,25 @@ class McpToolError(EventHubError):
         self.tool = tool
 
 
+class CrewNotFoundError(EventHubError, LookupError):
+    """No crew with this id is running, asleep or finished (within its outcome's
+    retention) under this supervisor: check the id, or spawn it first."""
+
+
+class CrewFailedError(EventHubError):
+    """The crew you waited for failed. ``crew_id`` names it, ``failure`` says why (its
+    error type, message and the agent at fault), ``outcome`` is its full outcome."""
+
+    def __init__(self, message: str, *, crew_id: str, failure: object, outcome: object) -> None:
+        super().__init__(message)
+        self.crew_id = crew_id
+        self.failure = failure
+        self.outcome = outcome
+
+
+class CrewWaitTimeoutError(EventHubError, TimeoutError):
+    """``wait_finished`` gave up: the crew had not finished within the timeout (it goes
+    on running; wait again or stop it)."""
 class BrokerError(EventHubError):
     """The message broker of the distributed hub (RabbitMQ) refused or could not take a
     message; the text says which and what to do."""

@@ -1,7 +1,10 @@
 """The bootstrap: one place that wires clock, scheduler, middleware and hub together.
 
 ``Runtime.start()`` boots the actors; ``stop()`` (or leaving the ``with`` block) stops
-every actor and thread it started, and blocked callers get ``HubStoppedError``.
+every actor and thread it started, and blocked callers get ``HubStoppedError``. A runtime
+still running when the interpreter exits is stopped then (``atexit``; its threads are
+daemon threads, so they never hold the exit up): a program that forgets ``stop()``, or is
+ended by Ctrl-C, exits and a durable store keeps everything it committed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
+from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
@@ -54,6 +58,7 @@ class Runtime:
         self.studio: StudioServer | None = None
         """The Studio serving this runtime, when started with ``studio=PORT``."""
         self._stopped = False
+        stop_at_exit(self)
 
     @classmethod
     def start(
@@ -157,6 +162,7 @@ class Runtime:
         if self._stopped:
             return
         self._stopped = True
+        forget_at_exit(self)
         if self.studio is not None:
             self.studio.stop()
         if self._studio_watcher is not None:

@@ -11,11 +11,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from loguru import logger
 
 import orkeon_actors as ok
 from orkeon_actors.testing import wait_until
 
 __all__ = ["ADAPTERS", "Background", "wait_until"]
+
+logger.enable("orkeon_actors")  # the library is silent by default; tests observe its records
 
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),

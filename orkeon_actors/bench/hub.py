@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
+from orkeon_actors.bench.context import progress
 from orkeon_actors.bench.middleware import STAGE_NAMES, FiveStages, stage_costs_us
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.middleware.pipeline import EventHubMiddleware
@@ -101,7 +102,8 @@ def bench_hub(quick: bool) -> BenchResult:
     staged_messages = 4_000 if quick else 20_000
     samples: dict[str, list[float]] = {"tell": [], "post": [], "ask": [], "send": [], "staged": []}
     with FiveStages() as five:
-        for _ in range(rounds):
+        for index in range(rounds):
+            progress(f"round {index + 1}/{rounds}")
             samples["tell"].append(raw_tell_per_second(messages))
             samples["post"].append(post_receive_per_second(messages))
             samples["ask"].append(raw_ask_per_second(requests))

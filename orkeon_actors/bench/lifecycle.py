@@ -42,7 +42,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -53,6 +52,7 @@ import apsw
 import attrs
 from loguru import logger
 
+from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
@@ -430,7 +430,7 @@ def bench_lifecycle(quick: bool) -> BenchResult:
     sleeps, boot_crews, wake_crews, samples, expiring = (
         (20, 2_000, 2_000, 50, 300) if quick else (200, 1_000_000, 100_000, 1_000, 5_000)
     )
-    directory = tempfile.mkdtemp(prefix="orkeon-bench-lifecycle-", dir=os.getcwd())
+    directory = scratch_directory("orkeon-bench-lifecycle-")
     with _info_logging():
         figures, populate_s = _measure(directory, quick, sleeps, boot_crews, wake_crews, samples, expiring)
     figures["populate_s"] = populate_s
@@ -459,10 +459,12 @@ def _measure(
     directory: str, quick: bool, sleeps: int, boot_crews: int, wake_crews: int, samples: int, expiring: int
 ) -> tuple[dict[str, float], float]:
     try:
+        progress(f"{sleeps} real sleeps")
         sleeps_per_s, template = _real_sleeps(os.path.join(directory, "sleeps.db"), sleeps)
         finite = capture_template(os.path.join(directory, "finite-template.db"), FINITE_NAME)
 
         boot_db = os.path.join(directory, "boot.db")
+        progress(f"populating {boot_crews:,} sleeping crews, then a boot")
         populate_s = populate(boot_db, template, _crew_ids(boot_crews))
         boot = _boot(boot_db, boot_crews)
         for suffix in ("", "-wal", "-shm", ".lock"):
@@ -470,9 +472,11 @@ def _measure(
                 os.remove(boot_db + suffix)
 
         wake_db = os.path.join(directory, "wake.db")
+        progress(f"populating {wake_crews:,} sleeping crews, then {samples} wakes")
         populate(wake_db, template, _crew_ids(wake_crews))
         latencies = _wake_latencies(wake_db, wake_crews, samples)
 
+        progress(f"{expiring:,} expiries")
         expiries_per_s = _expiries(os.path.join(directory, "expiry.db"), finite, expiring, lead=1.0 if quick else 3.0)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import platform
-import time
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-__all__ = ["BenchResult", "SUITES", "register", "run_suites", "render_table", "best_of"]
+from orkeon_actors.bench.context import progress
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.model.clock import SystemClock, format_utc
+
+__all__ = ["BenchResult", "SUITES", "SUITE_NAMES", "register", "run_suites", "render_table", "best_of"]
+
+SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost")
+"""Every suite ``orkeon bench`` knows, in the order ``all`` runs them."""
 
 
 @attrs.frozen
@@ -43,6 +49,9 @@ def best_of(repeats: int, measure: Callable[[], float]) -> float:
 
 
 def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
+    """Run the suites ``names`` in order (see :mod:`orkeon_actors.bench.context` for where
+    their stores go and how progress is reported). Raises ``InvalidArgumentError`` for an
+    unknown name."""
     # Import the suites so they register themselves.
     from orkeon_actors.bench import (
         hub,  # noqa: F401
@@ -54,29 +63,57 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
 
     unknown = [n for n in names if n not in SUITES]
     if unknown:
-        raise SystemExit(f"unknown bench suite(s) {unknown}; available: {sorted(SUITES)}")
-    return [SUITES[name](quick) for name in names]
+        raise InvalidArgumentError(
+            f"unknown bench suite {unknown[0]!r}; choose from: {', '.join(SUITE_NAMES)}"
+        )
+    results = []
+    for index, name in enumerate(names):
+        progress(f"suite {name} ({index + 1}/{len(names)})")
+        results.append(SUITES[name](quick))
+    return results
 
 
 def to_json(results: list[BenchResult]) -> str:
+    """One JSON object: the machine, when, each suite's figures by key, and ``targets``:
+    per suite, ``{key: {"target": "≥ 0.4", "met": true}}`` for every key with a target."""
+    from orkeon_actors.bench.targets import evaluate
+
     payload: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "measured_at": format_utc(SystemClock().now()),
     }
+    targets: dict[str, Any] = {}
     for result in results:
         payload[result.suite] = {key: round(value, 4) for key, value in result.figures.items()}
-    return json.dumps(payload, indent=2, sort_keys=False)
+        verdicts = evaluate(result)
+        if verdicts:
+            targets[result.suite] = {k: {"target": str(v.target), "met": v.met} for k, v in verdicts.items()}
+    payload["targets"] = targets
+    return json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def missed_targets(results: list[BenchResult]) -> list[str]:
+    """``suite.key`` of every figure that missed its target."""
+    from orkeon_actors.bench.targets import evaluate
+
+    return [f"{r.suite}.{key}" for r in results for key, v in evaluate(r).items() if not v.met]
 
 
 def render_table(results: list[BenchResult]) -> str:
+    """A table per suite; a figure with a target shows it, ✓ when met and ✗ when missed."""
+    from orkeon_actors.bench.targets import evaluate
+
     lines = []
     for result in results:
         lines.append(f"== {result.suite} ==")
         width = max(len(k) for k in result.figures)
+        verdicts = evaluate(result)
         for key, value in result.figures.items():
             unit = result.units.get(key, "")
             text = f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
-            lines.append(f"  {key.ljust(width)}  {text:>14} {unit}")
+            verdict = verdicts.get(key)
+            mark = "" if verdict is None else f"  {'✓' if verdict.met else '✗'} target {verdict.target}"
+            lines.append(f"  {key.ljust(width)}  {text:>14} {unit}{mark}".rstrip())
         if result.notes:
             lines.append(f"  ({result.notes})")
     return "\n".join(lines)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from typing import Any
 
 import apsw
 
+from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store import SqliteEventHub, StoreConfig
@@ -127,8 +127,9 @@ def bench_store(quick: bool) -> BenchResult:
     best_durable = best_raw = 0.0
     latencies: list[float] = []
     batch_means: list[float] = []
-    for _ in range(rounds):
-        directory = tempfile.mkdtemp(prefix="orkeon-bench-store-", dir=os.getcwd())
+    for index in range(rounds):
+        progress(f"round {index + 1}/{rounds}")
+        directory = scratch_directory("orkeon-bench-store-")
         try:
             durable, run_latencies, batches, rows = durable_posts(directory, THREADS, per_thread)
             raw = raw_batched_inserts(directory, rows, batches)

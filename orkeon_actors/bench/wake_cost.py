@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from orkeon_actors.bench.context import scratch_directory
 from orkeon_actors.bench.lifecycle import FACTORIES, FINITE_NAME, _crew_ids, _info_logging, capture_template, populate
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_dict
@@ -73,7 +73,7 @@ def _per_crew_us(count: int, step: Callable[[], object]) -> float:
 @register("wakecost")
 def bench_wake_cost(quick: bool) -> BenchResult:
     count = 200 if quick else 2_000
-    directory = tempfile.mkdtemp(prefix="orkeon-bench-wakecost-", dir=os.getcwd())
+    directory = scratch_directory("orkeon-bench-wakecost-")
     try:
         with _info_logging():
             figures = _measure(directory, count)

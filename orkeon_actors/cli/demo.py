@@ -54,6 +54,10 @@ def run_demo(color: bool = False, store: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="orkeon-demo-") as scratch:
         path = Path(store) if store else Path(scratch) / "orkeon-demo.db"
         _hub_exchange(say, path)
+    if store:
+        print(f"\nthe store is kept at {path}: look into it with `orkeon store {path} mailboxes` (or crews, waits)")
+    else:
+        print("\nthe store was a temporary file and is gone; keep it with `orkeon demo --store PATH`")
     return _simulation(say)
 
 

@@ -1,11 +1,16 @@
-"""``orkeon``: demo, bench.
+"""``orkeon``: demo, simulate, bench, store.
 
-orkeon demo                   a short scripted exchange between agents, narrated
-orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
-orkeon simulate [mode]        run one orchestration-mode example (or all) on a seeded, deterministic
-                              scheduler: timeline, --html, --trace, --json, --faults, --seeds A..B --check
-orkeon mcp --store PATH ...   serve the seven agent tools over MCP (docs/mcp.md)
-orkeon studio --store PATH    the Studio web view of a store file, read-only
+orkeon demo [--store PATH]          a short scripted exchange between agents, narrated
+orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded, deterministic scheduler
+                                    (timeline, --html, --trace, --json, --faults, --seeds A..B --check)
+orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
+orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
+orkeon studio --store PATH          the Studio web view of a store file, read-only
+orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
+orkeon --version
+
+``-v/--verbose`` is accepted before or after the subcommand. A usage error (an unknown
+suite, mode or view included) prints the choices and exits with status 2, like argparse.
 """
 
 from __future__ import annotations
@@ -14,24 +19,44 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from orkeon_actors.bench.registry import SUITE_NAMES
+from orkeon_actors.cli.store_cmd import add_store_parser, run_store
+from orkeon_actors.sim.examples import EXAMPLES
+
 __all__ = ["main"]
 
 
+def _version() -> str:
+    from orkeon_actors import __version__
+
+    return f"orkeon {__version__} (orkeon_actors, Python {sys.version.split()[0]})"
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="orkeon", description="orkeon_actors command line")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print the runtime's debug logs to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # -v lives on a parent parser shared by every subcommand, so it works after one too;
+    # SUPPRESS keeps a subcommand's default from overwriting a -v given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="print the runtime's debug logs"
+    )
+    parser = argparse.ArgumentParser(prog="orkeon", description="orkeon_actors command line", parents=[common])
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="agents exchanging messages on the durable hub, then a multi-crew simulation")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="agents exchanging messages on the durable hub, then a multi-crew simulation"
+    )
     demo.add_argument("--no-color", action="store_true", help="plain output")
-    demo.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
+    demo.add_argument("--store", metavar="PATH", help="keep the demo's store in this file (default: a temporary file)")
 
-    simulate = sub.add_parser("simulate", help="run an orchestration-mode example on a virtual clock")
+    simulate = sub.add_parser("simulate", parents=[common], help="run an orchestration-mode example on a virtual clock")
     simulate.add_argument(
         "example",
         nargs="?",
         default="all",
-        help="sequential, hierarchical, parallel, consensual, graph, autonomous, or all (default: the six together)",
+        choices=["all", *EXAMPLES],
+        metavar="MODE",
+        help=f"one of: all (default: the six together), {', '.join(EXAMPLES)}",
     )
     simulate.add_argument(
         "--seed", type=int, default=0, help="the seed: it orders deliveries ready at one instant and draws faults"
@@ -48,14 +73,27 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_mcp_parser(sub)
 
-    bench = sub.add_parser("bench", help="measure throughput against raw baselines (ratios, same run)")
-    bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
+    bench = sub.add_parser(
+        "bench", parents=[common], help="measure throughput against raw baselines (ratios, same run)"
+    )
+    bench.add_argument(
+        "suites",
+        nargs="*",
+        default=["hub"],
+        choices=SUITE_NAMES,
+        metavar="SUITE",
+        help=f"suites to run, of: {', '.join(SUITE_NAMES)} (default: hub)",
+    )
     bench.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     bench.add_argument("--quick", action="store_true", help="fewer messages, fewer repeats (noisier)")
+    bench.add_argument("--check", action="store_true", help="exit with status 1 when a figure misses its target")
+    bench.add_argument("--dir", metavar="DIR", help="where temporary stores go (default: the system temp directory)")
+
+    add_store_parser(sub, common)
 
     from orkeon_actors.studio import cli as studio_cli
 
-    studio_cli.configure_parser(sub.add_parser("studio", help=studio_cli.HELP))
+    studio_cli.configure_parser(sub.add_parser("studio", parents=[common], help=studio_cli.HELP))
     return parser
 
 
@@ -64,13 +102,27 @@ def _configure_logging(verbose: bool) -> None:
     and errors reach stderr; ``-v`` adds the runtime's debug lines."""
     from loguru import logger
 
+    from orkeon_actors.logs import enable_logging
+
     logger.remove()
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING")
+    # Resolve sys.stderr at each write: the stream may be replaced (a test's capture) after main returns.
+    enable_logging("DEBUG" if verbose else "WARNING", lambda line: sys.stderr.write(line))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
-    _configure_logging(args.verbose)
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(getattr(args, "verbose", False))
+    from orkeon_actors.errors import EventHubError
+
+    try:
+        return _run(args, parser)
+    except EventHubError as exc:  # a typed error already says what to do: no traceback
+        print(f"orkeon {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "demo":
         from orkeon_actors.cli.demo import run_demo
 
@@ -94,11 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_mcp(args)
     if args.command == "bench":
-        from orkeon_actors.bench.registry import render_table, run_suites, to_json
+        from orkeon_actors.cli.bench_cmd import run_bench
 
-        results = run_suites(list(args.suites), quick=args.quick)
-        print(to_json(results) if args.json else render_table(results))
-        return 0
+        return run_bench(list(args.suites), quick=args.quick, as_json=args.json, check=args.check, directory=args.dir)
+    if args.command == "store":
+        return run_store(args, parser)
     if args.command == "studio":
         from orkeon_actors.studio.cli import run_studio
 

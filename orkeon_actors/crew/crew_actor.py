@@ -117,6 +117,7 @@ from orkeon_actors.hub.async_wait import (
     wait_async,
 )
 from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
@@ -660,6 +661,7 @@ class CrewActor(PooledActor):
         self._set_status(CrewStatus.COMPLETED)
         self.trace(None, "crew", f"completed result={short(result)}")
         self._release_waits()
+        self._close_if_unsupervised()
 
     def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
         """Mark the crew failed with its cause (idempotent: the first cause wins)."""
@@ -669,10 +671,20 @@ class CrewActor(PooledActor):
         self._set_status(CrewStatus.FAILED)
         self.trace(agent_id, "crew", f"failed {self.failure}")
         self._release_waits()
+        self._close_if_unsupervised()
         try:
             self.on_crew_failed(self.failure)
         except Exception:
             logger.opt(exception=True).error("on_crew_failed hook of crew {} raised", self.crew_id)
+
+    def _close_if_unsupervised(self) -> None:
+        """A crew run without a supervisor closes its mailboxes as it finishes (a
+        supervised one does once its outcome is durable): a later post is refused with
+        ``MailboxNotFoundError`` saying the crew finished, instead of being kept for
+        nobody. The actor stays up for queries until ``ref.stop()``."""
+        if self._on_activity is None:
+            self._release()
+            note_crew_finished(self.hub, self.crew_id, self.status.value)
 
     def _set_status(self, status: CrewStatus) -> None:
         if status is not self.status:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import pykka
@@ -120,8 +120,12 @@ class Query:
     what: str
 
 
+CrewT = TypeVar("CrewT", bound="CrewActor")
+"""Any :class:`CrewActor` subclass: the helpers below take ``ActorRef[YourCrew]``."""
+
+
 def start_crew(
-    ref: pykka.ActorRef[CrewActor], activity: Activity | None = None, gate: DeliveryGate | None = None
+    ref: pykka.ActorRef[CrewT], activity: Activity | None = None, gate: DeliveryGate | None = None
 ) -> None:
     """Begin a started crew actor (registers its mailboxes, starts its orchestration).
     Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
@@ -135,7 +139,7 @@ def start_crew(
 
 
 def restore_crew(
-    ref: pykka.ActorRef[CrewActor],
+    ref: pykka.ActorRef[CrewT],
     snapshot: CrewSnapshot,
     activity: Activity | None = None,
     gate: DeliveryGate | None = None,
@@ -156,7 +160,7 @@ def restore_crew(
 
 
 def hand_over(
-    ref: pykka.ActorRef[CrewActor], messages: Sequence[Message], missed: Mapping[CursorFilter, int] | None = None
+    ref: pykka.ActorRef[CrewT], messages: Sequence[Message], missed: Mapping[CursorFilter, int] | None = None
 ) -> None:
     """Give a crew restored with a ``supervision`` the topic messages kept for it (in
     publish order): each cursor catches up on those it matches and did not receive,
@@ -165,6 +169,6 @@ def hand_over(
     ref.tell(CatchUp(tuple(messages), dict(missed or {})))
 
 
-def query_crew(ref: pykka.ActorRef[CrewActor], what: str, timeout: float | None = 10.0) -> Any:
+def query_crew(ref: pykka.ActorRef[CrewT], what: str, timeout: float | None = 10.0) -> Any:
     """Ask a crew for ``snapshot``, ``status`` or ``summary`` (from outside the actor)."""
     return ref.ask(Query(what), timeout=timeout)

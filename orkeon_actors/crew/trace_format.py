@@ -37,7 +37,7 @@ def redact(value: Any) -> str:
             return [scrub(x) for x in v]
         return v
 
-    return short(json.dumps(scrub(value), sort_keys=True, default=str), 200)
+    return short(json.dumps(scrub(value), sort_keys=True, default=str, ensure_ascii=False), 200)
 
 
 def redact_arguments(arguments: str) -> str:

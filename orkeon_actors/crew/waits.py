@@ -13,6 +13,7 @@ from datetime import datetime
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
 from orkeon_actors.hub.port import REPLY_TOPIC
 from orkeon_actors.hub.routing import cursor_matches
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
 from orkeon_actors.model.options import WaitDescriptor, WaitOnMailbox, WaitOnReply, WaitOnTopic
@@ -78,7 +79,7 @@ def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Mess
             {
                 "original_topic": original,
                 "original_wait_id": wait.wait_id,
-                "original_started_at": wait.started_at.isoformat(),
+                "original_started_at": format_utc(wait.started_at),
             }
         ),
         None,

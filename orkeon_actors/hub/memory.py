@@ -23,6 +23,7 @@ Where the work happens (ARCHITECTURE §3):
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -60,7 +61,7 @@ from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
 from orkeon_actors.middleware.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
-from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.clock import Clock, format_utc
 from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 from orkeon_actors.model.message import (
@@ -91,10 +92,14 @@ __all__ = [
     "LastValueStore",
     "MailboxStore",
     "WaitRegistration",
+    "note_crew_finished",
 ]
 
 
 WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
+
+FINISHED_CREWS_REMEMBERED = 10_000
+"""How many finished crews a hub remembers to explain a refused post (see ``crew_finished``)."""
 
 
 class _TopicWait:
@@ -268,6 +273,7 @@ class _MemoryReader(MailboxReader):
         handle.attach(self._buffer)
 
     def receive(self, cancel: CancelToken | None = None) -> Message:
+        self._hub.receiving(self._handle.address)
         unregister = cancel.on_cancel(self._buffer.interrupt) if cancel is not None else None
         try:
             while True:
@@ -367,6 +373,11 @@ class MailboxStore(Protocol):
         """A held reader of ``handle`` was closed."""
         ...
 
+    def receiving(self, address: MailboxAddress) -> None:
+        """A consumer came back to ``address`` (a wait or a held reader's receive),
+        whatever that attempt brings: it is done with what it was handed before."""
+        ...
+
 
 class LastValueStore(Protocol):
     """Where an adapter keeps retained last values beyond memory."""
@@ -421,6 +432,8 @@ class HubCore(EventHub):
         # path takes no lock; pending_waits() counts a snapshot.
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
+        self._finished_crews: OrderedDict[CrewId, str] = OrderedDict()  # see crew_finished
+        scheduler.add_failure_listener(self._fail_pending)
         self.on_wait_timed_out: Callable[[Message], None] | None = None
         self.wait_observer: WaitObserver | None = None
         """Told when a wait starts and ends (:mod:`orkeon_actors.hub.observe`); ``None``
@@ -548,6 +561,29 @@ class HubCore(EventHub):
         if self._store is not None:
             self._store.reader_closed(handle)
 
+    def receiving(self, address: MailboxAddress) -> None:
+        """A consumer of ``address`` is about to receive from it (``wait_for``, a held
+        reader's ``receive``), whatever that attempt's outcome: a durable mailbox store
+        acknowledges the message it handed out before (docs/store.md)."""
+        if self._store is not None:
+            self._store.receiving(address)
+
+    def crew_finished(self, crew_id: CrewId, status: str) -> None:
+        """``crew_id`` finished (``status``: ``"completed"`` / ``"failed"``): a later post
+        or send to one of its (closed) mailboxes raises ``MailboxNotFoundError`` saying
+        so. The last :data:`FINISHED_CREWS_REMEMBERED` crews are remembered; a crew
+        registering mailboxes under the same id again is forgotten."""
+        with self._mailboxes_lock:
+            self._finished_crews[crew_id] = status
+            self._finished_crews.move_to_end(crew_id)
+            while len(self._finished_crews) > FINISHED_CREWS_REMEMBERED:
+                self._finished_crews.popitem(last=False)
+
+    def _missing(self, address: MailboxAddress) -> MailboxNotFoundError:
+        finished = None if address.crew_id is None else self._finished_crews.get(address.crew_id)
+        return MailboxNotFoundError(address, finished=finished)
+
+
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
         if self._last_value_store is None:
@@ -588,6 +624,11 @@ class HubCore(EventHub):
             raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        if self._finished_crews:
+            with self._mailboxes_lock:  # the id is used again: its earlier crew's end is history
+                for address in parsed:
+                    if address.crew_id is not None:
+                        self._finished_crews.pop(address.crew_id, None)
         # Built before taking the lock (starting a mailbox actor is the slow part), so
         # registrations on other threads do not queue behind it.
         handles: list[MailboxHandle] = []
@@ -698,7 +739,7 @@ class HubCore(EventHub):
             message = self.stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
-            raise MailboxNotFoundError(to)
+            raise self._missing(to)
         return self._post_chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
     def _open_request(
@@ -716,7 +757,7 @@ class HubCore(EventHub):
                 "send to an agent://, crew:// or client:// mailbox"
             )
         if not self._mailbox_exists(to):
-            raise MailboxNotFoundError(to)
+            raise self._missing(to)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
         message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
@@ -811,6 +852,8 @@ class HubCore(EventHub):
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         if cancel is not None:
             cancel.raise_if_cancelled()
+        if isinstance(descriptor, WaitOnMailbox):
+            self.receiving(descriptor.address)
         deadline = None if isinstance(timeout, ForeverWaitTimeout) else self.clock.monotonic() + timeout.seconds
         wait_id = new_ulid_str()
         started_at = self.clock.now()
@@ -907,7 +950,7 @@ class HubCore(EventHub):
                 {
                     "original_topic": original,
                     "original_wait_id": wait_id,
-                    "original_started_at": started_at.isoformat(),  # type: ignore[attr-defined]
+                    "original_started_at": format_utc(started_at),  # type: ignore[arg-type]
                 }
             ),
             None,
@@ -998,15 +1041,19 @@ class HubCore(EventHub):
     def live_mailboxes(self) -> list[MailboxHandle]:
         """Every live mailbox here."""
         return list(self._mailboxes.values())
+    def _fail_pending(self, error: EventHubError) -> None:
+        """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
+        ``error`` (a runtime stop, or the timer thread's death)."""
+        for waiter in list(self._active_waiters):
+            waiter.try_fail(error)
+        self._replies.fail_all(error)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        error = HubStoppedError("the runtime was stopped while waiting")
-        waiters = list(self._active_waiters)
-        for waiter in waiters:
-            waiter.try_fail(error)
+        for waiter in list(self._active_waiters):
+            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
         self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
@@ -1016,6 +1063,13 @@ class HubCore(EventHub):
             self._mailboxes.clear()
         for handle in handles:
             handle.close()
+
+
+def note_crew_finished(hub: EventHub, crew_id: CrewId, status: str) -> None:
+    """Tell ``hub`` that ``crew_id`` finished (see ``HubCore.crew_finished``);
+    a no-op for an adapter that does not explain refused posts."""
+    if isinstance(hub, HubCore):
+        hub.crew_finished(crew_id, status)
 
 
 class InMemoryEventHub(HubCore):

@@ -19,6 +19,14 @@ Time source:
   what a deterministic simulation does), there is no actor and no thread: each due
   timer's callback is submitted to that executor as a task of its own, so that timers
   run on the same deterministic schedule as the actors' turns.
+
+Any finite deadline is accepted, however far away: the waker never sleeps longer than
+:data:`MAX_SLEEP` at a time (``threading`` refuses waits beyond ``threading.TIMEOUT_MAX``),
+it wakes up and sleeps again. Should the waker or the actor still die, the failure is
+loud: it is logged at CRITICAL, :attr:`Scheduler.failure` holds it, every failure listener
+(the hub fails its pending waits with :class:`~orkeon_actors.errors.SchedulerFailedError`)
+is told, and ``schedule_at`` raises that error from then on instead of accepting a timer
+that would never fire.
 """
 
 from __future__ import annotations
@@ -33,9 +41,14 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors.executor import TurnExecutor, current_executor
+from orkeon_actors.errors import SchedulerFailedError
 from orkeon_actors.model.clock import Clock
 
-__all__ = ["Scheduler", "TimerHandle"]
+__all__ = ["MAX_SLEEP", "Scheduler", "TimerHandle"]
+
+MAX_SLEEP = 3600.0
+"""The longest single sleep of the waker thread, in seconds (far below
+``threading.TIMEOUT_MAX``); a later deadline is reached in several sleeps."""
 
 
 class TimerHandle:
@@ -101,11 +114,19 @@ class _TimerHeap:
 class _SchedulerActor(pykka.ThreadingActor):
     """Fires due timers, in deadline order, on its own thread."""
 
-    def __init__(self, clock: Clock, heap: _TimerHeap, waker: _Waker | None) -> None:
+    use_daemon_thread = True  # an interpreter exit is never held up by it (the runtime's atexit hook stops it)
+
+    def __init__(
+        self, clock: Clock, heap: _TimerHeap, waker: _Waker | None, on_death: Callable[[BaseException], None]
+    ) -> None:
         super().__init__()
         self._clock = clock
         self._heap = heap
         self._waker = waker
+        self._on_death = on_death
+
+    def on_failure(self, exception_type: object, exception_value: BaseException | None, traceback: object) -> None:
+        self._on_death(exception_value if exception_value is not None else RuntimeError("scheduler actor failed"))
 
     def on_receive(self, message: object) -> object:
         if type(message) is _Fire:
@@ -122,9 +143,10 @@ class _SchedulerActor(pykka.ThreadingActor):
 class _Waker(threading.Thread):
     """Sleeps until the earliest deadline, then tells the actor to fire."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, on_death: Callable[[BaseException], None]) -> None:
         super().__init__(name="orkeon-scheduler-waker", daemon=True)
         self._clock = clock
+        self._on_death = on_death
         self._cond = threading.Condition()
         self._deadline: float | None = None
         self._stopped = False
@@ -148,6 +170,12 @@ class _Waker(threading.Thread):
             self._cond.notify()
 
     def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as error:
+            self._on_death(error)
+
+    def _run(self) -> None:
         with self._cond:
             while not self._stopped:
                 if self._deadline is None:
@@ -155,7 +183,7 @@ class _Waker(threading.Thread):
                     continue
                 delay = self._deadline - self._clock.monotonic()
                 if delay > 0:
-                    self._cond.wait(delay)
+                    self._cond.wait(min(delay, MAX_SLEEP))
                     continue
                 self._deadline = None
                 ref = self.actor_ref
@@ -177,6 +205,9 @@ class Scheduler:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
+        self.failure: SchedulerFailedError | None = None
+        self._failure_listeners: list[Callable[[SchedulerFailedError], None]] = []
+        self._listeners_lock = threading.Lock()
         self._heap = _TimerHeap()
         self._executor: TurnExecutor | None = current_executor() if clock.is_virtual else None
         if self._executor is not None:
@@ -184,8 +215,8 @@ class Scheduler:
             self._ref: pykka.ActorRef[_SchedulerActor] | None = None
             clock.add_listener(self.fire_due)
             return
-        self._waker = None if clock.is_virtual else _Waker(clock)
-        self._ref = _SchedulerActor.start(clock, self._heap, self._waker)
+        self._waker = None if clock.is_virtual else _Waker(clock, self._died)
+        self._ref = _SchedulerActor.start(clock, self._heap, self._waker, self._died)
         if self._waker is not None:
             self._waker.actor_ref = self._ref
             self._waker.start()
@@ -196,7 +227,11 @@ class Scheduler:
         """Run ``callback`` on the scheduler thread once ``clock.monotonic() >= deadline``.
 
         The callback must be short and must not block. Cancel with ``handle.cancel()``.
+        Raises :class:`~orkeon_actors.errors.SchedulerFailedError` once the timer thread
+        has died (the timer could never fire).
         """
+        if self.failure is not None:
+            raise self.failure
         handle = TimerHandle(deadline, callback)
         earliest = self._heap.push(handle)
         if self._waker is not None:
@@ -208,6 +243,32 @@ class Scheduler:
 
     def schedule_in(self, seconds: float, callback: Callable[[], None]) -> TimerHandle:
         return self.schedule_at(self.clock.monotonic() + seconds, callback)
+
+    def add_failure_listener(self, listener: Callable[[SchedulerFailedError], None]) -> None:
+        """Call ``listener(error)`` (on the dying thread) if the timer thread dies; at once
+        when it already has."""
+        with self._listeners_lock:
+            failure = self.failure
+            if failure is None:
+                self._failure_listeners.append(listener)
+        if failure is not None:
+            listener(failure)
+
+    def _died(self, cause: BaseException) -> None:
+        error = SchedulerFailedError(
+            f"the runtime's timer thread died ({type(cause).__name__}: {cause}); no timeout can fire in "
+            "this runtime any more: stop it and start a new Runtime, and report this as a bug"
+        )
+        error.__cause__ = cause
+        logger.opt(exception=cause).critical("orkeon timer thread died; finite waits can no longer expire")
+        with self._listeners_lock:
+            self.failure = error
+            listeners, self._failure_listeners = self._failure_listeners, []
+        for listener in listeners:
+            try:
+                listener(error)
+            except Exception:  # every listener must hear of it, whichever one breaks
+                logger.opt(exception=True).error("a timer-failure listener failed")
 
     def fire_due(self) -> None:
         """Fire every due timer now and return after their callbacks ran (on an

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from orkeon_actors.crew.handover import CursorFilter
-from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.hub.port import DurableEventHub
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.model.ids import CorrelationId, CrewId
@@ -231,8 +231,37 @@ class ExpiryIndex(Protocol):
         ...
 
 
+OutcomeCallback = Callable[[CrewOutcome], None]
+"""Told a finished crew's outcome (see :meth:`OutcomeStore.when_finished`)."""
+
+
+class OutcomeStore(Protocol):
+    """The durable outcomes of finished crews (status, result, failure, final state),
+    kept for their retention across restarts, and their watchers."""
+
+    def record(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
+        """Keep ``outcome`` durably; once committed, call every watcher of the crew."""
+        ...
+
+    def load(self, crew_id: CrewId) -> CrewOutcome | None:
+        """The kept outcome of ``crew_id``, ``None`` if there is none (or it was purged)."""
+        ...
+
+    def forget(self, crew_id: CrewId) -> None:
+        """Drop the kept outcome (the crew id is used again)."""
+        ...
+
+    def when_finished(self, crew_id: CrewId, callback: OutcomeCallback) -> Callable[[], None]:
+        """Call ``callback(outcome)`` once the outcome is durable (at once if it is);
+        returns a function withdrawing it."""
+        ...
+
+
 class LifecycleBackend(Protocol):
     """A durable hub with the stores the lifecycle supervisor runs on."""
+
+    @property
+    def outcomes(self) -> OutcomeStore: ...
 
     @property
     def hub(self) -> DurableEventHub: ...

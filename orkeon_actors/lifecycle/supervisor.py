@@ -50,6 +50,7 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
+from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
@@ -58,10 +59,10 @@ from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import CrewBlueprint, CrewFactory, SnapshotActivator
-from orkeon_actors.lifecycle.finish_watch import FinishCallback
+from orkeon_actors.lifecycle.finished import wait_finished
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats
-from orkeon_actors.lifecycle.ports import LifecycleHost, LifecycleState, SleepReason
+from orkeon_actors.lifecycle.ports import LifecycleHost, LifecycleState, OutcomeCallback, SleepReason
 from orkeon_actors.lifecycle.supervisor_actor import SupervisorActor
 from orkeon_actors.lifecycle.supervisor_state import Call, Dispatched, Finished, IdleCheck, Routing, SharedState, Tick
 from orkeon_actors.model.ids import CrewId
@@ -155,11 +156,14 @@ class CrewSupervisor:
         self.activator = SnapshotActivator(
             hub, self.store, self.factories, idle_timeout=idle_timeout, on_activity=self._on_activity
         )
+        self.outcome_book = backend.outcomes
+        """The durable outcomes of finished crews and their watchers (``when_finished``)."""
         self._ref = SupervisorActor.start(self)
         self._stopped = False
         self._observer = _Triggers(self)
         hub.add_dispatch_observer(self._observer)
         self.booted_asleep: int = self._call(lambda actor: actor.boot())
+        stop_at_exit(self)  # stopped (crews put to sleep) before its runtime at interpreter exit
         self._runtime_supervisors: list[Any] = runtime.supervisors
         self._runtime_supervisors.append(self)  # what observers (the Studio) enumerate
 
@@ -322,42 +326,27 @@ class CrewSupervisor:
         return result
 
     def outcome(self, crew_id: CrewId | str) -> CrewOutcome | None:
-        """The outcome (status, result, failure) of a crew that finished in this process,
-        once its actor stopped; ``None`` before that, for a crew that did not finish here,
-        or past the last ``finished_memory`` finished crews (a completed crew is deleted
-        from the store at once; a failed one stays there, ``state`` says ``FAILED``)."""
+        """The outcome (status, result, failure, final state) of a finished crew, once
+        its actor stopped: from memory for the last ``finished_memory`` crews finished
+        in this process, else from the store's ``crew_outcomes`` (kept across restarts
+        for ``PurgePolicy.outcome_retention``, ``failed_retention`` for a failed crew);
+        ``None`` before it finished, for an unknown crew, or once purged."""
         crew = CrewId(crew_id)
         result: CrewOutcome | None = self._call(lambda actor: actor.outcome_of(crew))
         return result
 
-    def when_finished(self, crew_id: CrewId | str, callback: FinishCallback) -> Callable[[], None]:
-        """Call ``callback(outcome)`` once ``crew_id`` finished (``COMPLETED`` or
-        ``FAILED``, its actor stopped, as :meth:`outcome` then reports), or soon if it
-        already has; returns at once (the callback is registered on the supervisor's
-        thread, in order with its transitions, so none is missed). ``callback`` runs on
-        the supervisor's thread: keep it short and non-blocking. A crew that failed in an
-        earlier run is reported as ``CrewOutcome(FAILED)``; one that completed in an
-        earlier run, or is unknown, is waited for (it may be spawned later). Returns a
-        function withdrawing the callback (idempotent; no effect once it ran)."""
-        crew = CrewId(crew_id)
-        keys: list[int | None] = []
-        try:
-            self._ref.tell(Call(lambda actor: keys.append(actor.watch_finish(crew, callback)), Future()))
-        except pykka.ActorDeadError:
-            raise HubStoppedError("the crew supervisor was stopped; start a new one to watch crews") from None
+    def when_finished(self, crew_id: CrewId | str, callback: OutcomeCallback) -> Callable[[], None]:
+        """Call ``callback(outcome)`` once the crew's outcome is durable: at once, on
+        this thread, if it already is, else on the store writer's thread after the
+        commit. Never blocks; ``callback`` must not block either. Returns a function
+        withdrawing the callback. See :mod:`orkeon_actors.lifecycle.finished`."""
+        return self.outcome_book.when_finished(CrewId(crew_id), callback)
 
-        def withdraw() -> None:
-            def remove(actor: SupervisorActor) -> None:
-                key = keys[0] if keys else None
-                if key is not None:
-                    actor.finish_watchers.remove(crew, key)
-
-            try:
-                self._ref.tell(Call(remove, Future()))
-            except pykka.ActorDeadError:
-                logger.debug("lifecycle supervisor stopped: nothing to withdraw for crew {}", crew)
-
-        return withdraw
+    def wait_finished(self, crew_id: CrewId | str, timeout: float | None = None) -> CrewOutcome:
+        """Block until the crew finishes; return its outcome if it completed. Raises
+        ``CrewFailedError`` if it failed, ``CrewWaitTimeoutError`` after ``timeout``
+        seconds (``None``: no limit), ``CrewNotFoundError`` for a crew unknown here."""
+        return wait_finished(self, CrewId(crew_id), timeout)
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is
@@ -389,6 +378,7 @@ class CrewSupervisor:
         if self._stopped:
             return
         self._stopped = True
+        forget_at_exit(self)
         deadline = time.monotonic() + timeout
         try:
             while timeout > 0:

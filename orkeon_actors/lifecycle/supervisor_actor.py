@@ -42,8 +42,8 @@ from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
+from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.lifecycle.activation import BuiltCrew
-from orkeon_actors.lifecycle.finish_watch import FinishCallback, FinishWatchers
 from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
@@ -75,6 +75,8 @@ __all__ = ["SupervisorActor"]
 
 
 class SupervisorActor(pykka.ThreadingActor):
+    use_daemon_thread = True  # never holds an interpreter exit up: see orkeon_actors.actors.exit
+
     def __init__(self, sup: CrewSupervisor) -> None:
         super().__init__()
         self.sup = sup
@@ -89,7 +91,6 @@ class SupervisorActor(pykka.ThreadingActor):
         self.entries: dict[CrewId, CrewEntry] = {}
         self.outcomes: OrderedDict[CrewId, CrewOutcome] = OrderedDict()
         """The last ``finished_memory`` crews that finished here, oldest first."""
-        self.finish_watchers = FinishWatchers()
         self.shutting_down = False
         me = self.actor_ref
         self.waits = DurableWaitScheduler(
@@ -169,8 +170,11 @@ class SupervisorActor(pykka.ThreadingActor):
     def spawn(self, name: str, crew_id: CrewId) -> CrewId:
         if crew_id in self.entries:
             raise InvalidArgumentError(f"crew {crew_id} is already running here")
-        if self.store.stored_state(crew_id) is not None:
+        stored = self.store.stored_state(crew_id)
+        if stored is not None and stored is not StoredState.FAILED:  # a failed crew's audit row may be reused
             raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
+        if self.sup.outcome_book.load(crew_id) is not None:
+            self.sup.outcome_book.forget(crew_id)  # the id is used again: the old outcome is history
         entry = self._start(name, crew_id)
         start_crew(entry.ref)
         self._activated(crew_id, entry)
@@ -624,6 +628,7 @@ class SupervisorActor(pykka.ThreadingActor):
                 future.set_result(False)
         entry.deferred_sleeps.clear()
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
+        note_crew_finished(self.hub, crew_id, status.value)  # a late post is refused saying the crew finished
         self.idle.forget(crew_id)
         log_transition(crew_id, before, entry.state)
         # Its final state reflects every message it consumed: acknowledge them with the
@@ -647,9 +652,9 @@ class SupervisorActor(pykka.ThreadingActor):
     def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
         """Forget a finished crew whose actor stopped; remember its outcome (the last
         ``finished_memory`` ones)."""
+        self.sup.outcome_book.record(crew_id, outcome)
         self.outcomes[crew_id] = outcome
         self.outcomes.move_to_end(crew_id)
-        self.finish_watchers.fire(crew_id, outcome)
         while len(self.outcomes) > self.sup.finished_memory:
             self.outcomes.popitem(last=False)
         entry = self.entries.get(crew_id)
@@ -673,7 +678,10 @@ class SupervisorActor(pykka.ThreadingActor):
             return LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         stored = self.store.stored_state(crew_id)
         if stored is None:
-            return LifecycleState.UNKNOWN
+            kept = self.sup.outcome_book.load(crew_id)
+            if kept is None:
+                return LifecycleState.UNKNOWN
+            return LifecycleState.COMPLETED if kept.status is CrewStatus.COMPLETED else LifecycleState.FAILED
         return LifecycleState.FAILED if stored is StoredState.FAILED else LifecycleState.ASLEEP
 
     def crew_states(self) -> dict[CrewId, LifecycleState]:
@@ -686,19 +694,8 @@ class SupervisorActor(pykka.ThreadingActor):
         return states
 
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
-        return self.outcomes.get(crew_id)
-
-    def watch_finish(self, crew_id: CrewId, callback: FinishCallback) -> int | None:
-        """Call ``callback`` with the outcome now if ``crew_id`` finished (``None``
-        returned), else once it does (the watcher's key returned)."""
         outcome = self.outcomes.get(crew_id)
-        if outcome is None and crew_id not in self.entries and self.state_of(crew_id) is LifecycleState.FAILED:
-            outcome = CrewOutcome(CrewStatus.FAILED)  # failed in an earlier run: its record says so
-        key = self.finish_watchers.add(crew_id, callback)
-        if outcome is None:
-            return key
-        self.finish_watchers.fire(crew_id, outcome)
-        return None
+        return outcome if outcome is not None or crew_id in self.entries else self.sup.outcome_book.load(crew_id)
 
     def status_of(self, crew_id: CrewId) -> CrewStatus | None:
         if crew_id in self.entries:

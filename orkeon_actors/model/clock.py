@@ -15,7 +15,17 @@ from typing import Protocol, runtime_checkable
 
 from orkeon_actors.model.options import to_seconds
 
-__all__ = ["Clock", "SystemClock", "VirtualClock"]
+__all__ = ["Clock", "SystemClock", "VirtualClock", "format_utc"]
+
+
+def format_utc(value: datetime) -> str:
+    """The one timestamp format a model or a person reads: RFC 3339 in UTC with a ``Z``
+    and microseconds, fixed width (``2026-01-01T12:00:00.000000Z``), so text order is
+    time order. An aware datetime in another zone is converted; a naive one raises
+    ``ValueError`` (timestamps are aware UTC datetimes everywhere in orkeon_actors)."""
+    if value.tzinfo is None:
+        raise ValueError(f"cannot format naive datetime {value!r}: timestamps are aware UTC datetimes")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @runtime_checkable

@@ -1,8 +1,9 @@
 """One small runnable crew per orchestration mode, with scripted agents.
 
 Each ``build_<mode>(sim)`` spawns its crew(s) in a :class:`Simulation` and returns the
-crew id; :data:`EXAMPLES` maps the mode name to it. ``examples/<mode>.py`` run them and
-print the timeline; ``orkeon simulate <mode>`` does the same.
+crew id; :data:`EXAMPLES` maps the mode name to it, and ``orkeon simulate <mode>`` runs
+one and prints its timeline. ``examples/modes/<mode>.py`` write the same crews out in
+full, for a user to copy from.
 
 :data:`INVARIANTS` states, per mode, what must hold at the end of *every* run of its
 example, whatever the seed and the injected faults: ``orkeon simulate MODE --seeds 1..500

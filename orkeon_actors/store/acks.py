@@ -4,8 +4,10 @@ A durable mailbox keeps a message's row until the message is *acknowledged*, so 
 while a consumer handles it means redelivery, never loss (at-least-once). The row of the
 message last handed to a consumer of a mailbox is deleted when:
 
-* the consumer comes back for the next message of that mailbox (``receive`` again,
-  another ``wait_for(WaitOnMailbox)``): it is done with the previous one;
+* the consumer comes back to that mailbox (``receive`` again, another
+  ``wait_for(WaitOnMailbox)``), whatever that attempt brings (a message, a timeout, a
+  cancellation): it is done with the previous one;
+* the runtime stops cleanly;
 * its held reader closes, or the registration closes;
 * a unit of work consuming it commits (in the same transaction as its effects and its
   ``processed_messages`` row: exactly-once processing);

@@ -22,6 +22,7 @@ import cattrs
 
 from orkeon_actors.errors import StoreError
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import EMPTY_METADATA, FrozenMap, Message
 
@@ -38,12 +39,9 @@ __all__ = [
 
 
 def format_time(value: datetime) -> str:
-    """Fixed-width UTC ISO-8601 text; lexicographic order is chronological order."""
-    if value.tzinfo is not UTC:
-        if value.tzinfo is None:
-            raise ValueError("the store only keeps aware datetimes")
-        value = value.astimezone(UTC)
-    return value.isoformat(timespec="microseconds")[:26] + "Z"
+    """Fixed-width UTC RFC 3339 text (:func:`~orkeon_actors.model.clock.format_utc`);
+    lexicographic order is chronological order."""
+    return format_utc(value)
 
 
 def parse_time(text: str) -> datetime:

@@ -57,7 +57,10 @@ class PurgePolicy:
     * ``processed_messages`` rows live as long as their crew's snapshot; rows of a crew
       that never saved a snapshot are kept ``processed_ttl`` after processing;
     * dispatched outbox rows are kept ``dispatched_retention``; failed ones as long as
-      failed crews.
+      failed crews;
+    * the outcome of a finished crew (``crew_outcomes``: status, result, failure, final
+      state) is kept ``outcome_retention`` (default 7 days) after it completed, and
+      ``failed_retention`` after it failed.
 
     The purge runs every ``interval`` on the runtime's scheduler, on its ``Clock``.
     """
@@ -67,6 +70,7 @@ class PurgePolicy:
     processed_ttl: timedelta = attrs.field(default=timedelta(days=7), validator=_positive_delta)
     dispatched_retention: timedelta = attrs.field(default=timedelta(days=1), validator=_positive_delta)
     interval: timedelta = attrs.field(default=timedelta(hours=1), validator=_positive_delta)
+    outcome_retention: timedelta = attrs.field(default=timedelta(days=7), validator=_positive_delta)
 
 
 def _path(value: str | os.PathLike[str]) -> str:

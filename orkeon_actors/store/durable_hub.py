@@ -63,6 +63,7 @@ from orkeon_actors.store.connection import StoreLock, open_connection
 from orkeon_actors.store.damage import store_errors
 from orkeon_actors.store.identity import verify_store_file
 from orkeon_actors.store.mailbox_store import MAILBOX_TOPICS, SqliteMailboxStore
+from orkeon_actors.store.open_errors import typed_open_errors
 from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
@@ -157,10 +158,11 @@ class SqliteEventHub(HubCore, DurableEventHub):
         still in flight: how the lifecycle supervisor hands a waking crew the topic
         messages its cursors, not open yet, did not receive."""
         verify_store_file(config.path)  # before the lock file and WAL: a refused file stays as it was
-        self._lock = StoreLock(config.path, config.lock_timeout)
+        with typed_open_errors(config.path):
+            self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
-            with store_errors(config.path, "opening it"):
+            with store_errors(config.path, "opening it"), typed_open_errors(config.path):
                 self._open()
         except BaseException:
             self._close_store()
@@ -374,7 +376,14 @@ class SqliteEventHub(HubCore, DurableEventHub):
     def stop(self) -> None:
         """Stop live delivery (blocked callers get ``HubStoppedError``), commit every
         queued write (acknowledgements included), close the store and release its lock.
-        Idempotent. Messages not acknowledged stay kept for the next run."""
+        Idempotent.
+
+        A clean stop acknowledges every message already handed to a consumer (it was
+        consumed: see docs/store.md); only messages a deferring consumer has not
+        acknowledged (``defer_acks``) and those never handed out stay kept for the next
+        run."""
+        if not self._stopped:
+            self.mailbox_store.ack_outstanding()
         super().stop()
         self._close_store()
 

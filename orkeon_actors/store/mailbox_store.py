@@ -272,9 +272,22 @@ class SqliteMailboxStore:
                     self.ack(address, previous)
 
     def reader_closed(self, handle: MailboxHandle) -> None:
-        previous = self.acks.release(handle.address)
+        self.receiving(handle.address)
+
+    def receiving(self, address: MailboxAddress) -> None:
+        """The consumer came back to ``address``: it is done with the message handed to
+        it before, whatever this attempt brings (a message, a timeout, a cancellation).
+        A deferring crew's messages are in its ledger instead, never here."""
+        previous = self.acks.release(address)
         if previous is not None:
-            self.ack(handle.address, previous)
+            self.ack(address, previous)
+
+    def ack_outstanding(self) -> None:
+        """A clean stop: every message already handed to a consumer was consumed
+        (docs/store.md); acknowledge it. Deferred ones (a crew's ledger) stay kept."""
+        for address, message_id in self.acks.outstanding().items():
+            self.acks.forget(address, message_id)
+            self.ack(address, message_id)
 
     # -- acknowledgements --------------------------------------------------------------
 

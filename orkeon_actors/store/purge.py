@@ -15,7 +15,9 @@ runtime's clock (a ``VirtualClock`` makes it deterministic):
 * ``processed_messages`` of crews without a snapshot, older than ``processed_ttl``
   (rows of a crew with a snapshot live exactly as long as the snapshot);
 * ``Dispatched`` outbox rows older than ``dispatched_retention`` and ``Failed`` ones
-  older than ``failed_retention``. ``Pending`` rows are never purged.
+  older than ``failed_retention``. ``Pending`` rows are never purged;
+* outcomes of crews that completed more than ``outcome_retention`` ago, and of crews
+  that failed more than ``failed_retention`` ago.
 
 ``purge_now()`` runs the same transaction at once and reports what it deleted.
 """
@@ -23,6 +25,7 @@ runtime's clock (a ``VirtualClock`` makes it deterministic):
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 
 import apsw
 import attrs
@@ -35,7 +38,7 @@ from orkeon_actors.store.config import PurgePolicy
 from orkeon_actors.store.unit_of_work import delete_crew
 from orkeon_actors.store.writer import StoreWriter
 
-__all__ = ["PurgeReport", "Purger"]
+__all__ = ["PurgeReport", "Purger", "purge"]
 
 
 @attrs.frozen
@@ -48,6 +51,7 @@ class PurgeReport:
     pending_waits: int = 0
     processed_messages: int = 0
     outbox_rows: int = 0
+    outcomes: int = 0
 
     @property
     def total(self) -> int:
@@ -58,6 +62,7 @@ class PurgeReport:
             + self.pending_waits
             + self.processed_messages
             + self.outbox_rows
+            + self.outcomes
         )
 
 
@@ -65,6 +70,7 @@ _MORE = """
 SELECT EXISTS (SELECT 1 FROM crew_snapshots WHERE state != 'Active')
     OR EXISTS (SELECT 1 FROM processed_messages)
     OR EXISTS (SELECT 1 FROM outbox WHERE state != 'Pending')
+    OR EXISTS (SELECT 1 FROM crew_outcomes)
 """
 
 
@@ -128,42 +134,7 @@ class Purger:
         return outcome[0]
 
     def _work(self, conn: apsw.Connection) -> tuple[PurgeReport, bool]:
-        now = self._clock.now()
-        policy = self.policy
-
-        def crews(where: str, *params: str) -> list[str]:
-            return [str(row[0]) for row in conn.execute(f"SELECT crew_id FROM crew_snapshots WHERE {where}", params)]
-
-        completed = crews("state = 'Completed'")
-        failed = crews("state = 'Failed' AND snapshot_at < ?", format_time(now - policy.failed_retention))
-        orphans = crews(
-            "state = 'Asleep' AND snapshot_at < ? AND NOT EXISTS "
-            "(SELECT 1 FROM pending_waits w WHERE w.crew_id = crew_snapshots.crew_id)",
-            format_time(now - policy.orphan_ttl),
-        )
-        waits = processed = 0
-        for crew_id in (*completed, *failed, *orphans):
-            crew_waits, crew_processed = delete_crew(conn, crew_id)
-            waits += crew_waits
-            processed += crew_processed
-        conn.execute(
-            "DELETE FROM processed_messages WHERE processed_at < ? "
-            "AND crew_id NOT IN (SELECT crew_id FROM crew_snapshots)",
-            (format_time(now - policy.processed_ttl),),
-        )
-        processed += conn.changes()
-        conn.execute(
-            "DELETE FROM outbox WHERE state = 'Dispatched' AND dispatched_at < ?",
-            (format_time(now - policy.dispatched_retention),),
-        )
-        outbox_rows = conn.changes()
-        conn.execute(
-            "DELETE FROM outbox WHERE state = 'Failed' AND created_at < ?",
-            (format_time(now - policy.failed_retention),),
-        )
-        outbox_rows += conn.changes()
-        report = PurgeReport(len(completed), len(failed), len(orphans), waits, processed, outbox_rows)
-        return report, purgeable_rows_exist(conn)
+        return purge(conn, self._clock.now(), self.policy)
 
     def stop(self) -> None:
         with self._lock:
@@ -171,3 +142,49 @@ class Purger:
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
+
+
+def purge(conn: apsw.Connection, now: datetime, policy: PurgePolicy) -> tuple[PurgeReport, bool]:
+    """Delete, inside the caller's transaction, what ``policy`` lets go at ``now`` (see
+    the module docstring); returns the report and whether purgeable rows remain.
+    ``orkeon store PATH purge --dry-run`` runs it and rolls back."""
+
+    def crews(where: str, *params: str) -> list[str]:
+        return [str(row[0]) for row in conn.execute(f"SELECT crew_id FROM crew_snapshots WHERE {where}", params)]
+
+    completed = crews("state = 'Completed'")
+    failed = crews("state = 'Failed' AND snapshot_at < ?", format_time(now - policy.failed_retention))
+    orphans = crews(
+        "state = 'Asleep' AND snapshot_at < ? AND NOT EXISTS "
+        "(SELECT 1 FROM pending_waits w WHERE w.crew_id = crew_snapshots.crew_id)",
+        format_time(now - policy.orphan_ttl),
+    )
+    waits = processed = 0
+    for crew_id in (*completed, *failed, *orphans):
+        crew_waits, crew_processed = delete_crew(conn, crew_id)
+        waits += crew_waits
+        processed += crew_processed
+    conn.execute(
+        "DELETE FROM processed_messages WHERE processed_at < ? "
+        "AND crew_id NOT IN (SELECT crew_id FROM crew_snapshots)",
+        (format_time(now - policy.processed_ttl),),
+    )
+    processed += conn.changes()
+    conn.execute(
+        "DELETE FROM outbox WHERE state = 'Dispatched' AND dispatched_at < ?",
+        (format_time(now - policy.dispatched_retention),),
+    )
+    outbox_rows = conn.changes()
+    conn.execute(
+        "DELETE FROM outbox WHERE state = 'Failed' AND created_at < ?",
+        (format_time(now - policy.failed_retention),),
+    )
+    outbox_rows += conn.changes()
+    conn.execute(
+        "DELETE FROM crew_outcomes WHERE (status = 'Completed' AND finished_at < ?) "
+        "OR (status = 'Failed' AND finished_at < ?)",
+        (format_time(now - policy.outcome_retention), format_time(now - policy.failed_retention)),
+    )
+    outcomes = conn.changes()
+    report = PurgeReport(len(completed), len(failed), len(orphans), waits, processed, outbox_rows, outcomes)
+    return report, purgeable_rows_exist(conn)

@@ -10,7 +10,9 @@ other waits) and a covering index in the wait scheduler's ``(expires_at, wait_id
 order (a window of expiries is a range scan, never a sort), which replaces version 1's
 ``expires_at`` index. Version 4 adds the topic cursors of sleeping
 crews (``sleeping_cursors``, indexed by topic) and the events kept for them while they
-sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`.
+sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`. Version 5 adds
+the outcomes of finished crews (``crew_outcomes``, see :mod:`orkeon_actors.store.outcomes`),
+kept for their retention so a result survives a restart.
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -188,6 +190,18 @@ CREATE TABLE cursor_events (
 CREATE INDEX idx_cursor_events_cursor ON cursor_events(crew_id, cursor_key, seq);
 """
 
+_V5 = """
+CREATE TABLE crew_outcomes (
+    crew_id        TEXT PRIMARY KEY,
+    status         TEXT NOT NULL CHECK (status IN ('Completed', 'Failed')),
+    result         TEXT,
+    failure        TEXT,
+    final_snapshot TEXT,
+    finished_at    TEXT NOT NULL
+);
+CREATE INDEX idx_crew_outcomes_finished ON crew_outcomes(status, finished_at);
+"""
+
 
 @attrs.frozen
 class Migration:
@@ -210,6 +224,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "envelopes, FIFO sequence, mailbox registry, last values, purge indexes", _script(_V2)),
     Migration(3, "wait indexes for a million sleeping crews: topic waits, expiry order", _script(_V3)),
     Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
+    Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

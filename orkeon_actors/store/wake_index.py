@@ -30,6 +30,7 @@ from orkeon_actors.store import cursor_events
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.store.durable_hub import SqliteEventHub
+from orkeon_actors.store.outcome_book import OutcomeBook
 from orkeon_actors.store.reader import ReaderPool
 
 __all__ = ["WINDOW_SQL", "SqliteExpiryIndex", "SqliteLifecycleBackend", "SqliteWakeIndex"]
@@ -197,6 +198,7 @@ class SqliteLifecycleBackend:
         self._states = SqliteCrewStateStore(hub)
         self._wakes = SqliteWakeIndex(hub)
         self._expiries = SqliteExpiryIndex(hub.readers)
+        self._outcomes = OutcomeBook(hub, self._states)
 
     @property
     def hub(self) -> SqliteEventHub:
@@ -213,3 +215,7 @@ class SqliteLifecycleBackend:
     @property
     def expiries(self) -> SqliteExpiryIndex:
         return self._expiries
+
+    @property
+    def outcomes(self) -> OutcomeBook:
+        return self._outcomes

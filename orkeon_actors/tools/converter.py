@@ -30,6 +30,7 @@ from cattrs.gen import make_dict_unstructure_fn
 
 from orkeon_actors.errors import EventHubError, ToolValidationError
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import FrozenMap, Message, freeze_metadata
 from orkeon_actors.tools.dto import MessageEnvelope, ReceiveMessageResponse, WaitForEventResponse
@@ -44,10 +45,9 @@ converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, p
 
 
 def format_datetime(value: datetime) -> str:
-    """ISO 8601 in UTC, ``Z`` suffix, microseconds. Raises ``ValueError`` for a naive datetime."""
-    if value.tzinfo is None:
-        raise ValueError(f"cannot serialise naive datetime {value!r}: timestamps are aware UTC datetimes")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 in UTC, ``Z`` suffix, microseconds (:func:`~orkeon_actors.model.clock.format_utc`).
+    Raises ``ValueError`` for a naive datetime."""
+    return format_utc(value)
 
 
 def parse_datetime(value: object) -> datetime:

@@ -314,7 +314,7 @@ def test_cancelling_wait_finished_withdraws_its_callback(tmp_path: Path) -> None
                 await task
 
             def watching() -> int:
-                return int(sup.supervisor._call(lambda actor: len(actor.finish_watchers)))
+                return len(sup.supervisor.outcome_book._watchers.get(ok.CrewId(crew), []))
 
             await eventually(lambda: watching() == 0, "the watcher withdrawn")
 

@@ -58,7 +58,7 @@ def test_a_post_or_a_topic_trigger_is_processed_once_when_the_process_dies_durin
     others = {c: "Asleep" for c in ("finite", "forever", "mail") if c != crew}
     assert result["states"] == others
     after = _run(asleep, "boot", 30, killed=True)  # not delivered again
-    assert tagged(after, "STATE") == {"states": {**others, crew: "Unknown"}, "wakes": 0}
+    assert tagged(after, "STATE") == {"states": {**others, crew: "Completed"}, "wakes": 0}
 
 
 @pytest.mark.parametrize("kill", ["factory", "model"])

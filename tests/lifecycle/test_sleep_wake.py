@@ -100,8 +100,11 @@ def test_the_supervisor_remembers_the_outcomes_of_the_last_finished_memory_crews
     for crew in ("c1", "c2", "c3"):
         sup.spawn("c", crew)
         wait_until(lambda c=crew: sup.outcome(c) is not None, what=f"{crew}'s outcome")  # type: ignore[misc]
-    assert sup.outcome("c1") is None  # forgotten: the oldest of three
-    assert sup.state("c1") is LifecycleState.UNKNOWN  # a completed crew is deleted from the store
+    assert "c1" not in sup._actor().outcomes  # forgotten in memory: the oldest of three
+    kept = sup.outcome("c1")  # read back from the store's crew_outcomes instead
+    assert kept is not None and kept.result == "done"
+    assert sup.state("c1") is LifecycleState.COMPLETED
+    assert env.hub.load_snapshot("c1") is None  # a completed crew's snapshot is deleted at once
     for crew in ("c2", "c3"):
         outcome = sup.outcome(crew)
         assert outcome is not None and outcome.result == "done"
@@ -110,14 +113,16 @@ def test_the_supervisor_remembers_the_outcomes_of_the_last_finished_memory_crews
     assert _live_actors() == 0
 
 
-def test_with_no_finished_memory_no_outcome_is_kept(env: Env) -> None:
+def test_with_no_finished_memory_only_the_durable_outcome_is_kept_without_its_final_state(env: Env) -> None:
     env.factories["c"] = lambda _: _crew(respond("done"))
     sup = env.boot(finished_memory=0)
     sup.spawn("c", "c1")
     # Released: no actor, and the supervisor forgot it (its status no longer reported).
     wait_until(lambda: _live_actors() == 0 and sup.status("c1") is None, what="c1 finished and forgotten")
-    assert sup.outcome("c1") is None
-    assert sup.state("c1") is LifecycleState.UNKNOWN
+    assert "c1" not in sup._actor().outcomes
+    outcome = sup.wait_finished("c1", timeout=30)  # from the store's crew_outcomes
+    assert outcome.result == "done" and outcome.final_snapshot() is None
+    assert sup.state("c1") is LifecycleState.COMPLETED
 
 
 def test_a_finished_crews_id_spawned_again_reports_the_new_crew_not_the_old_outcome(env: Env) -> None:

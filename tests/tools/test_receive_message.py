@@ -42,7 +42,7 @@ def test_timeout_returns_timed_out_with_the_timeout_metadata(
     assert result["timed_out"] is True and "message" not in result
     metadata = result["metadata"]
     assert metadata["original_topic"] == "agent://billing/scorer"
-    assert metadata["original_started_at"] == "2026-01-01T00:00:00+00:00"
+    assert metadata["original_started_at"] == "2026-01-01T00:00:00.000000Z"
     assert len(metadata["original_wait_id"]) == 26
 
 

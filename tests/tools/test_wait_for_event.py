@@ -55,7 +55,7 @@ def test_timeout_returns_timed_out_with_the_timeout_metadata(
     assert set(result) == {"timed_out", "metadata"}
     assert result["timed_out"] is True
     assert result["metadata"]["original_topic"] == "orders.*"
-    assert result["metadata"]["original_started_at"] == "2026-01-01T00:00:10+00:00"
+    assert result["metadata"]["original_started_at"] == "2026-01-01T00:00:10.000000Z"
     assert len(result["metadata"]["original_wait_id"]) == 26
 
 

@@ -1,0 +1,49 @@
+"""What a benchmark run shares with its suites: where temporary stores go, and progress.
+
+Suites create their scratch stores with :func:`scratch_directory` (under the system temp
+directory, or the ``--dir`` of ``orkeon bench``; never the current directory) and report
+where they are with :func:`progress` (``"round 2/7"``). The command shows progress on a
+terminal; elsewhere (pipes, CI logs, tests) nothing is reported unless a reporter is set.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["progress", "running", "scratch_directory"]
+
+_directory: str | None = None
+_reporter: Callable[[str], None] | None = None
+
+
+def scratch_directory(prefix: str) -> str:
+    """A new temporary directory for one suite's stores (the caller removes it)."""
+    return tempfile.mkdtemp(prefix=prefix, dir=_directory)
+
+
+def progress(text: str) -> None:
+    """Report where the running suite is (a round, a step); a no-op without a reporter."""
+    if _reporter is not None:
+        _reporter(text)
+
+
+@contextmanager
+def running(directory: str | os.PathLike[str] | None, reporter: Callable[[str], None] | None) -> Iterator[None]:
+    """Run suites with scratch stores under ``directory`` (``None``: the system temp
+    directory) and progress sent to ``reporter``. Raises ``InvalidArgumentError`` for a
+    directory that does not exist."""
+    global _directory, _reporter
+    if directory is not None and not os.path.isdir(directory):
+        from orkeon_actors.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"--dir {os.fspath(directory)!r} is not a directory: create it or choose another")
+    previous = _directory, _reporter
+    _directory = None if directory is None else os.fspath(directory)
+    _reporter = reporter
+    try:
+        yield
+    finally:
+        _directory, _reporter = previous

@@ -1,0 +1,59 @@
+"""The figure each benchmark key must reach, and whether a run met it.
+
+Targets are the ones ``docs/bench.md`` states (ratios against a baseline measured in the
+same run, or absolute latencies and rates of the lifecycle at scale). A key without a
+target is reported without a verdict. ``orkeon bench`` marks a missed target with ✗, puts
+``{"target": ..., "met": ...}`` per key in ``--json``, and exits 1 with ``--check``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+import attrs
+
+from orkeon_actors.bench.registry import BenchResult
+
+__all__ = ["TARGETS", "Target", "Verdict", "evaluate"]
+
+
+@attrs.frozen
+class Target:
+    comparison: str  # ">=" or "<"
+    value: float
+
+    def met_by(self, figure: float) -> bool:
+        compare: Callable[[float, float], bool] = operator.ge if self.comparison == ">=" else operator.lt
+        return compare(figure, self.value)
+
+    def __str__(self) -> str:
+        return f"{'≥' if self.comparison == '>=' else '<'} {self.value:g}"
+
+
+TARGETS: dict[str, dict[str, Target]] = {
+    "hub": {
+        "post_receive_vs_tell": Target(">=", 0.40),
+        "send_reply_vs_ask": Target(">=", 0.50),
+        "post_receive_all_stages_vs_tell": Target(">=", 0.20),
+    },
+    "store": {"durable_post_vs_raw": Target(">=", 0.50)},
+    "lifecycle": {
+        "boot_ms": Target("<", 3000),
+        "boot_rss_mb": Target("<", 300),
+        "wake_latency_p99_ms": Target("<", 10),
+        "expiries_per_s": Target(">=", 5000),
+    },
+}
+
+
+@attrs.frozen
+class Verdict:
+    target: Target
+    met: bool
+
+
+def evaluate(result: BenchResult) -> dict[str, Verdict]:
+    """The verdict on every figure of ``result`` that has a target."""
+    targets = TARGETS.get(result.suite, {})
+    return {key: Verdict(t, t.met_by(result.figures[key])) for key, t in targets.items() if key in result.figures}
