@@ -16,8 +16,15 @@ import orkeon_actors as ok
 
 # What the model would answer, turn by turn: (tool name, arguments as a JSON string).
 SCRIPT = [
-    ("publish_event", {"topic": "orders.created", "payload": {"order": 7},
-                       "retain_as_last_value": True, "last_value_key": "orders.latest"}),
+    (
+        "publish_event",
+        {
+            "topic": "orders.created",
+            "payload": {"order": 7},
+            "retain_as_last_value": True,
+            "last_value_key": "orders.latest",
+        },
+    ),
     ("post_message", {"target_mailbox": "agent://billing/clerk", "payload": {"invoice": 7}}),
     ("send_request", {"target_mailbox": "agent://fraud/scorer", "payload": {"score": 7}, "timeout_ms": 5000}),
     ("get_last_value", {"key": "orders.latest", "crew_scope": "_global"}),  # a global publish: global slot

@@ -257,6 +257,8 @@ class CrewFailedError(EventHubError):
 class CrewWaitTimeoutError(EventHubError, TimeoutError):
     """``wait_finished`` gave up: the crew had not finished within the timeout (it goes
     on running; wait again or stop it)."""
+
+
 class BrokerError(EventHubError):
     """The message broker of the distributed hub (RabbitMQ) refused or could not take a
     message; the text says which and what to do."""

@@ -61,7 +61,10 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
 def test_crews_lists_sleeping_failed_and_completed_crews(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     crews = {c["crew_id"]: c for c in _json(capsys, str(populated), "crews")}  # type: ignore[union-attr]
     assert {k: v["state"] for k, v in crews.items()} == {
-        "bad": "Failed", "forever": "Asleep", "good": "Completed", "sleepy": "Asleep",
+        "bad": "Failed",
+        "forever": "Asleep",
+        "good": "Completed",
+        "sleepy": "Asleep",
     }
     assert crews["sleepy"]["pending_waits"] == 1 and crews["sleepy"]["mode"] == "sequential"
     assert crews["sleepy"]["name"] == "sleepy" and crews["sleepy"]["snapshot_at"].endswith("Z")

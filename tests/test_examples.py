@@ -17,16 +17,32 @@ PROGRAMS = sorted(
 )
 
 EXPECTED = {
-    "hub": ["subscriber saw: [{'order': 42}]", "reply: {'score': 0.12}", "no reply: SendTimeoutError",
-            "last value: {'open': 3}", "cancelled: the wait ended at once"],
-    "tools_loop": ['send_request -> {"correlation_id"', '"response_payload": {"risk": "low"}',
-                   'get_last_value -> {"found": true, "value": {"order": 7}', '"timed_out": true',
-                   '{"error": {"type": "MailboxNotFoundError"'],
-    "durable_crash": ["child exit status: -9", "booked before the crash: [0, 1, 2]",
-                      "still to process, in order: [3, 4, 5, 6, 7, 8, 9]"],
+    "hub": [
+        "subscriber saw: [{'order': 42}]",
+        "reply: {'score': 0.12}",
+        "no reply: SendTimeoutError",
+        "last value: {'open': 3}",
+        "cancelled: the wait ended at once",
+    ],
+    "tools_loop": [
+        'send_request -> {"correlation_id"',
+        '"response_payload": {"risk": "low"}',
+        'get_last_value -> {"found": true, "value": {"order": 7}',
+        '"timed_out": true',
+        '{"error": {"type": "MailboxNotFoundError"',
+    ],
+    "durable_crash": [
+        "child exit status: -9",
+        "booked before the crash: [0, 1, 2]",
+        "still to process, in order: [3, 4, 5, 6, 7, 8, 9]",
+    ],
     "acl_crews": ["fraud received: [{'invoice': 7}]", "refused: declared-empty", "refused: topic-not-allowed"],
-    "sleep_wake": ["day 1: Asleep | pending waits: 1", "day 2 boot: 1 crew(s) asleep",
-                   "day 2: completed -> order booked", "day 3: Completed -> order booked"],
+    "sleep_wake": [
+        "day 1: Asleep | pending waits: 1",
+        "day 2 boot: 1 crew(s) asleep",
+        "day 2: completed -> order booked",
+        "day 3: Completed -> order booked",
+    ],
     "logging_bridge": ["INFO app: received {'order': 42}"],
 }
 
@@ -72,9 +88,20 @@ def test_the_middleware_plugin_installs_and_is_found_by_name(tmp_path: Path) -> 
     """The packaged stage, installed from its own pyproject.toml, is loaded by name."""
     target = tmp_path / "site"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-         str(EXAMPLES / "middleware_plugin")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(EXAMPLES / "middleware_plugin"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert install.returncode == 0, install.stderr[-3000:]
     done = _run(str(EXAMPLES / "middleware_plugin" / "run.py"), PYTHONPATH=str(target))

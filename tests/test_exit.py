@@ -37,9 +37,7 @@ BLOCKS_IN_WAIT = textwrap.dedent(
 
 def test_a_program_that_never_stops_its_runtime_exits_and_keeps_its_commits(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
-    child = subprocess.run(
-        [sys.executable, "-c", FORGETS_STOP, str(db)], capture_output=True, text=True, timeout=60
-    )
+    child = subprocess.run([sys.executable, "-c", FORGETS_STOP, str(db)], capture_output=True, text=True, timeout=60)
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "posted"
     assert "Traceback" not in child.stderr

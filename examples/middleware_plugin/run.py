@@ -1,7 +1,7 @@
 """Use the max_payload stage, by name once installed, or as an object.
 
-    pip install examples/middleware_plugin     # then:
-    python examples/middleware_plugin/run.py
+pip install examples/middleware_plugin     # then:
+python examples/middleware_plugin/run.py
 """
 
 from __future__ import annotations

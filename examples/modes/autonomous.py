@@ -18,6 +18,7 @@ from orkeon_actors.sim import Simulation
 
 def build(sim: Simulation) -> str:
     """Spawn the crew in ``sim``; returns its crew id."""
+
     def factory(role: str, depth: int) -> ScriptedModel:
         if role == "planner":
             return ScriptedModel(

@@ -20,6 +20,7 @@ from orkeon_actors.sim import Simulation
 
 def build(sim: Simulation) -> str:
     """Spawn the crew in ``sim``; returns its crew id."""
+
     def voter(name: str, first: str) -> ScriptedModel:
         def policy(req: ModelRequest) -> ModelResponse:
             round_ = json.loads(req.task)["round"]

@@ -20,6 +20,7 @@ from orkeon_actors.sim import Simulation
 
 def build(sim: Simulation) -> str:
     """Spawn the crew in ``sim``; returns its crew id."""
+
     def drafter(req: ModelRequest) -> ModelResponse:
         state = json.loads(req.task)["state"]
         return respond(json.dumps({"quality": state.get("quality", 0) + 1}))

@@ -63,9 +63,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
 
     unknown = [n for n in names if n not in SUITES]
     if unknown:
-        raise InvalidArgumentError(
-            f"unknown bench suite {unknown[0]!r}; choose from: {', '.join(SUITE_NAMES)}"
-        )
+        raise InvalidArgumentError(f"unknown bench suite {unknown[0]!r}; choose from: {', '.join(SUITE_NAMES)}")
     results = []
     for index, name in enumerate(names):
         progress(f"suite {name} ({index + 1}/{len(names)})")

@@ -124,9 +124,7 @@ CrewT = TypeVar("CrewT", bound="CrewActor")
 """Any :class:`CrewActor` subclass: the helpers below take ``ActorRef[YourCrew]``."""
 
 
-def start_crew(
-    ref: pykka.ActorRef[CrewT], activity: Activity | None = None, gate: DeliveryGate | None = None
-) -> None:
+def start_crew(ref: pykka.ActorRef[CrewT], activity: Activity | None = None, gate: DeliveryGate | None = None) -> None:
     """Begin a started crew actor (registers its mailboxes, starts its orchestration).
     Pass the crew's ``activity`` counter if it has one, its ``gate`` if it has one (the
     start is then submitted to the gate like any other delivery)."""

@@ -318,7 +318,7 @@ def wait_async(
     if cancel is not None:
         cancel.raise_if_cancelled()
     if isinstance(descriptor, WaitOnMailbox):
-        memory._receiving(descriptor.address)
+        memory.receiving(descriptor.address)
     deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
     wait = AsyncWait(memory, caller, descriptor, deadline, on_done)
     wait.start(cancel)

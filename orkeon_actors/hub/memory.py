@@ -583,7 +583,6 @@ class HubCore(EventHub):
         finished = None if address.crew_id is None else self._finished_crews.get(address.crew_id)
         return MailboxNotFoundError(address, finished=finished)
 
-
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
         if self._last_value_store is None:
@@ -1041,6 +1040,7 @@ class HubCore(EventHub):
     def live_mailboxes(self) -> list[MailboxHandle]:
         """Every live mailbox here."""
         return list(self._mailboxes.values())
+
     def _fail_pending(self, error: EventHubError) -> None:
         """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
         ``error`` (a runtime stop, or the timer thread's death)."""

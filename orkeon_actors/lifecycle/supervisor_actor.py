@@ -40,9 +40,9 @@ from orkeon_actors.crew.protocol import (
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
-from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.lifecycle.activation import BuiltCrew
 from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState

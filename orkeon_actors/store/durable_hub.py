@@ -157,8 +157,8 @@ class SqliteEventHub(HubCore, DurableEventHub):
         routed to a subscription opened after it heard of the message's routing, or
         still in flight: how the lifecycle supervisor hands a waking crew the topic
         messages its cursors, not open yet, did not receive."""
-        verify_store_file(config.path)  # before the lock file and WAL: a refused file stays as it was
         with typed_open_errors(config.path):
+            verify_store_file(config.path)  # before the lock file and WAL: a refused file stays as it was
             self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:

@@ -21,7 +21,7 @@ import urllib.parse
 
 import apsw
 
-from orkeon_actors.errors import StoreError, StoreVersionError
+from orkeon_actors.errors import StoreCorruptError, StoreError, StoreVersionError
 from orkeon_actors.store.schema import stored_version
 
 __all__ = ["FULL_CHECK_BYTES", "SQLITE_MAGIC", "verify_store_file"]
@@ -83,9 +83,11 @@ def _check_integrity(conn: apsw.Connection, path: str) -> None:
         return
     problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)")]
     if problems != ["ok"]:
-        raise StoreError(
+        raise StoreCorruptError(
             f"the store {path} is damaged (integrity_check: {'; '.join(problems)}); it was left untouched: "
-            "restore it from a backup, or move it aside to start with an empty store"
+            f"restore it from a backup, or salvage what is readable with `sqlite3 {path} .recover | sqlite3 "
+            "recovered.db` and open recovered.db",
+            path=path,
         )
 
 
@@ -107,6 +109,8 @@ def verify_store_file(path: str) -> None:
         )
     try:
         conn = _read_only(path, immutable=not wal)
+    except apsw.CorruptError:
+        raise  # typed by the opening's typed_open_errors: StoreCorruptError
     except apsw.Error as exc:
         raise StoreError(f"cannot read {path} to check it is an orkeon store: {exc}") from exc
     try:
@@ -118,6 +122,8 @@ def verify_store_file(path: str) -> None:
             f"{path} is not a SQLite database ({exc}); it was left untouched: give the runtime its own store file",
             path=path,
         ) from exc
+    except apsw.CorruptError:
+        raise  # typed by the opening's typed_open_errors: StoreCorruptError
     except apsw.Error as exc:
         raise StoreError(f"cannot read the schema of {path} to check it is an orkeon store: {exc}") from exc
     finally:

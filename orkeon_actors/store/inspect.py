@@ -254,4 +254,3 @@ def purge_store(path: str | os.PathLike[str], now: datetime, policy: PurgePolicy
         finally:
             lock.release()
     return report
-

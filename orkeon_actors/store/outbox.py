@@ -190,6 +190,7 @@ def _settle_dispatch(host: OutboxHost, outcome: DispatchOutcome) -> None:
 
 class _DispatcherActor(pykka.ThreadingActor):
     use_daemon_thread = True  # never holds an interpreter exit up: see orkeon_actors.actors.exit
+
     def __init__(self, host: OutboxHost) -> None:
         super().__init__()
         self._host = host

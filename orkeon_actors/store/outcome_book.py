@@ -31,9 +31,9 @@ from orkeon_actors.crew.snapshot import CrewOutcome, converter
 from orkeon_actors.crew.state import CrewFailure, CrewStatus
 from orkeon_actors.errors import HubStoppedError, StoreError
 from orkeon_actors.lifecycle.ports import OutcomeCallback
-from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.store.codec import format_time
+from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.outcomes import OutcomeRow, delete_outcome, load_outcome, write_outcome
 

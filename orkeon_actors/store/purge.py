@@ -165,8 +165,7 @@ def purge(conn: apsw.Connection, now: datetime, policy: PurgePolicy) -> tuple[Pu
         waits += crew_waits
         processed += crew_processed
     conn.execute(
-        "DELETE FROM processed_messages WHERE processed_at < ? "
-        "AND crew_id NOT IN (SELECT crew_id FROM crew_snapshots)",
+        "DELETE FROM processed_messages WHERE processed_at < ? AND crew_id NOT IN (SELECT crew_id FROM crew_snapshots)",
         (format_time(now - policy.processed_ttl),),
     )
     processed += conn.changes()

@@ -138,6 +138,7 @@ _FLUSH = _Flush()
 
 class _WriterActor(pykka.ThreadingActor):
     use_daemon_thread = True  # never holds an interpreter exit up: see orkeon_actors.actors.exit
+
     def __init__(self, writer: StoreWriter, conn: apsw.Connection) -> None:
         super().__init__()
         self._writer = writer

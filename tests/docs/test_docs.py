@@ -29,9 +29,7 @@ def _programs() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("where", "code"), _programs(), ids=[w for w, _ in _programs()])
 def test_every_python_snippet_runs_as_written(where: str, code: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{where} failed:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, f"{where}:\n{done.stderr[-3000:]}"
 

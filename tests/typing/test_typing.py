@@ -17,7 +17,9 @@ PATTERN = Path(__file__).with_name("crew_pattern.py")
 def test_mypy_strict_accepts_the_crew_pattern() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(PATTERN)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success" in done.stdout
