@@ -12,7 +12,8 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors, middleware, store, tools
+from orkeon_actors import acl, config, errors, middleware, store, tools
+from orkeon_actors.config import CrewBlueprint, CrewBuilder, load_crew, register_blueprint, scripted, start_crew
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -61,6 +62,8 @@ __all__ = [
     "CancelToken",
     "Clock",
     "CorrelationId",
+    "CrewBlueprint",
+    "CrewBuilder",
     "CrewId",
     "EventHub",
     "EventHubMiddleware",
@@ -85,8 +88,13 @@ __all__ = [
     "WaitOnTopic",
     "WaitTimeout",
     "acl",
+    "config",
     "errors",
+    "load_crew",
     "middleware",
+    "register_blueprint",
+    "scripted",
+    "start_crew",
     "store",
     "tools",
 ]

@@ -30,6 +30,8 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
+    "CrewConfigError",
+    "UndeclaredPublishError",
 ]
 
 
@@ -161,3 +163,20 @@ class StoreVersionError(StoreError):
 class StoreWriteError(StoreError):
     """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
     failed write is in the store; the operation that asked for it was not performed."""
+
+
+class CrewConfigError(InvalidArgumentError):
+    """A crew document (YAML, a builder, a TypeScript crew emitted as JSON) does not
+    match the canonical crew schema, or names something that does not exist (a model
+    provider, a user tool). ``issues`` holds every problem found, each with its file,
+    line, column, JSON pointer and what was expected
+    (:class:`orkeon_actors.config.ConfigIssue`); the message lists them all."""
+
+    def __init__(self, message: str, issues: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.issues = issues
+
+
+class UndeclaredPublishError(EventAclError):
+    """A crew whose ``event.publish`` list is declared, with
+    ``undeclared_publish: refuse``, published a topic the list does not declare."""

@@ -36,6 +36,7 @@ from typing import Any
 
 import pykka
 
+from orkeon_actors.config.blueprint import CrewBlueprint
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, restore_crew, start_crew
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -43,6 +44,7 @@ from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.async_wait import flush_mailboxes
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.model.clock import VirtualClock
+from orkeon_actors.model.ids import CrewId
 from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.sim.gate import SerialGate
@@ -93,28 +95,38 @@ class Simulation:
 
     def spawn(
         self,
-        name: str,
+        name: str | CrewBlueprint,
         *,
-        agents: Sequence[Agent],
-        orchestration: Orchestration,
+        agents: Sequence[Agent] = (),
+        orchestration: Orchestration | None = None,
         crew_class: type[CrewActor] = CrewActor,
         **options: Any,
     ) -> str:
-        """Start a crew; returns its crew id (``{name}-{n}``, deterministic)."""
+        """Start a crew; returns its crew id (``{name}-{n}``, deterministic). ``name``
+        may be a :class:`~orkeon_actors.config.CrewBlueprint` instead (then give no
+        agents or orchestration; ``tools=`` resolves the tool names it declares)."""
         self._counter += 1
-        crew_id = options.pop("crew_id", None) or f"{name}-{self._counter}"
+        if isinstance(name, CrewBlueprint):
+            from orkeon_actors.config.launch import register_declarations
+            from orkeon_actors.config.materialize import crew_actor_options
+
+            blueprint, tools = name, options.pop("tools", None)
+            crew_id = CrewId(options.pop("crew_id", None) or f"{blueprint.name}-{self._counter}")
+            register_declarations(self.runtime.hub, blueprint, crew_id)
+            options = {**crew_actor_options(blueprint, crew_id, tools), **options}
+        else:
+            if orchestration is None:
+                raise TypeError("spawn(name, agents=..., orchestration=...) or spawn(blueprint)")
+            crew_id = CrewId(options.pop("crew_id", None) or f"{name}-{self._counter}")
+            options = {"agents": agents, "orchestration": orchestration, "name": name, "crew_id": crew_id, **options}
         ref = crew_class.start(
             self.runtime.hub,
-            agents=agents,
-            orchestration=orchestration,
-            name=name,
-            crew_id=crew_id,
             observer=self.trace,
             activity=self.activity,
             gate=self.gate,
             **options,
         )
-        self.crews[crew_id] = ref
+        self.crews[str(crew_id)] = ref
         start_crew(ref, gate=self.gate)  # held: the crew starts when the simulation runs
         return str(crew_id)
 
