@@ -3,6 +3,7 @@
 orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
 orkeon simulate [example]     run one orchestration-mode example (or all) and print its timeline
+orkeon crew schema|validate|run   the canonical crew schema, validating and running crew YAML
 """
 
 from __future__ import annotations
@@ -34,6 +35,18 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--seed", type=int, default=0, help="simulation seed")
 
+    crew = sub.add_parser("crew", help="the canonical crew schema; validate and run crew YAML")
+    crew_sub = crew.add_subparsers(dest="crew_command", required=True)
+    crew_sub.add_parser("schema", help="print the canonical crew JSON Schema")
+    validate = crew_sub.add_parser("validate", help="validate crew YAML files (exit 0 if all are valid, else 1)")
+    validate.add_argument("files", nargs="+", metavar="FILE", help="a crew YAML file, or a multi-file crew directory")
+    validate.add_argument("--json", action="store_true", help="print the results as JSON")
+    run = crew_sub.add_parser("run", help="run a crew YAML on the embedded store and print what happened")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
+    run.add_argument("--simulate", action="store_true", help="run on a virtual clock in memory instead")
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the crew to finish")
+
     bench = sub.add_parser("bench", help="measure throughput against raw baselines (ratios, same run)")
     bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
     bench.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -61,6 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orkeon_actors.sim.cli import run_simulate
 
         return run_simulate(args.example, seed=args.seed)
+    if args.command == "crew":
+        from orkeon_actors.cli import crew as crew_cli
+
+        if args.crew_command == "schema":
+            return crew_cli.run_schema()
+        if args.crew_command == "validate":
+            return crew_cli.run_validate(args.files, as_json=args.json)
+        return crew_cli.run_crew(args.file, store=args.store, simulate=args.simulate, timeout=args.timeout)
     if args.command == "bench":
         from orkeon_actors.bench.registry import render_table, run_suites, to_json
 
