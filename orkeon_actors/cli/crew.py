@@ -1,6 +1,6 @@
 """``orkeon crew``: the crew schema, validating crew documents, running a crew.
 
-orkeon crew schema                       print the canonical crew JSON Schema
+orkeon crew schema [--markdown]          print the canonical crew JSON Schema (or docs/crew-schema.md)
 orkeon crew validate FILE... [--json]    0 if every crew is valid, 1 with every problem listed
 orkeon crew run FILE [--store PATH]      run the crew on the embedded SQLite store, print what happened
 orkeon crew run FILE --simulate          run it on a virtual clock instead (waits expire at once)
@@ -27,9 +27,14 @@ from orkeon_actors.errors import CrewConfigError
 __all__ = ["run_crew", "run_schema", "run_validate"]
 
 
-def run_schema() -> int:
-    """Print the schema, byte for byte as shipped."""
-    print(schema_text(), end="")
+def run_schema(*, markdown: bool = False) -> int:
+    """Print the schema, byte for byte as shipped (or its Markdown reference)."""
+    if markdown:
+        from orkeon_actors.config.schema_docs import render_markdown
+
+        print(render_markdown(), end="")
+    else:
+        print(schema_text(), end="")
     return 0
 
 

@@ -37,7 +37,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     crew = sub.add_parser("crew", help="the canonical crew schema; validate and run crew YAML")
     crew_sub = crew.add_subparsers(dest="crew_command", required=True)
-    crew_sub.add_parser("schema", help="print the canonical crew JSON Schema")
+    schema = crew_sub.add_parser("schema", help="print the canonical crew JSON Schema")
+    schema.add_argument("--markdown", action="store_true", help="print its Markdown reference (docs/crew-schema.md)")
     validate = crew_sub.add_parser("validate", help="validate crew YAML files (exit 0 if all are valid, else 1)")
     validate.add_argument("files", nargs="+", metavar="FILE", help="a crew YAML file, or a multi-file crew directory")
     validate.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -78,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from orkeon_actors.cli import crew as crew_cli
 
         if args.crew_command == "schema":
-            return crew_cli.run_schema()
+            return crew_cli.run_schema(markdown=args.markdown)
         if args.crew_command == "validate":
             return crew_cli.run_validate(args.files, as_json=args.json)
         return crew_cli.run_crew(args.file, store=args.store, simulate=args.simulate, timeout=args.timeout)
