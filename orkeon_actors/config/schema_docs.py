@@ -30,12 +30,15 @@ def _type(schema: Mapping[str, Any]) -> str:
     if "enum" in schema:
         return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     if "oneOf" in schema:
-        return " or ".join(_type(branch) for branch in schema["oneOf"])
+        return " or ".join(_type(branch) if "properties" not in branch else "mapping (below)" for branch in schema["oneOf"])
     kind = schema.get("type")
     if isinstance(kind, list):
         return " \\| ".join(kind)
     if kind == "array":
-        return f"list of {_type(schema.get('items', {}))}"
+        items = schema.get("items", {})
+        return f"list of {'mappings (below)' if 'properties' in items else _type(items)}"
+    if kind == "object" and "properties" in schema:
+        return "mapping (below)"
     if kind == "object" and "additionalProperties" in schema and "properties" not in schema:
         extra = schema["additionalProperties"]
         return f"map of {_type(extra) if isinstance(extra, Mapping) else 'anything'}"
@@ -50,7 +53,33 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _inline_objects(name: str, schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects written inline under ``schema`` (list items, ``oneOf`` branches,
+    nested mappings), each with a name saying where it sits."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for key, sub in schema.get("properties", {}).items():
+        found += _nested(f"{name}.{key}", sub)
+    for index, branch in enumerate(schema.get("oneOf", ())):
+        found += _nested(f"{name} (form {index + 1})", branch)
+    return found
+
+
+def _nested(name: str, schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    if "properties" in schema:
+        return [(name, schema), *_inline_objects(name, schema)]
+    if isinstance(schema.get("items"), Mapping):
+        return _nested(f"{name}[]", schema["items"])
+    return [entry for index, branch in enumerate(schema.get("oneOf", ())) for entry in _nested(name, branch)]
+
+
 def _section(name: str, schema: Mapping[str, Any], level: str) -> list[str]:
+    out = _table(name, schema, level)
+    for inner, sub in _inline_objects(name, schema):
+        out += _table(inner, sub, level + "#")
+    return out
+
+
+def _table(name: str, schema: Mapping[str, Any], level: str) -> list[str]:
     out = [f"{level} {name}", ""]
     if schema.get("description"):
         out += [str(schema["description"]), ""]
