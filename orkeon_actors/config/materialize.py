@@ -158,9 +158,7 @@ def build_bindings(bp: CrewBlueprint, crew_id: CrewId) -> list[EventBinding]:
     return [EventBinding(s.topic, deliver_address(s.deliver_to, crew_id)) for s in bp.event.subscribe]
 
 
-def crew_actor_options(
-    bp: CrewBlueprint, crew_id: CrewId, tools: Mapping[str, Tool] | None = None
-) -> dict[str, Any]:
+def crew_actor_options(bp: CrewBlueprint, crew_id: CrewId, tools: Mapping[str, Tool] | None = None) -> dict[str, Any]:
     """The keyword arguments of ``CrewActor.start(hub, **options)`` for crew
     ``crew_id`` of this blueprint (add ``acl=``, ``observer=`` and the like)."""
     return {

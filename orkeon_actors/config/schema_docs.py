@@ -30,7 +30,9 @@ def _type(schema: Mapping[str, Any]) -> str:
     if "enum" in schema:
         return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     if "oneOf" in schema:
-        return " or ".join(_type(branch) if "properties" not in branch else "mapping (below)" for branch in schema["oneOf"])
+        return " or ".join(
+            _type(branch) if "properties" not in branch else "mapping (below)" for branch in schema["oneOf"]
+        )
     kind = schema.get("type")
     if isinstance(kind, list):
         return " \\| ".join(kind)

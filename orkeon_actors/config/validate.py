@@ -224,5 +224,3 @@ def schema_issues(document: Any, source: SourceMap | None = None) -> list[Config
             out.append(ConfigIssue(path, message, position))
     out.sort(key=lambda i: (i.position.file, i.position.line, i.position.column) if i.position else ("", 0, 0))
     return out
-
-

@@ -22,8 +22,11 @@ def test_validate_accepts_every_example_crew(capsys: pytest.CaptureFixture[str])
 
 def test_validate_exits_1_and_lists_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nagents:\n  - id: a\n    model: {provider: scripted, script: [hi]}\n    budget: {max_tokens: -5}\n"
-                   "orchestration: {mode: sequential, tasks: []}\n", encoding="utf-8")
+    bad.write_text(
+        "name: x\nagents:\n  - id: a\n    model: {provider: scripted, script: [hi]}\n    budget: {max_tokens: -5}\n"
+        "orchestration: {mode: sequential, tasks: []}\n",
+        encoding="utf-8",
+    )
     assert main(["crew", "validate", str(EXAMPLES[0]), str(bad)]) == 1
     out = capsys.readouterr().out
     assert f"{bad}: 2 problems" in out

@@ -79,31 +79,55 @@ idle_timeout: soon
     [
         # wrong types
         (("name: billing-crew", "name: 42"), "/name", 1, "expected a string, got 42"),
-        (("    model: {provider: scripted, script: [scored]}", "    model: scripted"), "/agents/0/model", 5,
-         "expected a model reference"),
+        (
+            ("    model: {provider: scripted, script: [scored]}", "    model: scripted"),
+            "/agents/0/model",
+            5,
+            "expected a model reference",
+        ),
         # unknown keys
         (("  - id: scorer", "  - id: scorer\n    rolle: x"), "/agents/0/rolle", 5, "unknown key 'rolle'"),
         (("idle_timeout: PT5M", "idle_timeout: PT5M\ncrew: {}"), "/crew", 3, "unknown key 'crew'"),
         # missing required fields
         (("    model: {provider: scripted, script: [scored]}\n", ""), "/agents/0/model", 4, "missing"),
-        (("  tasks: [{description: score it, agent: scorer}]", "  tasks: [{description: score it}]"),
-         "/orchestration/tasks/0/agent", 8, "missing"),
+        (
+            ("  tasks: [{description: score it, agent: scorer}]", "  tasks: [{description: score it}]"),
+            "/orchestration/tasks/0/agent",
+            8,
+            "missing",
+        ),
         # bad durations
         (("idle_timeout: PT5M", "idle_timeout: 5 minutes"), "/idle_timeout", 2, "expected a duration"),
         (("idle_timeout: PT5M", "idle_timeout: -3"), "/idle_timeout", 2, "expected a positive number, got -3"),
         (("idle_timeout: PT5M", "idle_timeout: P"), "/idle_timeout", 2, "expected a duration"),
         # bad links
-        (("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks:\n  - to: fraud-crew\n    direction: sideways"),
-         "/links/0/direction", 5, 'expected one of "outbound", "inbound", "bidirectional"'),
+        (
+            ("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks:\n  - to: fraud-crew\n    direction: sideways"),
+            "/links/0/direction",
+            5,
+            'expected one of "outbound", "inbound", "bidirectional"',
+        ),
         (("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks:\n  - direction: outbound"), "/links/0/to", 4, "missing"),
-        (("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks: {to: fraud-crew}"), "/links", 3,
-         "expected nothing (null) or a list"),
-        (("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks:\n  - {to: x, direction: outbound, allowed_topic: [a]}"),
-         "/links/0/allowed_topic", 4, "unknown key 'allowed_topic'"),
+        (
+            ("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks: {to: fraud-crew}"),
+            "/links",
+            3,
+            "expected nothing (null) or a list",
+        ),
+        (
+            ("idle_timeout: PT5M", "idle_timeout: PT5M\nlinks:\n  - {to: x, direction: outbound, allowed_topic: [a]}"),
+            "/links/0/allowed_topic",
+            4,
+            "unknown key 'allowed_topic'",
+        ),
         # references between parts
         (("agent: scorer}]", "agent: nobody}]"), "/orchestration/tasks/0/agent", 8, "names agent 'nobody'"),
-        (("provider: scripted, script: [scored]", "provider: nowhere, model: x"), "/agents/0/model", 5,
-         "unknown model provider 'nowhere'"),
+        (
+            ("provider: scripted, script: [scored]", "provider: nowhere, model: x"),
+            "/agents/0/model",
+            5,
+            "unknown model provider 'nowhere'",
+        ),
     ],
 )
 def test_each_invalid_document_is_rejected_with_the_right_pointer_and_line(
@@ -148,8 +172,11 @@ def test_a_malformed_link_entry_closes_the_door_when_lenient(tmp_path: Path) -> 
 
 def test_the_multi_file_layout_reads_crew_yaml_and_one_file_per_agent(tmp_path: Path) -> None:
     crew = tmp_path / "billing"
-    write(crew, "name: billing-crew\norchestration:\n  mode: sequential\n  tasks:\n"
-                "    - {description: a, agent: scorer}\n    - {description: b, agent: writer}\n")
+    write(
+        crew,
+        "name: billing-crew\norchestration:\n  mode: sequential\n  tasks:\n"
+        "    - {description: a, agent: scorer}\n    - {description: b, agent: writer}\n",
+    )
     write(crew, "id: scorer\nmodel: {provider: scripted, script: [scored]}\n", "agents/1-scorer.yaml")
     write(crew, "id: writer\nmodel: {provider: scripted, script: [written]}\n", "agents/2-writer.yaml")
     bp = ok.load_crew(crew)
@@ -160,10 +187,16 @@ def test_the_multi_file_layout_reads_crew_yaml_and_one_file_per_agent(tmp_path: 
 
 def test_multi_file_errors_name_the_agent_file(tmp_path: Path) -> None:
     crew = tmp_path / "billing"
-    write(crew, "name: billing-crew\nagents:\n  - agents/scorer.yaml\n  - agents/missing.yaml\n"
-                "orchestration:\n  mode: sequential\n  tasks: [{description: a, agent: scorer}]\n")
-    write(crew, "id: scorer\nbudget:\n  max_tool_calls: 0\nmodel: {provider: scripted, script: [x]}\n",
-          "agents/scorer.yaml")
+    write(
+        crew,
+        "name: billing-crew\nagents:\n  - agents/scorer.yaml\n  - agents/missing.yaml\n"
+        "orchestration:\n  mode: sequential\n  tasks: [{description: a, agent: scorer}]\n",
+    )
+    write(
+        crew,
+        "id: scorer\nbudget:\n  max_tool_calls: 0\nmodel: {provider: scripted, script: [x]}\n",
+        "agents/scorer.yaml",
+    )
     found = issues_of(crew)
     missing = [i for i in found if "cannot read" in i.message]
     assert missing and missing[0].position is not None and missing[0].position.line == 4

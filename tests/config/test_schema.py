@@ -21,7 +21,9 @@ def test_the_schema_is_draft_2020_12_versioned_by_its_id() -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     Draft202012Validator.check_schema(schema)
     assert "/crew/1.0.0/" in schema["$id"] and ok.config.SCHEMA_ID == schema["$id"]
-    assert (ROOT / "orkeon_actors/config/orkeon-crew.schema.json").read_text(encoding="utf-8") == ok.config.schema_text()
+    assert (ROOT / "orkeon_actors/config/orkeon-crew.schema.json").read_text(
+        encoding="utf-8"
+    ) == ok.config.schema_text()
 
 
 def test_orkeon_crew_schema_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
