@@ -61,9 +61,8 @@ def run_validate(files: Sequence[str], *, as_json: bool = False) -> int:
         )
         if not as_json:
             if blueprint is not None:
-                print(
-                    f"{file}: ok (crew {blueprint.name!r}, {blueprint.orchestration.mode}, {len(blueprint.agents)} agents)"
-                )
+                mode, agents = blueprint.orchestration.mode, len(blueprint.agents)
+                print(f"{file}: ok (crew {blueprint.name!r}, {mode}, {agents} agents)")
             else:
                 print(f"{file}: {len(issues)} problem{'s' if len(issues) != 1 else ''}")
                 for issue in issues:
