@@ -35,7 +35,8 @@ def parse_duration(value: object) -> float:
         short = _SHORT_RE.match(value)
         iso = _ISO_RE.match(value)
         if short is not None:
-            seconds = float(short.group(1)) * _UNITS[short.group(2)]
+            count, unit = float(short.group(1)), short.group(2)
+            seconds = count / 1000 if unit == "ms" else count * _UNITS[unit]
         elif iso is not None:
             days, hours, minutes, secs = (float(g) if g else 0.0 for g in iso.groups())
             seconds = days * 86400 + hours * 3600 + minutes * 60 + secs
@@ -53,11 +54,10 @@ def parse_duration(value: object) -> float:
 def format_duration(seconds: float) -> str | float:
     """The shortest exact text for ``seconds`` (``300`` -> ``"5m"``); a value no unit
     writes exactly (a fraction of a millisecond) stays a number of seconds."""
-    for unit in ("d", "h", "m", "s"):
-        count = seconds / _UNITS[unit]
-        if count >= 1 and count == int(count) and int(count) * _UNITS[unit] == seconds:
-            return f"{int(count)}{unit}"
-    millis = seconds * 1000
-    if millis == int(millis) and int(millis) / 1000 == seconds and millis >= 1:
-        return f"{int(millis)}ms"
+    for unit in ("d", "h", "m", "s", "ms"):
+        count = seconds / _UNITS[unit] if unit != "ms" else seconds * 1000
+        if count >= 1 and count == int(count):
+            text = f"{int(count)}{unit}"
+            if parse_duration(text) == seconds:
+                return text
     return seconds

@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import attrs
+
 __all__ = ["FrozenJson", "freeze", "thaw"]
 
 
@@ -17,7 +19,7 @@ class FrozenJson(Mapping[str, Any]):
 
     def __init__(self, data: Mapping[str, Any] | None = None) -> None:
         self._data: dict[str, Any] = {str(k): freeze(v) for k, v in (data or {}).items()}
-        self._key = json.dumps(thaw(self), sort_keys=True, separators=(",", ":"), default=str)
+        self._key = json.dumps(self._data, sort_keys=True, separators=(",", ":"), default=_canonical)
 
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
@@ -40,6 +42,16 @@ class FrozenJson(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"FrozenJson({thaw(self)!r})"
+
+
+def _canonical(value: Any) -> Any:
+    """What ``json.dumps`` writes for a value it cannot: a nested ``FrozenJson`` as its
+    mapping, an attrs value (a model reference) as its fields, tagged by its type."""
+    if isinstance(value, FrozenJson):
+        return value._data
+    if attrs.has(type(value)):
+        return {"__type__": type(value).__name__, **{f.name: getattr(value, f.name) for f in attrs.fields(type(value))}}
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
 def freeze(value: Any) -> Any:
