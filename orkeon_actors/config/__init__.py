@@ -14,7 +14,7 @@ See ``docs/crew-config.md`` (how to write and run crews) and ``docs/crew-schema.
 (the schema, generated from it).
 """
 
-from orkeon_actors.config.bindings import SleepingBindings
+from orkeon_actors.config.bindings import DurableBindings
 from orkeon_actors.config.blueprint import CrewBlueprint, document_issues
 from orkeon_actors.config.builder import CrewBuilder, scripted
 from orkeon_actors.config.declarations import EventDeclarations, declarations_of
@@ -80,7 +80,7 @@ __all__ = [
     "Position",
     "PublishDecl",
     "SequentialSpec",
-    "SleepingBindings",
+    "DurableBindings",
     "SubscribeDecl",
     "TaskSpec",
     "build_agents",

@@ -1,23 +1,23 @@
-"""``SleepingBindings``: ``event.subscribe`` bindings that keep working while their crew
-sleeps (spec §7, §13.3).
+"""``DurableBindings``: ``event.subscribe`` bindings of crews managed by a
+:class:`~orkeon_actors.lifecycle.CrewSupervisor`, delivered whether the crew is active,
+asleep, or asleep in a store a restarted process just opened (spec §7, §13.3).
 
-An active crew dispatches its bindings itself (``CrewActor.on_event``: a matching
-message is handed to ``deliver_to`` in publish order). A sleeping crew has no actor and
-no subscription, so on a durable hub under a
-:class:`~orkeon_actors.lifecycle.CrewSupervisor` this listener takes over: a topic
-message matching a binding of a crew whose ``deliver_to`` mailbox is parked (the crew
-is asleep) is **posted** to that mailbox by the hub's system client. The post is kept
-durably and wakes the crew like any post (spec §7.3), and the woken agent receives it
-as mail whose metadata says where it came from: ``bound_topic`` (the original topic),
-``bound_message_id``, ``bound_source_crew_id``, plus the original metadata.
+A crew started without a supervisor dispatches its bindings itself
+(``CrewActor.on_event``: the matching message is handed to ``deliver_to`` as is). A
+supervised crew may have no actor and no subscription when a message arrives, so its
+bindings are held here instead, by the hub: every topic message matching one is
+**posted** to its ``deliver_to`` mailbox by the hub's system client, in the publisher's
+thread (so in publish order). The post reaches the live mailbox of an active crew; for
+a sleeping crew it is kept durably and wakes the crew like any post (spec §7.3),
+including a crew that was snapshotting or waking when it arrived (the supervisor keeps
+such triggers and delivers them in order). The agent receives it as mail whose metadata
+says where it came from: ``bound_topic`` (the original topic), ``bound_message_id``,
+``bound_source_crew_id``, plus the original metadata; the payload is the original's.
 
 Bindings are recorded in the store (table ``config_bindings``, created on first use) by
 the crew's factory at every spawn and wake, and read back when the listener starts, so
 after a restart a sleeping crew's bindings hold before its first wake. A binding whose
 mailbox is no longer registered (its crew finished) is forgotten.
-
-Known limit: a message published while the crew is *passing* into sleep (after its
-subscription closed, before its mailboxes are parked) is delivered by neither side.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ import apsw
 from loguru import logger
 
 from orkeon_actors.crew.crew_actor import EventBinding
-from orkeon_actors.errors import EventHubError, StoreError
+from orkeon_actors.errors import EventHubError
 from orkeon_actors.hub.routing import scope_allows, topic_matches
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store.durable_hub import SqliteEventHub
 
-__all__ = ["SleepingBindings"]
+__all__ = ["DurableBindings"]
 
 _CREATE = """
 CREATE TABLE IF NOT EXISTS config_bindings (
@@ -50,11 +50,11 @@ CREATE TABLE IF NOT EXISTS config_bindings (
 """
 
 
-class SleepingBindings:
+class DurableBindings:
     """The listener of one durable hub (see the module docstring). Use
     :meth:`for_hub` to get the one instance of a hub."""
 
-    _instances: ClassVar[weakref.WeakValueDictionary[int, SleepingBindings]] = weakref.WeakValueDictionary()
+    _instances: ClassVar[weakref.WeakValueDictionary[int, DurableBindings]] = weakref.WeakValueDictionary()
     _instances_lock = threading.Lock()
 
     def __init__(self, hub: SqliteEventHub) -> None:
@@ -71,7 +71,7 @@ class SleepingBindings:
         hub.dispatch_listeners.append(self._on_dispatch)
 
     @classmethod
-    def for_hub(cls, hub: SqliteEventHub) -> SleepingBindings:
+    def for_hub(cls, hub: SqliteEventHub) -> DurableBindings:
         """The listener of ``hub`` (created on first use)."""
         with cls._instances_lock:
             found = cls._instances.get(id(hub))
@@ -119,10 +119,9 @@ class SleepingBindings:
             if not topic_matches(binding.topic, message.topic) or not scope_allows(crew_id, message):
                 continue
             address = binding.deliver_to
-            if not self.hub.is_parked(address):
-                if not self.hub.is_registered(address):
-                    self._forget(crew_id)
-                continue  # active: the crew's own subscription delivers it
+            if not self.hub.is_registered(address):
+                self._forget(crew_id)  # the crew finished: its mailboxes are gone
+                continue
             metadata = {
                 **dict(message.metadata),
                 "bound_topic": message.topic,
@@ -131,7 +130,7 @@ class SleepingBindings:
             }
             try:
                 self.hub.system.post(address, message.payload, metadata=metadata)
-            except (EventHubError, StoreError) as exc:
+            except EventHubError as exc:
                 logger.error(
                     "binding {} -> {} of sleeping crew {}: {} not posted: {}",
                     binding.topic,

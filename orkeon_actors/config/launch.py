@@ -18,7 +18,8 @@ import attrs
 import pykka
 from loguru import logger
 
-from orkeon_actors.config.bindings import SleepingBindings
+from orkeon_actors.acl.registry import AclRegistry
+from orkeon_actors.config.bindings import DurableBindings
 from orkeon_actors.config.blueprint import CrewBlueprint
 from orkeon_actors.config.declarations import declarations_of
 from orkeon_actors.config.materialize import crew_actor_options
@@ -85,25 +86,29 @@ class BlueprintFactory:
     """The ``CrewFactory`` of a blueprint (``factory(crew_id) -> lifecycle blueprint``):
     called by the supervisor at every spawn and wake. It rebuilds the models from their
     references (a scripted model resumes at the step its conversation reached), records
-    the crew's bindings for :class:`SleepingBindings` and its publish declarations."""
+    the crew's bindings with :class:`DurableBindings` (which delivers them, so the crew
+    actor subscribes to none itself), its publish declarations, and its links with
+    ``acl`` when one is given."""
 
     blueprint: CrewBlueprint
     hub: SqliteEventHub
     tools: Mapping[str, Tool] = attrs.field(factory=dict)
     cls: type[CrewActor] = CrewActor
     observer: CrewObserver | None = None
+    acl: AclRegistry | None = None
 
     def __call__(self, crew_id: CrewId) -> BuiltBlueprint:
         options = crew_actor_options(self.blueprint, crew_id, self.tools)
         bindings = options["bindings"]
         if bindings:
-            SleepingBindings.for_hub(self.hub).record(crew_id, bindings)
+            DurableBindings.for_hub(self.hub).record(crew_id, bindings)
         register_declarations(self.hub, self.blueprint, crew_id)
+        if self.acl is not None:
+            self.acl.register_crew(self.blueprint.name, crew_id, self.blueprint.links)
         return BuiltBlueprint(
             agents=options["agents"],
             orchestration=options["orchestration"],
             cls=self.cls,
-            bindings=bindings,
             idle_timeout=options["idle_timeout"],
             observer=self.observer,
         )
@@ -116,12 +121,14 @@ def register_blueprint(
     tools: Mapping[str, Tool] | None = None,
     cls: type[CrewActor] = CrewActor,
     observer: CrewObserver | None = None,
+    acl: AclRegistry | None = None,
 ) -> BlueprintFactory:
     """Register ``blueprint`` with ``supervisor`` under its name (then
     ``supervisor.spawn(blueprint.name)``); its subscriptions keep delivering while its
-    crews sleep (:class:`SleepingBindings`). Returns the factory registered."""
-    factory = BlueprintFactory(blueprint, supervisor.hub, dict(tools or {}), cls, observer)
+    crews sleep (:class:`DurableBindings`); with ``acl`` each crew registers its name and
+    ``links:`` there at every spawn and wake. Returns the factory registered."""
+    factory = BlueprintFactory(blueprint, supervisor.hub, dict(tools or {}), cls, observer, acl)
     if blueprint.event.subscribe:
-        SleepingBindings.for_hub(supervisor.hub)
+        DurableBindings.for_hub(supervisor.hub)
     supervisor.register_factory(blueprint.name, factory)
     return factory

@@ -46,6 +46,7 @@ __all__ = [
     "model_provider",
     "model_provider_names",
     "register_model_provider",
+    "reload_entry_points",
     "unregister_model_provider",
 ]
 
@@ -115,6 +116,14 @@ def _entry_point_providers() -> dict[str, ProviderLike]:
                 found[ep.name] = ep.load()
             _discovered = found
         return _discovered
+
+
+def reload_entry_points() -> None:
+    """Forget the entry points read so far; the next look-up reads them again (after a
+    provider package was installed into the running interpreter)."""
+    global _discovered
+    with _lock:
+        _discovered = None
 
 
 def register_model_provider(name: str, provider: ProviderLike, *, replace: bool = False) -> None:
