@@ -93,7 +93,7 @@ def test_an_unknown_provider_names_the_group_to_register_in(tmp_path: Path) -> N
     (tmp_path / "crew.yaml").write_text(CREW, encoding="utf-8")
     model_registry.reload_entry_points()
     with pytest.raises(
-        CrewConfigError, match="unknown model provider 'echo'.*'orkeon_actors.models' entry-point group"
+        CrewConfigError, match=r"unknown model provider 'echo'.*'orkeon_actors\.models' entry-point group"
     ):
         ok.load_crew(tmp_path / "crew.yaml")
 
