@@ -22,6 +22,7 @@ from jsonschema.exceptions import ValidationError
 from orkeon_actors.config.issues import ConfigIssue, Path
 from orkeon_actors.config.schema import schema_validator
 from orkeon_actors.config.source import SourceMap
+from orkeon_actors.tools.validation import json_kind
 
 __all__ = ["schema_issues"]
 
@@ -54,19 +55,6 @@ def _got(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _typename(value: Any) -> str:
-    for name, kinds in (("null", type(None)), ("boolean", bool), ("integer", int), ("number", float)):
-        if isinstance(value, kinds):
-            return name
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 @cache
@@ -107,7 +95,7 @@ def _branch_fits(branch: Mapping[str, Any], instance: Any) -> bool:
     kind = branch.get("type")
     if kind is not None:
         kinds = kind if isinstance(kind, list) else [kind]
-        actual = _typename(instance)
+        actual = json_kind(instance)
         if actual not in kinds and not (actual == "integer" and "number" in kinds):
             return False
     if "const" in branch:

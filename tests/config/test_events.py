@@ -13,6 +13,7 @@ from loguru import logger
 import orkeon_actors as ok
 from orkeon_actors.crew import CrewStatus, call, query_crew
 from orkeon_actors.errors import EventAclError, UndeclaredPublishError
+from orkeon_actors.lifecycle import CrewSupervisor
 from orkeon_actors.testing import wait_until
 from tests.lifecycle.conftest import Env
 
@@ -110,6 +111,15 @@ def received(snapshot: ok.crew.CrewSnapshot) -> dict[str, object]:
     return dict(result)
 
 
+def spawn_router(env: Env) -> tuple[CrewSupervisor, str]:
+    """Boot ``env``, register the router crew, spawn one and wait until it waits."""
+    sup = env.boot()
+    ok.register_blueprint(sup, waiting_router())
+    crew = sup.spawn("orders")
+    env.settle(crew, CrewStatus.WAITING)
+    return sup, str(crew)
+
+
 def test_a_binding_delivers_to_a_live_crew() -> None:
     with ok.Runtime.start() as rt:
         ref = ok.start_crew(waiting_router(), rt, crew_id="orders-1")
@@ -125,10 +135,7 @@ def test_a_binding_delivers_to_a_live_crew() -> None:
 def test_a_binding_wakes_a_sleeping_crew_and_delivers(tmp_path: Path) -> None:
     env = Env(tmp_path / "life.db")
     try:
-        sup = env.boot()
-        ok.register_blueprint(sup, waiting_router())
-        crew = sup.spawn("orders")
-        env.settle(crew, CrewStatus.WAITING)
+        sup, crew = spawn_router(env)
         assert sup.sleep(crew)
         env.asleep(crew)
         env.hub.bind("shop").publish("order.received", {"order": 8})
@@ -137,15 +144,14 @@ def test_a_binding_wakes_a_sleeping_crew_and_delivers(tmp_path: Path) -> None:
     finally:
         env.shutdown()
     assert message["payload"] == {"order": 8}  # type: ignore[index]
+    assert message["metadata"]["bound_topic"] == "order.received"  # type: ignore[index]
+    assert message["metadata"]["bound_source_crew_id"] == "shop"  # type: ignore[index]
 
 
 def test_a_binding_holds_for_a_crew_asleep_across_a_restart(tmp_path: Path) -> None:
     env = Env(tmp_path / "life.db")
     try:
-        sup = env.boot()
-        ok.register_blueprint(sup, waiting_router())
-        crew = sup.spawn("orders")
-        env.settle(crew, CrewStatus.WAITING)
+        sup, crew = spawn_router(env)
         assert sup.sleep(crew)
         env.asleep(crew)
         sup = env.restart()
@@ -158,3 +164,16 @@ def test_a_binding_holds_for_a_crew_asleep_across_a_restart(tmp_path: Path) -> N
     finally:
         env.shutdown()
     assert message["payload"] == {"order": 9}  # type: ignore[index]
+
+
+def test_a_supervised_crew_gets_bound_messages_while_active_too(tmp_path: Path) -> None:
+    env = Env(tmp_path / "life.db")
+    try:
+        _, crew = spawn_router(env)
+        env.hub.bind("shop").publish("order.received", {"order": 11})
+        env.hub.bind("shop").publish("order.other", {"order": 12})  # not bound
+        assert env.summary(crew) == (CrewStatus.COMPLETED, "routed", None)
+        message = received(env.snapshot(crew))["message"]
+    finally:
+        env.shutdown()
+    assert message["payload"] == {"order": 11}  # type: ignore[index]
