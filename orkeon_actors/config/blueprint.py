@@ -58,7 +58,8 @@ def _agents(value: Any) -> tuple[AgentSpec, ...]:
 class CrewBlueprint:
     """A crew as data (see the module docstring). Build one with
     :class:`~orkeon_actors.config.CrewBuilder`, :func:`~orkeon_actors.config.load_crew`
-    or :meth:`from_document`; never half-valid: every constructor path validates."""
+    or :meth:`from_document`, which validate; a blueprint constructed field by field is
+    checked only by :meth:`validate`."""
 
     name: str
     description: str = ""
@@ -99,6 +100,12 @@ class CrewBlueprint:
         document, source, issues = read_yaml(text, file)
         raise_if_any(issues, file)
         return cls.from_document(document, source=source, what=file, lenient_links=lenient_links)
+
+    def validate(self) -> CrewBlueprint:
+        """``self`` if its document is valid, else
+        :class:`~orkeon_actors.errors.CrewConfigError` with every problem."""
+        raise_if_any(document_issues(self.to_document()), f"crew {self.name!r}")
+        return self
 
     def to_document(self) -> dict[str, Any]:
         """The canonical document: schema-valid JSON values, defaults omitted."""

@@ -110,3 +110,13 @@ def test_a_tool_name_must_be_given_when_the_crew_is_built() -> None:
         ok.config.build_agents(bp, ok.CrewId("t-1"))
     [agent] = ok.config.build_agents(bp, ok.CrewId("t-1"), {"lookup": tool})
     assert agent.tools == (tool,)
+
+
+def test_a_blueprint_built_field_by_field_is_checked_by_validate() -> None:
+    good = base().build()
+    assert good.validate() is good
+    import attrs
+
+    broken = attrs.evolve(good, agents=(attrs.evolve(good.agents[0], max_turns=0),))
+    with pytest.raises(CrewConfigError, match=r"agents\[0\]\.max_turns: expected a positive integer, got 0"):
+        broken.validate()
