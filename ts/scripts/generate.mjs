@@ -49,7 +49,7 @@ async function render() {
     bannerComment: banner,
     unreachableDefinitions: true,
     additionalProperties: false,
-    strictIndexSignatures: true,
+    strictIndexSignatures: false,
     unknownAny: true,
     format: true,
   });

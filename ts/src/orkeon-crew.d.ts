@@ -23,7 +23,7 @@ export type ScriptStep =
        * The tool call's arguments.
        */
       arguments?: {
-        [k: string]: unknown | undefined;
+        [k: string]: unknown;
       };
       tokens?: number;
       cost?: number;
@@ -41,7 +41,7 @@ export type Identifier = string;
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema
  * via the `definition` "ModelRef".
  */
-export type ModelRef = (ScriptedModelRef | ProviderModelRef) | undefined;
+export type ModelRef = ScriptedModelRef | ProviderModelRef;
 /**
  * A topic or a pattern: * matches one word, # zero or more (AMQP semantics).
  *
@@ -191,7 +191,7 @@ export interface ProviderModelRef {
    * The provider's model name.
    */
   model?: string;
-  [k: string]: unknown | undefined;
+  [k: string]: unknown;
 }
 /**
  * The agent's own limits; unset fields inherit the crew budget.
@@ -404,7 +404,7 @@ export interface Autonomous {
    * The model of the sub-agents created for each role.
    */
   roles?: {
-    [k: string]: ModelRef | undefined;
+    [k: string]: ModelRef;
   };
 }
 /**
