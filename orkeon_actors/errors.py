@@ -32,6 +32,12 @@ __all__ = [
     "StoreWriteError",
     "CrewConfigError",
     "UndeclaredPublishError",
+    "BrokerError",
+    "BrokerUnavailableError",
+    "BrokerNackError",
+    "UnroutableError",
+    "ExclusiveConsumerError",
+    "SignatureError",
 ]
 
 
@@ -163,6 +169,33 @@ class StoreVersionError(StoreError):
 class StoreWriteError(StoreError):
     """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
     failed write is in the store; the operation that asked for it was not performed."""
+
+
+class BrokerError(EventHubError):
+    """The message broker of the distributed hub (RabbitMQ) refused or could not take a
+    message; the text says which and what to do."""
+
+
+class BrokerUnavailableError(BrokerError):
+    """The broker could not be reached (or did not confirm) within the call's bound."""
+
+
+class BrokerNackError(BrokerError):
+    """The broker refused a message it could not take (``basic.nack``)."""
+
+
+class UnroutableError(BrokerError):
+    """The broker returned a ``mandatory`` message: no queue was bound to its routing key."""
+
+
+class ExclusiveConsumerError(BrokerError):
+    """A queue is consumed exclusively by another connection (a second gateway for one host)."""
+
+
+class SignatureError(BrokerError):
+    """A cross-host message failed verification: bad or missing signature, unknown signing
+    host, a sender not living on the signing host, a recipient that does not match the
+    routing key, an expired message or a replay."""
 
 
 class CrewConfigError(InvalidArgumentError):
