@@ -118,9 +118,10 @@ class Verifier:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._seen_max = seen
 
-    def verify(
-        self, headers: Mapping[str, object], body: bytes, routing_key_recipient: str, *, redelivered: bool = False
-    ) -> None:
+    def signing_host(self, headers: Mapping[str, object], body: bytes) -> str:
+        """Check 1 alone, and the expiry: the host whose key signed the message. What
+        presence messages need (they announce where senders live, so check 2 cannot
+        apply to them)."""
         host = str(headers.get("host", ""))
         key = self._keys.key_of(host)
         if key is None:
@@ -131,6 +132,15 @@ class Verifier:
             given.encode() if isinstance(given, str) else given, expected.encode()
         ):
             raise SignatureError(f"bad signature for host {host!r}: the message was altered or forged")
+        expires = int(str(headers["expires_at"]))
+        if expires <= self._now_ms():
+            raise SignatureError(f"message {headers['message_id']} expired at {expires} (unix ms): dropped")
+        return host
+
+    def verify(
+        self, headers: Mapping[str, object], body: bytes, routing_key_recipient: str, *, redelivered: bool = False
+    ) -> None:
+        host = self.signing_host(headers, body)
         sender = str(headers["from"])
         home = self._lives_on(sender)
         if home != host:
@@ -142,9 +152,6 @@ class Verifier:
                 f"the message is for {headers['to']} but arrived keyed for {routing_key_recipient}: "
                 "a captured message replayed into another inbox"
             )
-        expires = int(str(headers["expires_at"]))
-        if expires <= self._now_ms():
-            raise SignatureError(f"message {headers['message_id']} expired at {expires} (unix ms): dropped")
         message_id = str(headers["message_id"])
         if message_id in self._seen and not redelivered:
             raise SignatureError(f"message {message_id} was already received: a replay")

@@ -12,6 +12,7 @@ Names follow the cross-host messaging design (its §3-§4):
 ``inbox.<address>``       queue   one per local entity (agent, crew, client mailbox),
                                   durable classic queue, dead-lettering to ``fleet.dlx``
 ``control.<host>``        queue   durable, bound to ``fleet.control`` key ``<host>``
+``control.<host>.replies``  queue exclusive, auto-delete: answers to ``<host>``'s requests
 ``roster.<host>``         queue   exclusive, auto-delete, bound to ``roster.#``
 ========================  ======  ===============================================
 
@@ -59,6 +60,8 @@ __all__ = [
     "inbox_policy",
     "inbox_queue",
     "mailbox_key",
+    "replies_key",
+    "replies_queue",
     "roster_queue",
     "scoped_topic_key",
     "topic_key",
@@ -93,6 +96,15 @@ def scoped_topic_key(crew: CrewId, topic: str) -> str:
 
 def control_queue(host: str) -> str:
     return "control." + host
+
+
+def replies_queue(host: str) -> str:
+    """Where answers to ``host``'s control requests arrive (exclusive, auto-delete)."""
+    return control_queue(host) + ".replies"
+
+
+def replies_key(host: str) -> str:
+    return host + ".replies"
 
 
 def roster_queue(host: str) -> str:
@@ -185,9 +197,13 @@ class Declarer:
         return self
 
     def control(self, host: str) -> Declarer:
+        """``host``'s durable control queue and its exclusive queue for answers."""
         queue = control_queue(host)
-        self._steps.append(_call("queue_declare", queue, durable=True))
+        self._steps.append(_call("queue_declare", queue, durable=True, arguments={"x-dead-letter-exchange": DLX}))
         self._steps.append(_call("queue_bind", queue, CONTROL_EXCHANGE, host))
+        replies = replies_queue(host)
+        self._steps.append(_call("queue_declare", replies, exclusive=True, auto_delete=True))
+        self._steps.append(_call("queue_bind", replies, CONTROL_EXCHANGE, replies_key(host)))
         return self
 
     def roster(self, host: str) -> Declarer:
