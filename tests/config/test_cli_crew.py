@@ -14,10 +14,10 @@ EXAMPLES = sorted((ROOT / "examples/crews").glob("*.yaml"))
 
 
 def test_validate_accepts_every_example_crew(capsys: pytest.CaptureFixture[str]) -> None:
-    assert len(EXAMPLES) == 6
+    assert len(EXAMPLES) == 7  # one per orchestration mode, and the OpenAI-compatible crew
     assert main(["crew", "validate", *map(str, EXAMPLES)]) == 0
     out = capsys.readouterr().out
-    assert out.count(": ok (crew") == 6
+    assert out.count(": ok (crew") == 7
 
 
 def test_validate_exits_1_and_lists_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -61,3 +61,19 @@ def test_a_bad_provider_setting_is_reported_at_the_reference(tmp_path: Path) -> 
     assert issue.pointer == "/agents/0/model"  # type: ignore[attr-defined]
     assert issue.position.line == 5  # type: ignore[attr-defined]
     assert "unknown openai model settings ['colour']" in issue.message  # type: ignore[attr-defined]
+
+
+def test_the_openai_compatible_example_crew_runs_against_a_local_server(provider: FakeProvider, tmp_path: Path) -> None:
+    """examples/crews/openai_compatible.yaml, pointed at the local server."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "crews" / "openai_compatible.yaml"
+    text = example.read_text(encoding="utf-8").replace("http://127.0.0.1:11434/v1", f"{provider.url}/v1")
+    (tmp_path / "crew.yaml").write_text(text, encoding="utf-8")
+    bp = ok.load_crew(tmp_path / "crew.yaml")
+    assert [a.id for a in bp.agents] == ["researcher", "writer"]
+    provider.handler = openai_script(Step("published"))
+    with ok.Runtime.start(middleware=[ok.config.EventDeclarations()]) as rt:
+        ref = ok.start_crew(bp, rt)
+        wait_until(lambda: query_crew(ref, "status") is CrewStatus.COMPLETED, what="crew completed")
+        ref.stop()
+    models = {r.body["model"] for r in provider.requests}
+    assert models == {"qwen2.5:7b-instruct"} and len(provider.requests) == 2
