@@ -48,6 +48,7 @@ from orkeon_actors.model import (
     WaitOnTopic,
     WaitTimeout,
 )
+from orkeon_actors.model.limits import Limits
 from orkeon_actors.runtime import Runtime
 
 __version__ = "0.1.0"
@@ -79,6 +80,7 @@ __all__ = [
     "MessageId",
     "PublishOptions",
     "Runtime",
+    "Limits",
     "Subscription",
     "SystemClock",
     "VirtualClock",

@@ -32,6 +32,7 @@ __all__ = [
     "StoreWriteError",
     "CrewConfigError",
     "UndeclaredPublishError",
+    "LimitExceededError",
     "BrokerError",
     "BrokerUnavailableError",
     "BrokerNackError",
@@ -52,6 +53,18 @@ class EventHubError(Exception):
 
 class InvalidArgumentError(EventHubError, ValueError):
     """An argument is out of its domain (a non-positive timeout, FOREVER on send, ...)."""
+
+
+class LimitExceededError(InvalidArgumentError):
+    """An input is over one of the runtime's bounds (``docs/security.md``): a payload, a
+    topic, JSON nesting, metadata, or what one caller may hold at once (pending requests,
+    waits, subscriptions). ``bound`` names the bound, ``limit`` is its value; nothing of
+    the refused call was stored or routed."""
+
+    def __init__(self, message: str, *, bound: str = "", limit: int = 0) -> None:
+        super().__init__(message)
+        self.bound = bound
+        self.limit = limit
 
 
 class InvalidIdError(InvalidArgumentError):

@@ -20,6 +20,7 @@ from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
 from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.model.clock import Clock, SystemClock
+from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
@@ -62,6 +63,8 @@ class Runtime:
         schema_registry: EventSchemaRegistry | None = None,
         store: str | os.PathLike[str] | StoreConfig | None = None,
         durability: Durability | str | None = None,
+        max_payload_bytes: int | None = None,
+        limits: Limits | None = None,
         studio: int | None = None,
         studio_post: bool = False,
     ) -> Runtime:
@@ -81,17 +84,26 @@ class Runtime:
         Opening a store raises ``StoreLockedError`` / ``StoreVersionError`` /
         ``StoreError`` and then leaves nothing running.
 
+        ``limits`` bounds what callers may send and hold (``docs/security.md``);
+        ``max_payload_bytes`` (default 16 MiB) overrides its payload bound: a larger
+        payload is refused with ``LimitExceededError`` before anything is stored or
+        routed.
+
         ``studio`` serves the Studio web view on that port of 127.0.0.1 (``0``: any free
         port; the address, token included, is :attr:`studio`'s ``url``). Its stage joins
         the front of the chain only while a browser watches: otherwise a message costs
         nothing more. ``studio_post=True`` lets the page post as ``client://studio``
         (``docs/studio.md``).
         """
+        bounds = limits if limits is not None else DEFAULT_LIMITS
+        if max_payload_bytes is not None:
+            bounds = attrs.evolve(bounds, max_payload_bytes=max_payload_bytes)
         clock = clock or SystemClock()
         pipeline = Pipeline(middleware)
         registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
         hub = _make_hub(clock, scheduler, pipeline, store, durability)
+        hub.limits = bounds
         try:
             pipeline.attach(MiddlewareContext(hub, clock, registry))
         except BaseException:

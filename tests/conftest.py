@@ -20,7 +20,6 @@ __all__ = ["ADAPTERS", "Background", "wait_until"]
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
     "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),
-    "inline": lambda tmp, clock: _inline(ok.Runtime.start(clock=clock)),
     "studio": lambda tmp, clock: _watched(ok.Runtime.start(clock=clock, studio=0)),
 }
 
@@ -30,12 +29,6 @@ def _watched(rt: ok.Runtime) -> ok.Runtime:
     so every message takes the tap's full path: the contract must hold unchanged."""
     assert rt.studio is not None and rt.studio.feed is not None
     rt.studio.feed.attach()
-    return rt
-
-
-def _inline(rt: ok.Runtime) -> ok.Runtime:
-    """The in-memory hub with inline mailboxes (what a Simulation runs on)."""
-    rt.hub.inline_mailboxes = True  # type: ignore[attr-defined]
     return rt
 
 

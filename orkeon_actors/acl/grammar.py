@@ -43,10 +43,9 @@ from typing import Any
 
 import attrs
 from loguru import logger
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
-from orkeon_actors.acl.links import AclConfigError, CrewLink, validate_crew_name
+from orkeon_actors.acl.links import AclConfigError, CrewLink, Direction, validate_crew_name
+from orkeon_actors.acl.yaml_guard import load_bounded_yaml
 
 __all__ = [
     "CrewSpec",
@@ -55,6 +54,7 @@ __all__ = [
     "load_crew_file",
     "load_crew_yaml",
     "load_links",
+    "merge_duplicate_links",
     "parse_links",
 ]
 
@@ -77,6 +77,63 @@ class LinkWarning:
     def __str__(self) -> str:
         where = f"line {self.line}: " if self.line is not None else ""
         return f"{where}{self.message}"
+
+
+def _narrower(a: CrewLink, b: CrewLink) -> CrewLink | None:
+    """What both ``a`` and ``b`` (same peer) authorize, or ``None`` if nothing: the
+    directions both allow, and the topics both allow (an empty list allows every topic;
+    two lists keep only the patterns they share, which neither widens)."""
+    if a.direction is Direction.BIDIRECTIONAL:
+        direction = b.direction
+    elif b.direction is Direction.BIDIRECTIONAL or b.direction is a.direction:
+        direction = a.direction
+    else:
+        return None
+    if not a.allowed_topics or not b.allowed_topics:
+        topics = a.allowed_topics or b.allowed_topics
+    else:
+        topics = tuple(dict.fromkeys(t for t in a.allowed_topics if t in b.allowed_topics))
+        if not topics:
+            return None
+    return CrewLink(a.to, direction, topics)
+
+
+def merge_duplicate_links(
+    links: Sequence[CrewLink], lines: Sequence[int | None] | None = None
+) -> tuple[tuple[CrewLink, ...], tuple[LinkWarning, ...]]:
+    """One link per peer: entries naming the same ``to:`` are read as the narrowest
+    grant all of them make (:func:`_narrower`), never a wider one than any single entry,
+    and dropped if they share nothing. Returns the links (first position of each peer)
+    and one warning per duplicated peer, with the entries' lines when known."""
+    positions: dict[str, list[int]] = {}
+    for index, link in enumerate(links):
+        positions.setdefault(link.to, []).append(index)
+    if all(len(indexes) == 1 for indexes in positions.values()):
+        return tuple(links), ()
+    merged: list[CrewLink] = []
+    warnings: list[LinkWarning] = []
+    for to, indexes in positions.items():
+        reading: CrewLink | None = links[indexes[0]]
+        for index in indexes[1:]:
+            reading = _narrower(reading, links[index]) if reading is not None else None
+        if len(indexes) > 1:
+            where = [lines[i] if lines is not None and i < len(lines) else None for i in indexes]
+            at = ", ".join(
+                f"#{i + 1}" + (f" (line {line})" if line is not None else "")
+                for i, line in zip(indexes, where, strict=True)
+            )
+            outcome = f"read as {reading}" if reading is not None else "they authorize nothing in common: no link"
+            warnings.append(
+                LinkWarning(
+                    f"links entries {at} all name {to!r}; one peer gets one link, the narrowest reading of all "
+                    f"of them: {outcome}. Write a single entry for {to!r}",
+                    indexes[1],
+                    where[1],
+                )
+            )
+        if reading is not None:
+            merged.append(reading)
+    return tuple(merged), tuple(warnings)
 
 
 def _link_tuple(value: Iterable[CrewLink]) -> tuple[CrewLink, ...]:
@@ -109,6 +166,12 @@ class LinksBlock:
         for link in self.links:
             if not isinstance(link, CrewLink):
                 raise AclConfigError(f"links must be CrewLink values, got {link!r}")
+        merged, warnings = merge_duplicate_links(self.links)
+        if warnings:  # built in Python with one peer named twice: read it narrowly here too
+            for warning in warnings:
+                logger.warning("links: {}", warning)
+            object.__setattr__(self, "links", merged)
+            object.__setattr__(self, "warnings", (*self.warnings, *warnings))
 
     @classmethod
     def undeclared(cls) -> LinksBlock:
@@ -196,11 +259,13 @@ def parse_links(value: object, *, crew: str | None = None, present: bool = True)
         logger.warning("links: of {}: {}", who, warning)
         return LinksBlock(True, (), (warning,))
     links: list[CrewLink] = []
+    lines: list[int | None] = []
     warnings: list[LinkWarning] = []
     for index, entry in enumerate(value):
         result = _read_entry(entry)
         if isinstance(result, CrewLink):
             links.append(result)
+            lines.append(_line_of(value, item=index))
             continue
         warning = LinkWarning(
             f"links entry #{index + 1} {result}; the entry is discarded and authorizes nothing",
@@ -209,16 +274,14 @@ def parse_links(value: object, *, crew: str | None = None, present: bool = True)
         )
         logger.warning("links: of {}: {}", who, warning)
         warnings.append(warning)
-    return LinksBlock(True, tuple(links), tuple(warnings))
+    merged, duplicates = merge_duplicate_links(links, lines)
+    for warning in duplicates:
+        logger.warning("links: of {}: {}", who, warning)
+    return LinksBlock(True, merged, (*warnings, *duplicates))
 
 
 def _load_document(text: str, source: str) -> Any:
-    if not isinstance(text, str):
-        raise AclConfigError(f"a crew YAML must be given as a string, got {type(text).__name__}")
-    try:
-        return YAML(typ="rt").load(text)
-    except YAMLError as exc:
-        raise AclConfigError(f"{source} is not valid YAML: {exc}") from None
+    return load_bounded_yaml(text, source)
 
 
 def _root(document: Any, source: str) -> Mapping[str, Any]:

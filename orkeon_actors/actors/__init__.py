@@ -8,9 +8,14 @@ holds a thread only while it has messages to handle. See :mod:`.pooled`.
 :class:`CallerRunsActor` is one whose turns run on the thread that tells it when it is
 idle (no hand-off at all), for actors whose messages never block; callers holding a lock
 tell it inside :func:`deferred_turns`. See :mod:`.caller_runs`.
+
+Both submit their turns to a :class:`TurnExecutor`: their pool, or the executor of the
+:func:`executor_scope` they were started in (a simulation's seeded scheduler). See
+:mod:`.executor`.
 """
 
 from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, never_run_turns_here, turns_deferred
+from orkeon_actors.actors.executor import TurnExecutor, current_executor, executor_scope
 from orkeon_actors.actors.pooled import DEFAULT_POOL, ActorThreadPool, PooledActor
 
 __all__ = [
@@ -18,7 +23,10 @@ __all__ = [
     "ActorThreadPool",
     "CallerRunsActor",
     "PooledActor",
+    "TurnExecutor",
+    "current_executor",
     "deferred_turns",
+    "executor_scope",
     "never_run_turns_here",
     "turns_deferred",
 ]

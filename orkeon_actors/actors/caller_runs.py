@@ -29,6 +29,7 @@ import contextvars
 import threading
 from collections.abc import Callable
 
+from orkeon_actors.actors.executor import bound_executor
 from orkeon_actors.actors.pooled import PooledActor, _Inbox
 
 __all__ = ["CallerRunsActor", "deferred_turns", "never_run_turns_here", "turns_deferred"]
@@ -97,12 +98,13 @@ class CallerRunsActor(PooledActor):
 
     def _start_actor_loop(self) -> None:
         self._context = contextvars.Context()
+        self.executor = executor = bound_executor(self.pool)
         inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
         run = self._run_turns
 
         def run_or_owe() -> None:
-            if getattr(_owed, "elsewhere", False):
-                self.pool.submit(self._turn)
+            if not executor.lets_callers_run or getattr(_owed, "elsewhere", False):
+                executor.submit(self._turn)
                 return
             turns: list[Callable[[], None]] | None = getattr(_owed, "turns", None)
             if turns is None:
@@ -129,7 +131,7 @@ class CallerRunsActor(PooledActor):
             if not more and not inbox.queue:
                 inbox.scheduled = False
                 return
-        self.pool.submit(self._turn)
+        self.executor.submit(self._turn)
 
     def _fatal(self, exc: BaseException) -> None:
         """An interpreter-level error (``KeyboardInterrupt``, ``SystemExit``) escaped a

@@ -48,6 +48,8 @@ from typing import Any, ClassVar
 import pykka
 from pykka import ActorDeadError, ActorRegistry, messages
 
+from orkeon_actors.actors.executor import TurnExecutor, bound_executor, current_executor
+
 __all__ = ["DEFAULT_POOL", "ActorThreadPool", "PooledActor"]
 
 _pykka_logger = logging.getLogger("pykka")
@@ -71,6 +73,8 @@ class ActorThreadPool:
     the idle threads and waits for them. A task must not raise (the actor turns it runs
     handle every exception of the actor's code); one that does is logged and the thread
     goes on."""
+
+    lets_callers_run = True
 
     def __init__(self, *, keep_alive: float = 5.0, name: str = "orkeon-actor") -> None:
         if keep_alive <= 0:
@@ -113,6 +117,9 @@ class ActorThreadPool:
             with self._lock:
                 self._threads -= 1
             raise
+
+    def create_future(self) -> pykka.Future[Any]:
+        return pykka.ThreadingFuture()
 
     def trim(self, timeout: float = 5.0) -> None:
         """End every idle thread and wait (up to ``timeout`` seconds each) until they
@@ -197,6 +204,9 @@ class PooledActor(pykka.Actor):
     throughput: ClassVar[int] = 64
 
     _context: contextvars.Context
+    executor: TurnExecutor
+    """Where this actor's turns run: the executor of the scope it was started in
+    (:mod:`orkeon_actors.actors.executor`), else ``pool``."""
 
     @staticmethod
     def _create_actor_inbox() -> _Inbox:
@@ -204,11 +214,12 @@ class PooledActor(pykka.Actor):
 
     @staticmethod
     def _create_future() -> pykka.Future[Any]:
-        return pykka.ThreadingFuture()
+        executor = current_executor()
+        return pykka.ThreadingFuture() if executor is None else executor.create_future()
 
     def _start_actor_loop(self) -> None:
         self._context = contextvars.Context()  # as a new thread's: empty
-        pool = self.pool
+        pool = self.executor = bound_executor(self.pool)
         inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
         run_turn = self._turn
 
@@ -235,7 +246,7 @@ class PooledActor(pykka.Actor):
                 if not inbox.queue:
                     inbox.scheduled = False  # the next put submits a turn
                     return
-        self.pool.submit(self._turn)  # more to do: behind the other actors' turns
+        self.executor.submit(self._turn)  # more to do: behind the other actors' turns
 
     def _handle_some(self) -> bool | None:
         """Handle up to ``throughput`` messages. ``True``: more are waiting; ``False``:

@@ -87,12 +87,9 @@ def run_crew(file: str, *, store: str | None = None, simulate: bool = False, tim
 
 
 def _simulate(blueprint: CrewBlueprint) -> int:
-    from orkeon_actors.model.clock import VirtualClock
-    from orkeon_actors.runtime import Runtime
     from orkeon_actors.sim.simulation import Simulation
 
-    runtime = Runtime.start(clock=VirtualClock(), middleware=[EventDeclarations()])
-    with Simulation(runtime=runtime) as sim:
+    with Simulation(middleware=[EventDeclarations()]) as sim:
         crew = sim.spawn(blueprint)
         result = sim.run(until=24 * 3600)
         status, answer, failure = result.crews[crew]

@@ -2,7 +2,8 @@
 
 orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
-orkeon simulate [example]     run one orchestration-mode example (or all) and print its timeline
+orkeon simulate [mode]        run one orchestration-mode example (or all) on a seeded, deterministic
+                              scheduler: timeline, --html, --trace, --json, --faults, --seeds A..B --check
 orkeon crew schema|validate|run   the canonical crew schema, validating and running crew YAML
 orkeon studio --store PATH    the Studio web view of a store file, read-only
 """
@@ -32,9 +33,18 @@ def _build_parser() -> argparse.ArgumentParser:
         "example",
         nargs="?",
         default="all",
-        help="sequential, hierarchical, parallel, consensual, graph, autonomous, or all (default)",
+        help="sequential, hierarchical, parallel, consensual, graph, autonomous, or all (default: the six together)",
     )
-    simulate.add_argument("--seed", type=int, default=0, help="simulation seed")
+    simulate.add_argument(
+        "--seed", type=int, default=0, help="the seed: it orders deliveries ready at one instant and draws faults"
+    )
+    simulate.add_argument("--seeds", metavar="A..B", help="sweep seeds A to B (inclusive) and print outcome classes")
+    simulate.add_argument("--check", metavar="INVARIANT", help="with --seeds: the mode's invariant to check (or all)")
+    simulate.add_argument("--faults", metavar="SPEC", help="fault probabilities, e.g. delay=0.3,model_errors=0.05")
+    simulate.add_argument("--html", metavar="PATH", help="write a self-contained HTML view of the run")
+    simulate.add_argument("--trace", metavar="PATH", help="write the run in the Chrome trace format (Perfetto)")
+    simulate.add_argument("--json", action="store_true", help="print the raw trace entries as JSON")
+    simulate.add_argument("--until", type=float, default=3600.0, help="virtual seconds to run at most")
 
     crew = sub.add_parser("crew", help="the canonical crew schema; validate and run crew YAML")
     crew_sub = crew.add_subparsers(dest="crew_command", required=True)
@@ -79,7 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "simulate":
         from orkeon_actors.sim.cli import run_simulate
 
-        return run_simulate(args.example, seed=args.seed)
+        return run_simulate(
+            args.example,
+            seed=args.seed,
+            seeds=args.seeds,
+            check=args.check,
+            faults=args.faults,
+            html=args.html,
+            trace=args.trace,
+            as_json=args.json,
+            until=args.until,
+        )
     if args.command == "crew":
         from orkeon_actors.cli import crew as crew_cli
 

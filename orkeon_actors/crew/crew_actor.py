@@ -134,11 +134,11 @@ class CrewObserver(Protocol):
 
 
 class DeliveryGate(Protocol):
-    """Where a crew's actor messages go instead of its inbox when it has a gate (the
-    simulation's :class:`~orkeon_actors.sim.gate.SerialGate`): every delivery to the
-    crew (a wait's outcome, mail, a bound event, the start) is ``submit``-ted there, and
-    the gate decides when the crew receives it. Without a gate (the normal runtime)
-    deliveries are told to the actor directly."""
+    """Where a crew's actor messages go instead of its inbox when it has a gate: every
+    delivery to the crew (a wait's outcome, mail, a bound event, the start) is
+    ``submit``-ted there, and the gate decides when the crew receives it. Without a gate
+    deliveries are told to the actor directly. (Simulations no longer use one: they run
+    every turn on their own scheduler, :mod:`orkeon_actors.sim.scheduler`.)"""
 
     def submit(self, ref: pykka.ActorRef[Any], message: Any) -> None: ...
 

@@ -31,6 +31,7 @@ from datetime import datetime
 import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
+from orkeon_actors.hub.boundary import check_mailbox_reader
 from orkeon_actors.hub.memory import InMemoryEventHub, WaitRegistration, _MemorySubscription
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
@@ -150,7 +151,7 @@ class AsyncWait:
         """Register one round of the wait (a fresh waiter).
 
         Registering may settle the waiter at once, on this thread (a message already
-        queued in an inline mailbox) or on another (a mailbox actor): the settle hook
+        queued in a mailbox whose turn runs here) or on another (a mailbox actor): the settle hook
         then only notes it, and the outcome is handled here once the registration is
         known, so its cleanup runs and no timer is left behind."""
         hub = self._hub
@@ -285,8 +286,11 @@ def wait_async(
 
     Raises at once, like ``wait_for``: ``HubStoppedError`` on a stopped hub, the token's
     error if ``cancel`` already fired, ``MailboxNotFoundError`` for an unregistered
-    mailbox, ``UnknownCorrelationError`` for a correlation no request holds.
+    mailbox, ``UnknownCorrelationError`` for a correlation no request holds,
+    ``EventAclError`` for a mailbox ``caller``'s crew does not own (as ``wait_for``).
     """
+    if isinstance(descriptor, WaitOnMailbox):
+        check_mailbox_reader(caller, descriptor.address)
     memory = _memory_hub(hub)
     if memory._stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")

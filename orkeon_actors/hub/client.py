@@ -3,6 +3,11 @@
 Every method accepts plain strings where an id or an address is expected, numbers of
 seconds or ``timedelta`` for timeouts, and an optional ``cancel=`` token. Blocking
 calls return results and raise typed errors from :mod:`orkeon_actors.errors`.
+
+The client is the crew boundary of every adapter: before the hub is reached it applies
+the rules of :mod:`orkeon_actors.hub.boundary` (reserved topics, mailbox owners,
+retained-value scopes) and the bounds of :mod:`orkeon_actors.model.limits` (payload
+size, metadata, waits per caller), so nothing refused is stored or routed.
 """
 
 from __future__ import annotations
@@ -11,8 +16,15 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.boundary import (
+    bounded_payload,
+    check_last_value_scope,
+    check_mailbox_reader,
+    check_metadata,
+    check_publish_topic,
+)
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
-from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
+from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic, validate_topic_pattern
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
 from orkeon_actors.model.message import Message, freeze_metadata
@@ -74,9 +86,14 @@ class HubClient:
         cancel: CancelToken | None = None,
     ) -> Message:
         """Broadcast ``payload`` on ``topic`` (global, or scoped by
-        ``options.target_crew_id``). Returns the published message."""
+        ``options.target_crew_id``). Returns the published message. Raises
+        ``ReservedTopicError`` for a ``_system.`` topic (unless this is ``hub.system``),
+        ``LimitExceededError`` for a payload, topic or metadata over its bound."""
         validate_topic(topic)
-        return self.hub.publish(self.caller, topic, payload, options or DEFAULT_PUBLISH_OPTIONS, cancel)
+        check_publish_topic(self.caller, topic)
+        options = options or DEFAULT_PUBLISH_OPTIONS
+        check_metadata(options.metadata)
+        return self.hub.publish(self.caller, topic, self._payload(payload), options, cancel)
 
     def post(
         self,
@@ -87,8 +104,13 @@ class HubClient:
         cancel: CancelToken | None = None,
     ) -> Message:
         """Fire-and-forget to a mailbox. Raises ``MailboxNotFoundError`` if nobody
-        registered it. Posting to ``topic://name`` publishes on ``name``."""
-        return self.hub.post(self.caller, MailboxAddress.parse(to), payload, metadata, cancel)
+        registered it. Posting to ``topic://name`` publishes on ``name`` (a reserved
+        ``_system.`` name raises ``ReservedTopicError``)."""
+        address = MailboxAddress.parse(to)
+        if address.scheme is Scheme.TOPIC:
+            check_publish_topic(self.caller, address.name or "")
+        check_metadata(metadata)
+        return self.hub.post(self.caller, address, self._payload(payload), metadata, cancel)
 
     def send(
         self,
@@ -103,7 +125,8 @@ class HubClient:
         (``FOREVER`` raises ``InvalidArgumentError``); no reply in time raises
         ``SendTimeoutError`` (a ``TimeoutError``)."""
         seconds = _send_timeout(timeout)
-        return self.hub.send(self.caller, MailboxAddress.parse(to), request, seconds, metadata, cancel)
+        check_metadata(metadata)
+        return self.hub.send(self.caller, MailboxAddress.parse(to), self._payload(request), seconds, metadata, cancel)
 
     def request(
         self,
@@ -118,7 +141,9 @@ class HubClient:
         reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
         stays answerable until ``timeout`` passes."""
         seconds = _send_timeout(timeout)
-        return self.hub.request(self.caller, MailboxAddress.parse(to), request, seconds, metadata, cancel)
+        check_metadata(metadata)
+        address = MailboxAddress.parse(to)
+        return self.hub.request(self.caller, address, self._payload(request), seconds, metadata, cancel)
 
     def reply(
         self,
@@ -129,8 +154,9 @@ class HubClient:
         cancel: CancelToken | None = None,
     ) -> Message:
         """Answer a pending request. Raises ``UnknownCorrelationError`` when the id is
-        unknown, already answered or expired."""
-        return self.hub.reply(self.caller, CorrelationId(correlation_id), payload, metadata, cancel)
+        unknown, already answered or expired, or the request went to another crew."""
+        check_metadata(metadata)
+        return self.hub.reply(self.caller, CorrelationId(correlation_id), self._payload(payload), metadata, cancel)
 
     def subscribe(
         self,
@@ -172,18 +198,31 @@ class HubClient:
             raise InvalidArgumentError(
                 f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
             )
-        return self.hub.wait_for(self.caller, descriptor, coerce_wait_timeout(timeout), cancel)
+        if isinstance(descriptor, WaitOnMailbox):
+            check_mailbox_reader(self.caller, descriptor.address)
+        wait_timeout = coerce_wait_timeout(timeout)
+        hub = self.hub
+        release = hub.quotas.acquire("max_waits", hub.limits.max_waits, self.caller)
+        try:
+            return hub.wait_for(self.caller, descriptor, wait_timeout, cancel)
+        finally:
+            release()
 
     def get_last_value(
         self, key: str, crew_scope: CrewId | str | None = None, *, cancel: CancelToken | None = None
     ) -> Message | None:
         """The message retained under ``key`` (in ``crew_scope``'s slot, or the global
-        slot when ``None``), or ``None`` if nothing was retained. A retained JSON
+        slot when ``None``), or ``None`` if nothing was retained. A crew reads only the
+        global slot and its own (``EventAclError`` for another crew's scope). A retained JSON
         ``null`` is a message whose ``json()`` is ``None``, not a ``None`` result."""
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError("get_last_value needs a non-empty string key")
         scope = None if crew_scope is None else CrewId(crew_scope)
+        check_last_value_scope(self.caller, scope)
         return self.hub.get_last_value(self.caller, key, scope, cancel)
+
+    def _payload(self, payload: object) -> bytes:
+        return bounded_payload(payload, self.hub.limits)
 
     def __repr__(self) -> str:
         agent = f", agent_id={self.caller.agent_id!s}" if self.caller.agent_id else ""

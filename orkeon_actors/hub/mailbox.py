@@ -20,11 +20,8 @@ Guarantees:
   accepted by the actor; closing the mailbox returns every message nobody consumed.
 * No duplicate: each message is handed to exactly one consumer.
 
-Inline mode (``MailboxHandle(..., inline=True)``, what a
-:class:`~orkeon_actors.sim.Simulation` asks of its hub): the same :class:`MailboxActor`
-logic runs on the caller's thread instead of an actor thread (see :class:`_InlineRef`),
-so everything a post causes has happened when the post returns. Same guarantees; no
-thread per mailbox; meant for deterministic simulations, not for concurrent use.
+In a :class:`~orkeon_actors.sim.Simulation` the mailbox actors are the same: only their
+turns run on the simulation's seeded scheduler (:mod:`orkeon_actors.actors.executor`).
 """
 
 from __future__ import annotations
@@ -32,7 +29,6 @@ from __future__ import annotations
 import enum
 import threading
 from collections import deque
-from typing import Any
 
 import attrs
 import pykka
@@ -196,55 +192,8 @@ class MailboxActor(CallerRunsActor):
         error = MailboxNotFoundError(self.address)
         while self._waiters:
             self._waiters.popleft().try_fail(error)
-        if not isinstance(self._handle.ref, _InlineRef):
-            self.stop()
+        self.stop()
         return leftovers
-
-
-class _InlineRef:
-    """Stands in for a mailbox actor's ``ActorRef`` in inline mode: ``tell`` runs the
-    actor's ``on_receive`` on the caller's thread. Messages told while one is being
-    handled (a waiter's callback posting again, say) are queued and handled right after
-    it by the same thread, in order: the actor's one-at-a-time FIFO semantics, without a
-    thread."""
-
-    __slots__ = ("_actor", "_draining", "_lock", "_queue")
-
-    def __init__(self, actor: MailboxActor) -> None:
-        self._actor = actor
-        self._lock = threading.Lock()
-        self._queue: deque[tuple[object, pykka.ThreadingFuture[Any] | None]] = deque()
-        self._draining = False
-
-    def tell(self, message: object) -> None:
-        self._run(message, None)
-
-    def ask(self, message: object, block: bool = False) -> pykka.ThreadingFuture[Any]:
-        future: pykka.ThreadingFuture[Any] = pykka.ThreadingFuture()
-        if not self._run(message, future):
-            raise RuntimeError("an inline mailbox cannot be asked from inside its own message handling")
-        return future
-
-    def _run(self, message: object, future: pykka.ThreadingFuture[Any] | None) -> bool:
-        """Queue ``message``; drain the queue unless a drain is in progress (then the
-        draining thread handles it). Returns whether this call drained."""
-        with self._lock:
-            self._queue.append((message, future))
-            if self._draining:
-                return False
-            self._draining = True
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._draining = False
-                    return True
-                item, reply = self._queue.popleft()
-            result = self._actor.on_receive(item)
-            if reply is not None:
-                reply.set(result)
-
-    def stop(self) -> None:
-        """Nothing to stop: no thread."""
 
 
 class _Mode(enum.Enum):
@@ -281,11 +230,9 @@ class MailboxHandle:
         "staged",
     )
 
-    def __init__(self, address: MailboxAddress, owner: object, *, inline: bool = False) -> None:
+    def __init__(self, address: MailboxAddress, owner: object) -> None:
         self.address = address
-        # Inline, the actor's logic runs under this lock and may call back into the handle
-        # (a settled waiter withdrawing itself): the lock must be reentrant then.
-        self.lock: threading.Lock | threading.RLock = threading.RLock() if inline else threading.Lock()
+        self.lock = threading.Lock()
         self.closed = False
         self.owner = owner
         self.mode = _Mode.TELL
@@ -295,9 +242,7 @@ class MailboxHandle:
         self.held: list[Message] | None = None  # see hold()
         self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept
         self.reloaded: set[MessageId] | None = None  # see release()
-        self.ref: pykka.ActorRef[MailboxActor] | _InlineRef = (
-            _InlineRef(MailboxActor(address, self)) if inline else MailboxActor.start(address, self)
-        )
+        self.ref: pykka.ActorRef[MailboxActor] = MailboxActor.start(address, self)
 
     def deliver(self, message: Message) -> None:
         with deferred_turns(), self.lock:
@@ -414,7 +359,7 @@ class MailboxHandle:
         :func:`deferred_turns` block (a callback run under another mailbox's lock) the
         turn that answers would only run once the block exits, after the wait: fail
         at once instead of waiting forever."""
-        if turns_deferred() and not isinstance(self.ref, _InlineRef):
+        if turns_deferred():
             raise RuntimeError(
                 f"MailboxHandle.{what}() on {self.address} inside a deferred_turns() block (under a mailbox's "
                 "lock) would wait forever for its own deferred turn: call it after the block exits"

@@ -32,6 +32,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.quotas import CallerQuotas
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
@@ -41,6 +42,7 @@ from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
+from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 from orkeon_actors.model.message import (
     NO_DECLARED_SCHEMA_ID,
     WAIT_TIMED_OUT_TOPIC,
@@ -98,7 +100,7 @@ class WaitRegistration:
 
 
 class _MemorySubscription(Subscription):
-    __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "pattern")
+    __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "on_close", "pattern")
 
     def __init__(
         self,
@@ -115,6 +117,8 @@ class _MemorySubscription(Subscription):
         self._buffer: LocalBuffer[Message] = LocalBuffer(max_buffered)
         self._hub = hub
         self._receive = receive
+        self.on_close: Callable[[], None] | None = None
+        """Run by :meth:`close` (the caller's subscription quota is given back)."""
 
     def offer(self, message: Message) -> None:
         self._buffer.push(message)
@@ -210,6 +214,8 @@ class _MemorySubscription(Subscription):
         self._hub._router.remove(self)
         self._buffer.close()
         self._hub._subscriptions.discard(self)
+        if self.on_close is not None:
+            self.on_close()
 
     @property
     def closed(self) -> bool:
@@ -285,6 +291,9 @@ class InMemoryEventHub(EventHub):
         self.pipeline = pipeline or Pipeline()
         self._router = TopicRouter()
         self._replies = PendingReplies()
+        self.limits: Limits = DEFAULT_LIMITS
+        """The runtime's bounds (``Runtime.start(max_payload_bytes=..., limits=...)``)."""
+        self.quotas = CallerQuotas()
         self._mailboxes: dict[MailboxAddress, MailboxHandle] = {}
         self._mailboxes_lock = threading.Lock()
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
@@ -297,9 +306,6 @@ class InMemoryEventHub(EventHub):
         self.wait_observer: WaitObserver | None = None
         """Told when a wait starts and ends (:mod:`orkeon_actors.hub.observe`); ``None``
         costs nothing."""
-        self.inline_mailboxes = False
-        """Mailboxes registered from now on run their logic on the caller's thread (no
-        actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
         self._base_pipeline = self.pipeline
         self._compose_chains()
@@ -441,7 +447,7 @@ class InMemoryEventHub(EventHub):
         handles: list[MailboxHandle] = []
         try:
             for address in parsed:
-                handles.append(MailboxHandle(address, owner, inline=self.inline_mailboxes))
+                handles.append(MailboxHandle(address, owner))
         except BaseException:
             for handle in handles:
                 handle.close()
@@ -546,9 +552,9 @@ class InMemoryEventHub(EventHub):
         if not self._mailbox_exists(to):
             raise MailboxNotFoundError(to)
         correlation_id = CorrelationId.new()
-        request = PendingRequest(correlation_id, caller.crew_id, to, listener)
+        request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
         message = self._stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
-        self._replies.open(request)
+        self._replies.open(request, self.limits.max_pending_requests)
         request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
         try:
             self._send_chain(message)
@@ -599,7 +605,7 @@ class InMemoryEventHub(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        request = self._replies.require_active(correlation_id)
+        request = self._replies.require_active(correlation_id, caller)
         message = self._stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         return self._reply_chain(message)
 
@@ -616,9 +622,11 @@ class InMemoryEventHub(EventHub):
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         if cancel is not None:
             cancel.raise_if_cancelled()
+        release = self.quotas.acquire("max_subscriptions", self.limits.max_subscriptions, caller)
         subscription = _MemorySubscription(
             self, pattern, caller.crew_id, self._receive_subscription, metadata_match, max_buffered
         )
+        subscription.on_close = release
         self._subscriptions.add(subscription)
         self._router.add(subscription)
         if cancel is not None:
@@ -787,6 +795,7 @@ class InMemoryEventHub(EventHub):
         self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
+        self._router.clear()  # and its match cache: nothing of it outlives the hub
         with self._mailboxes_lock:
             handles = list(self._mailboxes.values())
             self._mailboxes.clear()

@@ -25,6 +25,8 @@ from orkeon_actors.model.options import PublishOptions, WaitDescriptor, WaitTime
 
 if TYPE_CHECKING:
     from orkeon_actors.hub.client import HubClient
+    from orkeon_actors.hub.quotas import CallerQuotas
+    from orkeon_actors.model.limits import Limits
 
 __all__ = ["CallerContext", "EventHub", "Subscription", "MailboxRegistration", "MailboxReader"]
 
@@ -176,6 +178,11 @@ class EventHub(abc.ABC):
     """
 
     clock: Clock
+    limits: Limits
+    """The runtime's bounds (:class:`~orkeon_actors.model.limits.Limits`), checked by
+    every :class:`~orkeon_actors.hub.client.HubClient` of this hub."""
+    quotas: CallerQuotas
+    """What each caller holds at once, counted against :attr:`limits`."""
 
     def bind(self, crew_id: CrewId | str, agent_id: AgentId | str | None = None) -> HubClient:
         """A client whose messages carry ``crew_id`` / ``agent_id`` as their source.

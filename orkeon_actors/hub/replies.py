@@ -1,8 +1,11 @@
 """Pending requests: the correlation ids a ``send`` (or ``request``) is waiting on.
 
 A correlation id is *active* from the moment its request is accepted until it is
-answered or its deadline passes. ``reply`` is accepted exactly once per active id;
-an unknown, already answered or expired id raises ``UnknownCorrelationError``. A reply
+answered or its deadline passes. ``reply`` is accepted exactly once per active id, and
+only from the crew that received the request (:func:`~orkeon_actors.hub.boundary.may_reply`);
+an unknown, already answered or expired id, and a replier of another crew, raise the same
+``UnknownCorrelationError`` (a prober learns nothing). One requester (crew, agent) has at
+most ``Limits.max_pending_requests`` requests pending at once (``LimitExceededError``). A reply
 completes the requester's waiter directly (no actor hop, no receive stages: spec §12.1).
 """
 
@@ -11,9 +14,12 @@ from __future__ import annotations
 import threading
 
 from orkeon_actors.errors import SendTimeoutError, UnknownCorrelationError
+from orkeon_actors.hub.boundary import may_reply
+from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.quotas import quota_exceeded
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import Waiter
-from orkeon_actors.model.ids import CorrelationId, CrewId
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
 from orkeon_actors.model.message import Message
 
 __all__ = ["PendingRequest", "PendingReplies"]
@@ -23,7 +29,16 @@ class PendingRequest:
     """One request in flight. ``outcome`` is the reply message or the timeout error,
     handed to every listener (the ``send`` itself, ``wait_for(WaitOnReply)`` calls)."""
 
-    __slots__ = ("correlation_id", "listeners", "lock", "outcome", "requester_crew", "target", "timer")
+    __slots__ = (
+        "correlation_id",
+        "listeners",
+        "lock",
+        "outcome",
+        "requester_agent",
+        "requester_crew",
+        "target",
+        "timer",
+    )
 
     def __init__(
         self,
@@ -31,14 +46,20 @@ class PendingRequest:
         requester_crew: CrewId,
         target: object,
         listener: Waiter[Message] | None = None,
+        requester_agent: AgentId | None = None,
     ) -> None:
         self.correlation_id = correlation_id
         self.requester_crew = requester_crew
+        self.requester_agent = requester_agent
         self.target = target  # the request's mailbox address, for error messages
         self.listeners: list[Waiter[Message]] = [] if listener is None else [listener]
         self.outcome: Message | BaseException | None = None
         self.timer: TimerHandle | None = None
         self.lock = threading.Lock()
+
+    @property
+    def requester(self) -> CallerContext:
+        return CallerContext(self.requester_crew, self.requester_agent)
 
     def listen(self, waiter: Waiter[Message]) -> None:
         with self.lock:
@@ -85,18 +106,45 @@ class PendingReplies:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[str, PendingRequest] = {}
+        self._per_requester: dict[CallerContext, int] = {}
 
-    def open(self, request: PendingRequest) -> None:
+    def open(self, request: PendingRequest, limit: int | None = None) -> None:
+        """Register ``request``. Raises ``LimitExceededError`` when its requester already
+        has ``limit`` requests pending (the system is not counted)."""
+        requester = request.requester
         with self._lock:
+            held = self._per_requester.get(requester, 0)
+            if limit is not None and held >= limit and not requester.is_system:
+                raise quota_exceeded("max_pending_requests", limit, requester)
+            self._per_requester[requester] = held + 1
             self._pending[request.correlation_id] = request
+
+    def _pop(self, correlation_id: str) -> PendingRequest | None:
+        """Remove and return a request; the caller holds ``_lock``."""
+        request = self._pending.pop(correlation_id, None)
+        if request is not None:
+            requester = request.requester
+            left = self._per_requester.get(requester, 1) - 1
+            if left > 0:
+                self._per_requester[requester] = left
+            else:
+                self._per_requester.pop(requester, None)
+        return request
+
+    def pending_of(self, requester: CallerContext) -> int:
+        """How many requests ``requester`` has pending."""
+        return self._per_requester.get(requester, 0)
 
     def get(self, correlation_id: str) -> PendingRequest | None:
         return self._pending.get(correlation_id)
 
-    def require_active(self, correlation_id: str) -> PendingRequest:
-        """The pending request, or ``UnknownCorrelationError`` if it is not awaiting a reply."""
+    def require_active(self, correlation_id: str, replier: CallerContext | None = None) -> PendingRequest:
+        """The pending request, or ``UnknownCorrelationError`` if it is not awaiting a
+        reply or ``replier`` (when given) may not answer it."""
         request = self._pending.get(correlation_id)
         if request is None or request.outcome is not None:
+            raise _unknown(correlation_id)
+        if replier is not None and not may_reply(replier, request.target):
             raise _unknown(correlation_id)
         return request
 
@@ -114,7 +162,7 @@ class PendingReplies:
     def expire(self, correlation_id: str, timeout: float) -> None:
         """The request's deadline passed: fail its listeners, forget it."""
         with self._lock:
-            request = self._pending.pop(correlation_id, None)
+            request = self._pop(correlation_id)
         if request is not None:
             request.settle(
                 SendTimeoutError(
@@ -125,7 +173,7 @@ class PendingReplies:
 
     def forget(self, correlation_id: str) -> None:
         with self._lock:
-            request = self._pending.pop(correlation_id, None)
+            request = self._pop(correlation_id)
         if request is not None and request.timer is not None:
             request.timer.cancel()
 
@@ -136,5 +184,6 @@ class PendingReplies:
         with self._lock:
             requests = list(self._pending.values())
             self._pending.clear()
+            self._per_requester.clear()
         for request in requests:
             request.settle(error)

@@ -12,7 +12,6 @@ snapshot is always seen (no lost wake-up).
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -22,31 +21,42 @@ from orkeon_actors.model.message import FrozenMap, Message
 
 __all__ = ["topic_matches", "TopicRouter", "RouteEntry", "scope_allows"]
 
-_CACHE_LIMIT = 10_000
+_CACHE_BYTES = 4 * 1024 * 1024
+"""The router's match cache is emptied when the topics it holds pass this many bytes
+(with its entry tuples counted at 8 bytes a slot): hostile topics cannot make it grow
+without bound. Each hub has its own cache, freed with the hub."""
+_CACHE_ENTRY_OVERHEAD = 64
 
 
-@functools.lru_cache(maxsize=16_384)
 def topic_matches(pattern: str, topic: str) -> bool:
-    """True when ``topic`` matches ``pattern`` (``*`` one word, ``#`` zero or more)."""
+    """True when ``topic`` matches ``pattern`` (``*`` one word, ``#`` zero or more).
+
+    Iterative (a word-level wildcard match with one backtracking point): linear stack,
+    ``O(words(pattern) * words(topic))`` time at worst, for any number of words."""
     if "*" not in pattern and "#" not in pattern:
         return pattern == topic
-    return _match_words(tuple(pattern.split(".")), tuple(topic.split(".")))
+    return _match_words(pattern.split("."), topic.split("."))
 
 
-def _match_words(pattern: tuple[str, ...], words: tuple[str, ...]) -> bool:
-    # Classic DP over (pattern index, word index); patterns are short.
-    @functools.cache
-    def match(i: int, j: int) -> bool:
-        if i == len(pattern):
-            return j == len(words)
-        head = pattern[i]
-        if head == "#":
-            return match(i + 1, j) or (j < len(words) and match(i, j + 1))
-        if j == len(words):
+def _match_words(pattern: list[str], words: list[str]) -> bool:
+    i = j = 0  # the next pattern word, the next topic word
+    star = -1  # the pattern index of the last '#' seen
+    resume = 0  # the topic index that '#' will absorb up to on the next backtrack
+    while j < len(words):
+        if i < len(pattern) and pattern[i] == "#":
+            star, resume = i, j
+            i += 1
+        elif i < len(pattern) and (pattern[i] == "*" or pattern[i] == words[j]):
+            i += 1
+            j += 1
+        elif star >= 0:
+            resume += 1  # let the last '#' absorb one more word and retry after it
+            i, j = star + 1, resume
+        else:
             return False
-        return (head == "*" or head == words[j]) and match(i + 1, j + 1)
-
-    return match(0, 0)
+    while i < len(pattern) and pattern[i] == "#":
+        i += 1
+    return i == len(pattern)
 
 
 def scope_allows(subscriber_crew: CrewId, message: Message) -> bool:
@@ -80,11 +90,13 @@ class TopicRouter:
         self._lock = threading.Lock()
         self._entries: tuple[RouteEntry, ...] = ()
         self._cache: dict[str, tuple[RouteEntry, ...]] = {}
+        self._cache_bytes = 0
 
     def add(self, entry: RouteEntry) -> None:
         with self._lock:
             self._entries = (*self._entries, entry)
             self._cache = {}
+            self._cache_bytes = 0
 
     def remove(self, entry: RouteEntry) -> None:
         with self._lock:
@@ -92,6 +104,7 @@ class TopicRouter:
             if len(entries) != len(self._entries):
                 self._entries = entries
                 self._cache = {}
+                self._cache_bytes = 0
 
     def match(self, topic: str) -> tuple[RouteEntry, ...]:
         """Every entry whose pattern matches ``topic`` (scope and metadata not applied)."""
@@ -99,9 +112,12 @@ class TopicRouter:
         found = cache.get(topic)
         if found is None:
             found = tuple(e for e in self._entries if topic_matches(e.pattern, topic))
-            if len(cache) >= _CACHE_LIMIT:
+            size = len(topic) + 8 * len(found) + _CACHE_ENTRY_OVERHEAD
+            if self._cache_bytes + size > _CACHE_BYTES:
                 cache.clear()
+                self._cache_bytes = 0
             cache[topic] = found
+            self._cache_bytes += size
         return found
 
     def route(self, message: Message) -> None:
@@ -109,6 +125,13 @@ class TopicRouter:
         for entry in self.match(message.topic):
             if scope_allows(entry.crew_id, message) and metadata_allows(entry.metadata_match, message):
                 entry.offer(message)
+
+    def clear(self) -> None:
+        """Drop every entry and the match cache (the hub stopped)."""
+        with self._lock:
+            self._entries = ()
+            self._cache = {}
+            self._cache_bytes = 0
 
     def count(self, predicate: Callable[[RouteEntry], bool] | None = None) -> int:
         entries = self._entries

@@ -13,7 +13,12 @@ Time source:
 * with a :class:`~orkeon_actors.model.clock.SystemClock`, a small waker thread sleeps
   until the earliest deadline and then tells the actor to fire;
 * with a :class:`~orkeon_actors.model.clock.VirtualClock`, ``clock.advance()`` asks the
-  actor to fire whatever became due and returns only after those callbacks ran.
+  actor to fire whatever became due and returns only after those callbacks ran;
+* with a :class:`~orkeon_actors.model.clock.VirtualClock` and an actor executor scope
+  active where the scheduler is made (:func:`~orkeon_actors.actors.executor.executor_scope`,
+  what a deterministic simulation does), there is no actor and no thread: each due
+  timer's callback is submitted to that executor as a task of its own, so that timers
+  run on the same deterministic schedule as the actors' turns.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import attrs
 import pykka
 from loguru import logger
 
+from orkeon_actors.actors.executor import TurnExecutor, current_executor
 from orkeon_actors.model.clock import Clock
 
 __all__ = ["Scheduler", "TimerHandle"]
@@ -172,6 +178,12 @@ class Scheduler:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self._heap = _TimerHeap()
+        self._executor: TurnExecutor | None = current_executor() if clock.is_virtual else None
+        if self._executor is not None:
+            self._waker = None
+            self._ref: pykka.ActorRef[_SchedulerActor] | None = None
+            clock.add_listener(self.fire_due)
+            return
         self._waker = None if clock.is_virtual else _Waker(clock)
         self._ref = _SchedulerActor.start(clock, self._heap, self._waker)
         if self._waker is not None:
@@ -198,7 +210,14 @@ class Scheduler:
         return self.schedule_at(self.clock.monotonic() + seconds, callback)
 
     def fire_due(self) -> None:
-        """Fire every due timer now and return after their callbacks ran."""
+        """Fire every due timer now and return after their callbacks ran (on an
+        executor: submit each due callback to it, in deadline order)."""
+        executor = self._executor
+        if executor is not None:
+            for handle in self._heap.pop_due(self.clock.monotonic()):
+                executor.submit(_guarded(handle.callback))
+            return
+        assert self._ref is not None
         try:
             self._ref.ask(_Fire())
         except pykka.ActorDeadError:
@@ -219,4 +238,19 @@ class Scheduler:
             self._waker.join()
         else:
             self.clock.remove_listener(self.fire_due)
-        self._ref.stop()
+        if self._ref is not None:
+            self._ref.stop()
+
+
+def _guarded(callback: Callable[[], None]) -> Callable[[], None]:
+    """``callback`` as an executor task: an exception is logged (one broken callback
+    must not stop every other timer), as the scheduler actor does."""
+
+    def fire() -> None:
+        try:
+            callback()
+        except Exception:
+            logger.opt(exception=True).error("timer callback failed")
+
+    fire.__qualname__ = "timer"
+    return fire

@@ -22,8 +22,25 @@ import attrs
 
 from orkeon_actors.errors import InvalidArgumentError, InvalidIdError, InvalidMailboxAddressError
 from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.model.limits import check_topic_bounds
 
-__all__ = ["MailboxAddress", "Scheme", "validate_topic", "validate_topic_pattern"]
+__all__ = [
+    "MailboxAddress",
+    "RESERVED_TOPIC_PREFIX",
+    "Scheme",
+    "is_reserved_topic",
+    "validate_topic",
+    "validate_topic_pattern",
+]
+
+RESERVED_TOPIC_PREFIX = "_system."
+"""Topics only the hub (and ``hub.system``) publish on (spec §9.2): the timeouts, posts,
+requests and replies it produces."""
+
+
+def is_reserved_topic(topic: str) -> bool:
+    """True for a ``_system.`` topic (or the bare ``_system``)."""
+    return topic == "_system" or topic.startswith(RESERVED_TOPIC_PREFIX)
 
 _TOPIC_RE = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\Z")
 _PATTERN_WORD_RE = re.compile(r"[A-Za-z0-9_-]+\Z|\*\Z|#\Z")
@@ -32,8 +49,12 @@ _PATTERN_WORD_RE = re.compile(r"[A-Za-z0-9_-]+\Z|\*\Z|#\Z")
 def validate_topic(topic: str) -> str:
     """Return ``topic`` if it is a concrete topic name, else raise ``InvalidArgumentError``.
 
-    A topic is dot-separated words of letters, digits, ``_`` and ``-``.
+    A topic is dot-separated words of letters, digits, ``_`` and ``-``, at most
+    ``MAX_TOPIC_BYTES`` long and ``MAX_TOPIC_WORDS`` words (``LimitExceededError``
+    beyond).
     """
+    if isinstance(topic, str):
+        check_topic_bounds(topic)
     if not isinstance(topic, str) or not _TOPIC_RE.match(topic):
         raise InvalidArgumentError(
             f"invalid topic {topic!r}: use dot-separated words of letters, digits, '_' or '-' "
@@ -44,7 +65,10 @@ def validate_topic(topic: str) -> str:
 
 def validate_topic_pattern(pattern: str) -> str:
     """Return ``pattern`` if it is a valid subscription pattern: a topic whose words may
-    also be ``*`` (exactly one word) or ``#`` (zero or more words), AMQP-style."""
+    also be ``*`` (exactly one word) or ``#`` (zero or more words), AMQP-style, within
+    the same bounds as a topic."""
+    if isinstance(pattern, str):
+        check_topic_bounds(pattern)
     if (
         not isinstance(pattern, str)
         or not pattern
@@ -86,6 +110,10 @@ class MailboxAddress:
         """
         if isinstance(value, MailboxAddress):
             return value
+        if not isinstance(value, str):
+            raise InvalidMailboxAddressError(
+                f"a mailbox address must be a string like 'agent://crew/agent', got {type(value).__name__}"
+            )
         return _parse_cached(value)
 
     @classmethod
@@ -123,10 +151,6 @@ class MailboxAddress:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_cached(value: str) -> MailboxAddress:
-    if not isinstance(value, str):
-        raise InvalidMailboxAddressError(
-            f"a mailbox address must be a string like 'agent://crew/agent', got {type(value).__name__}"
-        )
     if not value:
         raise InvalidMailboxAddressError(
             "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, topic://{topic} or client://{name}"

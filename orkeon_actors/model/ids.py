@@ -7,7 +7,9 @@ strings, compare with strings and cost nothing to pass around.
   ``-``, starting with a letter or a digit. ``CrewId.SYSTEM`` (``"_system"``) is the
   hub itself; no user crew can take it because user ids cannot start with ``_``.
 * :class:`MessageId` / :class:`CorrelationId`: ULIDs (26 Crockford base32 characters).
-  ``new()`` mints one that sorts after every id minted before it in this process.
+  ``MessageId.new()`` mints one that sorts after every id minted before it in this
+  process; ``CorrelationId.new()`` draws its 80 random bits from a CSPRNG for every id
+  (a correlation id is a capability, spec §12.1: it must not be guessable).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ulid import ULID
 
 from orkeon_actors.errors import InvalidIdError
 
-__all__ = ["CrewId", "AgentId", "MessageId", "CorrelationId", "new_ulid_str"]
+__all__ = ["CrewId", "AgentId", "MessageId", "CorrelationId", "new_secret_ulid_str", "new_ulid_str"]
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -172,11 +174,22 @@ class MessageId(_UlidId):
 
 
 class CorrelationId(_UlidId):
-    """Ties a reply to its request. Minted by the requester; holding it is the right to
-    answer (spec §12.1)."""
+    """Ties a reply to its request. Minted by the hub for each request; holding it is
+    the right to answer (spec §12.1), so :meth:`new` does not use the monotonic
+    generator of message ids (whose neighbours are guessable): see :func:`new_secret_ulid_str`."""
 
     kind = "correlation id"
 
     @classmethod
     def new(cls) -> CorrelationId:
-        return str.__new__(cls, new_ulid_str())
+        return str.__new__(cls, new_secret_ulid_str())
+
+
+def new_secret_ulid_str() -> str:
+    """A ULID whose 80 low bits come fresh from the operating system's CSPRNG
+    (``os.urandom``), never incremented: knowing one id tells nothing about any other.
+    It sorts by millisecond only (ids of one millisecond are in random order)."""
+    rand = int.from_bytes(os.urandom(10), "big")
+    return _encode_time(time.time_ns() // 1_000_000) + "".join(
+        [_PAIRS[(rand >> shift) & 1023] for shift in (70, 60, 50, 40, 30, 20, 10, 0)]
+    )

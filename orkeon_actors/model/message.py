@@ -12,6 +12,7 @@ import attrs
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+from orkeon_actors.model.limits import MAX_JSON_DEPTH, check_json_text_depth, check_metadata_bounds, json_too_deep
 
 __all__ = [
     "FrozenMap",
@@ -81,7 +82,9 @@ EMPTY_METADATA: Final = FrozenMap()
 
 
 def freeze_metadata(metadata: Mapping[str, str] | None) -> FrozenMap:
-    """Validate and freeze a metadata mapping: keys and values must be strings."""
+    """Validate and freeze a metadata mapping: keys and values must be strings, within
+    the bounds of :mod:`orkeon_actors.model.limits` (``LimitExceededError`` beyond). A
+    :class:`FrozenMap` is returned as it is (it was validated when it was built)."""
     if not metadata:
         return EMPTY_METADATA
     if isinstance(metadata, FrozenMap):
@@ -94,24 +97,31 @@ def freeze_metadata(metadata: Mapping[str, str] | None) -> FrozenMap:
                 f"metadata must map strings to strings; entry {key!r}: {value!r} is not "
                 "(convert values with str() or json.dumps())"
             )
+    check_metadata_bounds(metadata)
     return FrozenMap._trusted(dict(metadata))
 
 
 def encode_payload(payload: object) -> bytes:
-    """Bytes pass through; anything else is JSON-encoded (compact, UTF-8).
+    """Bytes pass through; anything else is JSON-encoded (compact, UTF-8), strictly.
 
-    Raises ``InvalidArgumentError`` for a value JSON cannot represent.
+    Raises ``InvalidArgumentError`` for a value strict JSON cannot represent (NaN and the
+    infinities included: they would make a tool result invalid JSON for an LLM API), and
+    ``LimitExceededError`` for one nested deeper than ``MAX_JSON_DEPTH``.
     """
     if isinstance(payload, bytes):
         return payload
     if isinstance(payload, (bytearray, memoryview)):
         return bytes(payload)
     try:
-        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        encoded = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except RecursionError:  # the C encoder's own depth guard: far deeper than the bound
+        raise json_too_deep(MAX_JSON_DEPTH + 1) from None
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"payload of type {type(payload).__name__} is neither bytes nor JSON-serialisable: {exc}"
         ) from None
+    check_json_text_depth(encoded)
+    return encoded
 
 
 def _coerce_metadata(value: Mapping[str, str] | None) -> FrozenMap:

@@ -3,21 +3,28 @@ every orchestration transition and crew status change, stamped with virtual time
 
 Entries carry no randomly minted ids (message, correlation and wait ids are redacted).
 
-Determinism, precisely: in a :class:`~orkeon_actors.sim.Simulation` crews run one
-delivery at a time in an order that never depends on thread timing (see
-:mod:`orkeon_actors.sim.gate`), so :meth:`Trace.events`, *in recording order*, is equal
-across runs with the same seed and crews, entry for entry, including within one virtual
-instant (two workers' results reaching their manager at the same virtual time are
-recorded, and handled, in the same order every run). :meth:`Trace.canonical` (sorted) is
-kept for comparing traces whose recording order is not meant to match.
+Determinism, precisely: in a :class:`~orkeon_actors.sim.Simulation` every turn and timer
+runs on one seeded scheduler (see :mod:`orkeon_actors.sim.scheduler`), so :meth:`Trace.events`,
+*in recording order*, and :meth:`Trace.to_json`, byte for byte, are equal across runs and
+processes with the same seed and crews, including within one virtual instant; another
+seed may record deliveries ready at one instant in another order. :meth:`Trace.canonical`
+(sorted) compares traces whose recording order is not meant to match.
 
-A :class:`Trace` used as the observer of crews *outside* a simulation (no gate) records
-in whatever order their threads run: only its canonical form is stable then.
+A :class:`Trace` used as the observer of crews *outside* a simulation records in whatever
+order their threads run: only its canonical form is stable then.
+
+Kinds: ``crew`` (started, woke, completed, failed), ``status`` (the crew's status changed),
+``task``, ``message``, ``event``, ``tool_call``, ``tool_result``, ``park``, ``answer``,
+``agent`` (spawned, failed), ``transition`` (the orchestration's state), ``fault`` (an
+injected fault, :mod:`orkeon_actors.sim.faults`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -39,8 +46,11 @@ class TraceEvent:
     index: int = 0
 
     def line(self) -> str:
+        return f"t={self.time:>9.3f}s  {self.line_body()}"
+
+    def line_body(self) -> str:
         who = f"{self.crew}/{self.agent}" if self.agent else self.crew
-        return f"t={self.time:>9.3f}s  {who:<28} {self.kind:<12} {self.detail}"
+        return f"{who:<28} {self.kind:<12} {self.detail}"
 
 
 class Trace:
@@ -71,8 +81,53 @@ class Trace:
             return sorted((e.time, e.crew, e.agent or "", e.kind, e.detail) for e in self._events)
 
     def timeline(self) -> str:
-        """One line per entry, in recording order."""
-        return "\n".join(e.line() for e in self.events())
+        """One line per entry, in recording order, behind one lane per crew (see
+        :func:`timeline`)."""
+        return timeline(self.events())
+
+    def to_json(self) -> str:
+        """Every entry as JSON (``--json``): byte-identical for equal runs."""
+        return events_to_json(self.events())
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+def events_to_json(events: Sequence[TraceEvent]) -> str:
+    """``events`` as a JSON array of objects with sorted keys (one serialisation for the
+    CLI's ``--json``, the HTML file and the determinism tests)."""
+    return json.dumps([attrs.asdict(e) for e in events], sort_keys=True, ensure_ascii=False, indent=None)
+
+
+def events_from_json(text: str) -> list[TraceEvent]:
+    """The inverse of :func:`events_to_json`."""
+    data: list[dict[str, Any]] = json.loads(text)
+    return [TraceEvent(**entry) for entry in data]
+
+
+_LANE_MARK = {"here": "●", "running": "│", "waiting": "┆", "idle": " "}
+
+
+def timeline(events: Sequence[TraceEvent]) -> str:
+    """The text timeline: a header naming the crews, then one line per entry with a
+    column per crew: ``●`` the crew this entry belongs to, ``│`` a crew running at that
+    moment, ``┆`` one waiting for a message, blank before it started and after it
+    finished. Crews live at the same virtual time show side by side: the lanes are the
+    run's concurrency."""
+    crews: list[str] = []
+    for event in events:
+        if event.crew not in crews:
+            crews.append(event.crew)
+    state = {crew: "idle" for crew in crews}
+    header = "   ".join(f"{i + 1}" for i in range(len(crews)))
+    lines = [f"lanes: {'  '.join(f'{i + 1}={c}' for i, c in enumerate(crews))}", f"{'':>11}  {header}"]
+    for event in events:
+        if event.kind == "crew" and event.detail.startswith(("started", "woke")):
+            state[event.crew] = "running"
+        elif event.kind == "status":
+            state[event.crew] = {"waiting_for_message": "waiting", "completed": "idle", "failed": "idle"}.get(
+                event.detail, "running"
+            )
+        marks = "   ".join(_LANE_MARK["here"] if c == event.crew else _LANE_MARK[state[c]] for c in crews)
+        lines.append(f"t={event.time:>8.3f}s  {marks}  {event.line_body()}")
+    return "\n".join(lines)

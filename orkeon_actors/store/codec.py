@@ -20,6 +20,7 @@ from typing import Any, Final
 import attrs
 import cattrs
 
+from orkeon_actors.errors import StoreError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import EMPTY_METADATA, FrozenMap, Message
@@ -140,6 +141,13 @@ _MESSAGE_FIELDS: Final = {
 
 
 def message_from_row(row: Sequence[Any]) -> Message:
-    """The :class:`Message` of a row of :data:`ENVELOPE_COLUMNS`."""
+    """The :class:`Message` of a row of :data:`ENVELOPE_COLUMNS`. Raises ``StoreError``
+    for a row that does not hold a valid envelope (a damaged file)."""
     data = {_MESSAGE_FIELDS[name]: value for name, value in zip(ENVELOPE_COLUMNS, row, strict=True)}
-    return converter.structure(data, Message)
+    try:
+        return converter.structure(data, Message)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        raise StoreError(
+            f"a stored message envelope cannot be read ({type(exc).__name__}: {exc}); the store file may be "
+            "damaged: restore it from a backup, or move it aside to start with an empty store"
+        ) from exc

@@ -54,6 +54,8 @@ from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import StoreLock, open_connection
+from orkeon_actors.store.damage import store_errors
+from orkeon_actors.store.identity import verify_store_file
 from orkeon_actors.store.outbox import OutboxDispatcher, load_pending
 from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
@@ -115,10 +117,12 @@ class SqliteEventHub(InMemoryEventHub):
         routed to a subscription opened after it heard of the message's routing, or
         still in flight: how the lifecycle supervisor hands a waking crew the topic
         messages its cursors, not open yet, did not receive."""
+        verify_store_file(config.path)  # before the lock file and WAL: a refused file stays as it was
         self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
-            self._open()
+            with store_errors(config.path, "opening it"):
+                self._open()
         except BaseException:
             self._close_store()
             raise

@@ -17,6 +17,7 @@ import apsw
 from orkeon_actors.errors import HubStoppedError
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.connection import open_connection
+from orkeon_actors.store.damage import store_errors
 
 __all__ = ["ReaderPool"]
 
@@ -42,9 +43,11 @@ class ReaderPool:
                     raise HubStoppedError("the runtime was stopped: its store is closed")
                 conn = self._free.pop() if self._free else None
             if conn is None:
-                conn = open_connection(self._config, readonly=True)
+                with store_errors(self._config.path, "opening a reader"):
+                    conn = open_connection(self._config, readonly=True)
             try:
-                yield conn
+                with store_errors(self._config.path, "reading it"):
+                    yield conn
             finally:
                 with self._lock:
                     keep = not self._closed

@@ -27,7 +27,15 @@ import attrs
 
 from orkeon_actors.errors import StoreVersionError
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "CONTRACT_TABLES", "Migration", "migrate"]
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "CONTRACT_TABLES",
+    "Migration",
+    "migrate",
+    "stored_version",
+]
 
 APPLICATION_ID = 0x4F524B4E  # "ORKN" in PRAGMA application_id marks an orkeon store
 
@@ -216,9 +224,10 @@ def _scalar(conn: apsw.Connection, sql: str) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def _current_version(conn: apsw.Connection, path: str) -> int:
+def stored_version(conn: apsw.Connection, path: str) -> int:
     """The file's schema version; a pre-versioning file holding exactly the contract
-    tables counts as version 1. Raises ``StoreVersionError`` for a foreign file."""
+    tables counts as version 1. Raises ``StoreVersionError`` for a foreign file. Only
+    reads (:mod:`orkeon_actors.store.identity` runs it on a read-only connection)."""
     application_id = _scalar(conn, "PRAGMA application_id")
     if application_id not in (0, APPLICATION_ID):
         raise StoreVersionError(
@@ -232,6 +241,14 @@ def _current_version(conn: apsw.Connection, path: str) -> int:
             f"{path} has store schema version {version}, but this orkeon_actors only knows versions up to "
             f"{SCHEMA_VERSION}: it was written by a newer release. Upgrade orkeon_actors "
             "(pip install -U orkeon-actors) to open it; the file was left untouched.",
+            path=path,
+            found=version,
+            known=SCHEMA_VERSION,
+        )
+    if version > 0 and application_id != APPLICATION_ID and not CONTRACT_TABLES <= _user_tables(conn):
+        raise StoreVersionError(
+            f"{path} is not an orkeon store (user_version {version}, no orkeon application_id and not the "
+            "spec §11.1 tables); give the runtime its own store file",
             path=path,
             found=version,
             known=SCHEMA_VERSION,
@@ -259,7 +276,7 @@ def migrate(conn: apsw.Connection, path: str) -> tuple[int, int]:
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        start = _current_version(conn, path)
+        start = stored_version(conn, path)
     finally:
         conn.execute("COMMIT")
     version = start

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError
+from orkeon_actors.hub.boundary import bounded_payload, check_metadata, check_publish_topic
 from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.port import CallerContext
 from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic
@@ -151,6 +152,10 @@ class UnitOfWork:
         hub = self._hub
         address = MailboxAddress.parse(to)
         if address.scheme is Scheme.TOPIC:
+            check_publish_topic(self.caller, address.name or "")
+        check_metadata(metadata)
+        payload = bounded_payload(payload, hub.limits)
+        if address.scheme is Scheme.TOPIC:
             message = hub._stamp(self.caller, address.name or "", payload, metadata, None, address)
             self._outgoing.append((PUBLISH, hub._outbox_chain("post")(message), None))
             return self._outgoing[-1][1]
@@ -165,8 +170,11 @@ class UnitOfWork:
         retained then). The publish stages run now. Returns the message."""
         self._check_writable()
         validate_topic(topic)
+        check_publish_topic(self.caller, topic)
         options = options or DEFAULT_PUBLISH_OPTIONS
+        check_metadata(options.metadata)
         hub = self._hub
+        payload = bounded_payload(payload, hub.limits)
         message = hub._stamp(
             self.caller, topic, payload, options.metadata, options.target_crew_id, None, None, options.schema_id
         )

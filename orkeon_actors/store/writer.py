@@ -47,6 +47,7 @@ from orkeon_actors.actors.caller_runs import never_run_turns_here
 from orkeon_actors.errors import HubStoppedError, StoreWriteError
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.store import faults
+from orkeon_actors.store.damage import DAMAGE_ERRORS, as_store_error
 
 __all__ = ["StoreWriter", "WriteGroup", "WriterStats", "Work"]
 
@@ -219,6 +220,9 @@ class _WriterActor(pykka.ThreadingActor):
                     request.after_commit(request.result)
                 except Exception as exc:  # reported to the request's caller
                     request.error = exc
+        for request in batch:
+            if isinstance(request.error, DAMAGE_ERRORS):  # a damaged file: typed for the caller
+                request.error = as_store_error(request.error, conn.filename, "writing to it")
         if self._writer._has_queued():
             self._deferred = batch  # woken before the next commit, see __init__
         else:

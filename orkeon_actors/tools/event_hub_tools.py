@@ -12,7 +12,6 @@ request DTO), which return response DTOs and raise typed errors.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -24,6 +23,7 @@ from orkeon_actors.errors import (
     EventHubError,
     HubStoppedError,
     InvalidArgumentError,
+    LimitExceededError,
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
     ReservedTopicError,
@@ -33,7 +33,7 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.port import MailboxRegistration
-from orkeon_actors.model.address import MailboxAddress, Scheme
+from orkeon_actors.model.address import RESERVED_TOPIC_PREFIX, MailboxAddress, Scheme, is_reserved_topic
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
@@ -45,6 +45,7 @@ from orkeon_actors.model.options import (
     WaitOnReply,
     WaitTimeout,
 )
+from orkeon_actors.model.strict_json import loads_strict
 from orkeon_actors.tools.converter import structure_request, unstructure
 from orkeon_actors.tools.cursors import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CURSORS, CursorKey, TopicCursors
 from orkeon_actors.tools.definitions import TOOL_NAMES, spec_for, tool_definitions
@@ -71,9 +72,6 @@ from orkeon_actors.tools.styles import DefinitionStyle
 from orkeon_actors.tools.validation import GLOBAL_SCOPE
 
 __all__ = ["RESERVED_TOPIC_PREFIX", "ErrorMode", "EventHubTools"]
-
-RESERVED_TOPIC_PREFIX: Final = "_system."
-"""Topics agents cannot publish on (spec §9.2): reserved for hub-produced messages."""
 
 ErrorMode = Literal["raise", "result"]
 
@@ -169,12 +167,14 @@ class EventHubTools:
         With ``errors="raise"`` (default) a refused call raises ``ToolValidationError``
         or the typed hub error. With ``errors="result"`` it returns
         ``{"error": {"type", "message", "field"}}`` for the model to correct itself;
-        cancellation, budget exhaustion and a stopped runtime still raise.
+        cancellation, budget exhaustion and a stopped runtime still raise. Whatever
+        ``name`` and ``arguments`` hold (a model's call is untrusted input), nothing else
+        is raised in result mode: ``tests/security`` fuzzes this.
         """
         if errors not in ("raise", "result"):
             raise ValueError(f"errors must be 'raise' or 'result', got {errors!r}")
         try:
-            if spec_for(name) is None:
+            if not isinstance(name, str) or spec_for(name) is None:
                 raise ToolValidationError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
             return dict(unstructure(self._handlers[name](_decode_arguments(arguments), cancel=cancel)))
         except EventHubError as exc:
@@ -251,11 +251,8 @@ class EventHubTools:
         """Answer a pending request once. Raises ``UnknownCorrelationError`` when the
         correlation id is unknown, already answered or expired."""
         req = structure_request(request, ReplyToRequest)
-        if not self.client.hub.is_active_correlation(req.correlation_id):
-            raise UnknownCorrelationError(
-                f"correlation_id {req.correlation_id} is not awaiting a reply: it is unknown, already "
-                "answered, or its request timed out; reply once, to the correlation_id of a request you received"
-            )
+        # The hub decides, with one error for every id this caller may not answer
+        # (unknown, answered, expired, or a request another crew received).
         message = self.client.reply(req.correlation_id, req.payload, cancel=self._token(cancel))
         return ReplyToResponse(message.published_at)
 
@@ -361,8 +358,10 @@ def _decode_arguments(arguments: Mapping[str, Any] | str | bytes | None) -> obje
         if not arguments.strip():
             return {}
         try:
-            decoded: object = json.loads(arguments)
-        except ValueError as exc:
+            decoded: object = loads_strict(arguments)
+        except LimitExceededError:
+            raise
+        except InvalidArgumentError as exc:
             raise ToolValidationError(f"the arguments are not valid JSON: {exc}") from None
         return decoded
     return arguments
@@ -376,7 +375,7 @@ def _wait_timeout(request: ReceiveMessageRequest | WaitForEventRequest) -> WaitT
 
 
 def _refuse_reserved(topic: str, tool: str) -> None:
-    if topic.startswith(RESERVED_TOPIC_PREFIX):
+    if is_reserved_topic(topic):
         raise ReservedTopicError(
             f"{tool} cannot publish on {topic!r}: topics starting with {RESERVED_TOPIC_PREFIX!r} are reserved "
             "for messages the hub produces; choose another topic"
@@ -394,5 +393,18 @@ def _field_of(tool: str, error: EventHubError) -> str | None:
     if isinstance(error, UnknownCorrelationError):
         return "correlation_id"
     if isinstance(error, EventAclError):
-        return "target_crew_id" if tool == "publish_event" else "target_mailbox"
+        return _ACL_FIELDS.get(tool, "target_mailbox")
+    if isinstance(error, LimitExceededError):
+        return _LIMIT_FIELDS.get(error.bound)
     return None
+
+
+_ACL_FIELDS: Final = {"publish_event": "target_crew_id", "get_last_value": "crew_scope", "receive_message": "mailbox"}
+_LIMIT_FIELDS: Final = {
+    "max_payload_bytes": "payload",
+    "MAX_TOPIC_BYTES": "topic",
+    "MAX_TOPIC_WORDS": "topic",
+    "MAX_METADATA_ENTRIES": "metadata",
+    "MAX_METADATA_KEY_BYTES": "metadata",
+    "MAX_METADATA_VALUE_BYTES": "metadata",
+}

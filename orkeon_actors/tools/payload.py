@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any, Final, Literal
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.message import encode_payload
+from orkeon_actors.model.strict_json import loads_strict
 
 __all__ = ["PAYLOAD_ENCODINGS", "PayloadEncoding", "decode_payload", "encode_decoded_payload"]
 
@@ -27,14 +27,19 @@ PAYLOAD_ENCODINGS: Final[tuple[str, ...]] = ("json", "text", "base64")
 
 
 def decode_payload(payload: bytes) -> tuple[Any, PayloadEncoding]:
-    """``(value, encoding)`` for ``payload``; never raises."""
+    """``(value, encoding)`` for ``payload``; never raises.
+
+    Only strict JSON (:func:`~orkeon_actors.model.strict_json.loads_strict`: bounded
+    nesting, no NaN or infinities, no duplicate keys) decodes as ``json``; any other
+    UTF-8 payload is handed over as ``text``, so a result is always valid JSON for the
+    model whatever bytes a Python caller published."""
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
         return base64.b64encode(payload).decode("ascii"), "base64"
     try:
-        return json.loads(text), "json"
-    except ValueError:
+        return loads_strict(text), "json"
+    except InvalidArgumentError:
         return text, "text"
 
 

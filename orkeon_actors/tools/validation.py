@@ -13,7 +13,6 @@ optional argument, and refusing it would only cost them a turn.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -23,7 +22,7 @@ import attrs
 from orkeon_actors.errors import EventHubError, ToolValidationError
 from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
 from orkeon_actors.model.ids import CorrelationId, CrewId
-from orkeon_actors.model.message import FrozenMap, freeze_metadata
+from orkeon_actors.model.message import FrozenMap, encode_payload, freeze_metadata
 
 __all__ = [
     "GLOBAL_SCOPE",
@@ -211,11 +210,15 @@ def to_metadata(field: str, value: object) -> FrozenMap | None:
 
 
 def to_payload(field: str, value: object) -> Any:
-    """Any JSON value (``null`` included). Refuses what JSON cannot represent (NaN,
-    infinities, sets, arbitrary objects)."""
+    """Any JSON value (``null`` included). Refuses what strict JSON cannot represent
+    (NaN, infinities, sets, arbitrary objects) and nesting deeper than
+    ``MAX_JSON_DEPTH``: the hub's own encoder decides, so the tools accept exactly what
+    the hub would."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise _wrong_type(field, "a JSON value", value)
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        encode_payload(value)
+    except EventHubError as exc:
         raise ToolValidationError(f"{field} must be a JSON value: {exc}", field=field) from None
     return value
 

@@ -61,6 +61,30 @@ def ref_link(entry: object) -> tuple[str, str, tuple[str, ...]] | None:
     return (to, direction, tuple(topics))
 
 
+_FLOWS = {"outbound": {"send"}, "inbound": {"receive"}, "bidirectional": {"send", "receive"}}
+
+
+def ref_one_link_per_peer(
+    links: tuple[tuple[str, str, tuple[str, ...]], ...],
+) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], int]:
+    """Issue 15: entries naming one peer read as what all of them allow (the flows and
+    the topics every entry allows; no topics means all), dropped if that is nothing.
+    Returns the links and how many peers were named more than once."""
+    peers: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for to, direction, topics in links:
+        peers.setdefault(to, []).append((direction, topics))
+    out = []
+    for to, written in peers.items():
+        flows = set.intersection(*(_FLOWS[d] for d, _ in written))
+        lists = [ts for _, ts in written if ts]
+        topics = tuple(t for t in lists[0] if all(t in other for other in lists)) if lists else ()
+        if not flows or (lists and not topics):
+            continue
+        direction = next(d for d, f in _FLOWS.items() if f == flows)
+        out.append((to, direction, tuple(dict.fromkeys(topics))))
+    return tuple(out), sum(1 for written in peers.values() if len(written) > 1)
+
+
 @attrs.frozen
 class RefCrew:
     name: str | None  # None: never registered with the ACL
@@ -231,16 +255,17 @@ def test_delivered_exactly_when_the_written_rules_allow(
         for plan in plans:
             raw = plan.links
             readable = tuple(link for link in map(ref_link, raw) if link is not None) if isinstance(raw, list) else ()
+            merged, duplicated = ref_one_link_per_peer(readable)
             declared = plan.registered and raw is not ABSENT and raw is not None
             if plan.registered:
                 crew_id = registry.register_crew_yaml(render(plan))
                 block = registry.declaration(plan.name)
                 assert block is not None and block.declared is declared
-                if isinstance(raw, list):  # one warning per discarded entry
-                    assert len(block.warnings) == len(raw) - len(readable)
+                if isinstance(raw, list):  # one warning per discarded entry and per peer named twice
+                    assert len(block.warnings) == len(raw) - len(readable) + duplicated
             else:
                 crew_id = ok.CrewId.new()
-            ref = RefCrew(plan.name if plan.registered else None, declared, readable if declared else ())
+            ref = RefCrew(plan.name if plan.registered else None, declared, merged if declared else ())
             address = f"agent://{crew_id}/inbox"
             mailboxes[address] = hub.register_mailbox(address)
             subscriptions[crew_id] = hub.bind(crew_id, "listener").subscribe("#")
@@ -353,7 +378,8 @@ def test_policy_decides_exactly_what_the_written_rules_say(
         declared = plan.registered and raw is not ABSENT and raw is not None
         readable = tuple(link for link in map(ref_link, raw) if link is not None) if isinstance(raw, list) else ()
         crew_id = registry.register_crew_yaml(render(plan)) if plan.registered else ok.CrewId.new()
-        crews.append((crew_id, RefCrew(plan.name if plan.registered else None, declared, readable if declared else ())))
+        merged = ref_one_link_per_peer(readable)[0]
+        crews.append((crew_id, RefCrew(plan.name if plan.registered else None, declared, merged if declared else ())))
     client = (registry.register_client(CLIENT), RefCrew(f"client:{CLIENT}", False, ()))
     senders: list[tuple[ok.CrewId, RefCrew | None]] = [*crews, client, (ok.CrewId.SYSTEM, None)]
     for sender_index, kind, target_index, topic in sent:

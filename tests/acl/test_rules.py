@@ -121,12 +121,27 @@ def test_rule4_point_to_point_mail_is_authorized_by_the_link_itself(world: World
     assert attempt(world, kind, a, b), "allowed_topics never constrains post/send"
 
 
-def test_rule4_any_matching_link_authorizes(world: World) -> None:
-    a = world.crew("a", [outbound("b", "x.one"), bidirectional("b", "x.two")])
+def test_rule4_links_to_different_peers_each_authorize(world: World) -> None:
+    a = world.crew("a", [outbound("b", "x.one"), bidirectional("c", "x.two")])
+    b = world.crew("b")
+    c = world.crew("c")
+    assert attempt(world, "publish", a, b, "x.one")
+    assert attempt(world, "publish", a, c, "x.two")
+    assert not attempt(world, "publish", a, b, "x.two")
+
+
+def test_rule4_a_peer_named_twice_gets_the_narrowest_reading(world: World) -> None:
+    """Issue 15: two entries for one peer no longer add up (one with no allowed_topics
+    opened every topic); the peer gets what every entry allows."""
+    a = world.crew("a", [outbound("b", "x.one"), bidirectional("b", "x.one", "x.two")])
     b = world.crew("b")
     assert attempt(world, "publish", a, b, "x.one")
-    assert attempt(world, "publish", a, b, "x.two")
-    assert not attempt(world, "publish", a, b, "x.three")
+    assert not attempt(world, "publish", a, b, "x.two")
+    widening = world.crew("w", [outbound("b", "x.one"), outbound("b")])
+    assert attempt(world, "publish", widening, b, "x.one")
+    assert not attempt(world, "publish", widening, b, "x.three")
+    disjoint = world.crew("d", [outbound("b", "x.one"), outbound("b", "x.two")])
+    assert not attempt(world, "publish", disjoint, b, "x.one")
 
 
 def test_allowed_topics_accept_subscription_wildcards(world: World) -> None:

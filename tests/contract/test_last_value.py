@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import EventAclError, InvalidArgumentError
 
 
 def _retain(key: str, crew: str | None = None) -> ok.PublishOptions:
@@ -35,9 +35,19 @@ def test_last_values_are_scoped_by_target_crew(hub: ok.EventHub) -> None:
     client.publish("s", "for x", _retain("k", "x"))
     client.publish("s", "for y", _retain("k", "y"))
     assert client.get_last_value("k").json() == "global"  # type: ignore[union-attr]
-    assert client.get_last_value("k", crew_scope="x").json() == "for x"  # type: ignore[union-attr]
-    assert client.get_last_value("k", crew_scope="y").json() == "for y"  # type: ignore[union-attr]
-    assert client.get_last_value("k", crew_scope="z") is None
+    assert hub.bind("x").get_last_value("k", crew_scope="x").json() == "for x"  # type: ignore[union-attr]
+    assert hub.bind("y", "b").get_last_value("k", crew_scope="y").json() == "for y"  # type: ignore[union-attr]
+    assert hub.system.get_last_value("k", crew_scope="y").json() == "for y"  # type: ignore[union-attr]
+    assert hub.bind("z").get_last_value("k", crew_scope="z") is None
+
+
+def test_a_crew_reads_only_the_global_slot_and_its_own(hub: ok.EventHub) -> None:
+    """Issue 15: crew_scope naming another crew is refused, retained or not."""
+    hub.bind("p").publish("s", "for victim", _retain("k", "victim"))
+    attacker = hub.bind("attacker", "a")
+    for scope in ("victim", "nobody"):
+        with pytest.raises(EventAclError):
+            attacker.get_last_value("k", crew_scope=scope)
 
 
 def test_publishing_without_retain_does_not_touch_the_slot(hub: ok.EventHub) -> None:

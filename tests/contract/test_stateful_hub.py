@@ -53,6 +53,7 @@ class HubMachine(RuleBasedStateMachine):
         self.model_subs: list[tuple[ok.Subscription, str, str, deque[int]]] = []
         self.readers: dict[str, ok.MailboxReader] = {}
         self.requests: dict[int, str] = {}  # payload n -> correlation id of a request
+        self.recipients: dict[str, str] = {}  # correlation id -> the crew that received it (may reply)
         self.reply_state: dict[str, str] = {}  # correlation -> "pending" | "answered" | "consumed"
 
     def teardown(self) -> None:
@@ -111,6 +112,7 @@ class HubMachine(RuleBasedStateMachine):
             assert got.json() == expected.popleft()
             if got.correlation_id is not None:
                 self.requests[got.json()] = got.correlation_id
+                self.recipients[got.correlation_id] = str(got.target_crew_id)
 
     @rule(mailbox=st.sampled_from(MAILBOXES))
     def close_reader(self, mailbox: str) -> None:
@@ -133,6 +135,7 @@ class HubMachine(RuleBasedStateMachine):
             assert got.json() == expected.popleft()
             if got.correlation_id is not None:
                 self.requests[got.json()] = got.correlation_id
+                self.recipients[got.correlation_id] = str(got.target_crew_id)
         else:
             job = Background(lambda: self.hub.system.wait_for(ok.WaitOnMailbox(mailbox), 1))
             wait_until(lambda: self.hub.pending_waits()["on_mailbox"] == 1, what="the mailbox wait")
@@ -154,7 +157,7 @@ class HubMachine(RuleBasedStateMachine):
         keys = sorted(self.requests)
         correlation = self.requests[keys[pick % len(keys)]]
         state = self.reply_state[correlation]
-        responder = self.hub.bind("c2", "responder")
+        responder = self.hub.bind(self.recipients[correlation], "responder")
         if state == "pending":
             responder.reply(correlation, {"answer": correlation})
             self.reply_state[correlation] = "answered"

@@ -204,7 +204,7 @@ def test_a_wake_trigger_reaches_a_parked_cursor_wait_once_even_if_delivered_agai
         sim.run(until=0.5)
         published = sim.runtime.hub.bind("shop").publish("elsewhere", {"n": 1})
         trigger = attrs.evolve(published, topic="orders")
-        sim.gate.submit(sim.crews[crew], _Deliver(trigger))
-        sim.gate.submit(sim.crews[crew], _Deliver(trigger))
+        sim.crews[crew].tell(_Deliver(trigger))
+        sim.crews[crew].tell(_Deliver(trigger))
         sim.run()
         assert _answer(sim, crew) == [{"n": 1}, None, None]

@@ -104,14 +104,14 @@ def test_a_cancel_token_ends_it_with_the_token_error(rt: tuple[ok.Runtime, ok.Vi
 
 
 def test_a_wait_settled_while_it_registers_is_delivered_once_and_leaves_nothing_behind() -> None:
-    """Inline mailboxes settle a mailbox wait inside its registration (a message was
-    already queued): the outcome still arrives, once, and no timer or waiter remains."""
+    """A caller-runs mailbox settles a mailbox wait inside its registration (a message
+    was already queued, the turn runs on the registering thread): the outcome still
+    arrives, once, and no timer or waiter remains."""
     from orkeon_actors.hub.async_wait import wait_async
     from orkeon_actors.model.options import WaitOnMailbox
 
     runtime = ok.Runtime.start(clock=ok.VirtualClock())
     try:
-        runtime.hub.inline_mailboxes = True  # type: ignore[attr-defined]
         reg = runtime.hub.register_mailbox("agent://c/a")
         runtime.hub.bind("shop").post(reg.address, 7)
         got: list[WaitOutcome] = []

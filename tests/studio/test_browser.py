@@ -4,8 +4,6 @@ download). Each test saves a screenshot under its temp directory."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,35 +15,9 @@ from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink
 from orkeon_actors.crew import Agent, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
+from tests.browser import ARGS, CHROMIUM, sync_playwright_or_skip
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DEADLINE_MS = 15_000
-
-
-def _browser_or_skip() -> Any:
-    missing = []
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("the playwright package (pip install -e '.[dev]')")
-        sync_playwright = None
-    if shutil.which(CHROMIUM) is None:
-        missing.append(f"Debian's chromium at {CHROMIUM} (apt-get install chromium)")
-    if missing:
-        reason = "browser tests need " + " and ".join(missing)
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + ": .ci/run installs both")
-        pytest.skip(reason)
-    return sync_playwright
 
 
 def napper(_: ok.CrewId) -> CrewBlueprint:
@@ -94,7 +66,7 @@ def studio(tmp_path: Path) -> Iterator[tuple[ok.Runtime, CrewSupervisor]]:
 @contextlib.contextmanager
 def _open(url: str, screenshot: Path) -> Iterator[Any]:
     """A Chromium tab on ``url`` once its feed is live; fails if the page logged an error."""
-    sync_playwright = _browser_or_skip()
+    sync_playwright = sync_playwright_or_skip()
     errors: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)

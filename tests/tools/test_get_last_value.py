@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.errors import ToolValidationError
+from orkeon_actors.errors import EventAclError, ToolValidationError
 from orkeon_actors.tools import EventHubTools
 from tests.tools.conftest import check_result
 
@@ -49,7 +49,18 @@ def test_crew_scope_defaults_to_the_callers_crew(tools: EventHubTools, outsider:
     _retain(tools, "k", "billing's")
     assert tools.invoke("get_last_value", {"key": "k"})["value"] == "billing's"
     assert outsider.invoke("get_last_value", {"key": "k"})["found"] is False
-    assert outsider.invoke("get_last_value", {"key": "k", "crew_scope": "billing"})["value"] == "billing's"
+    assert tools.invoke("get_last_value", {"key": "k", "crew_scope": "billing"})["value"] == "billing's"
+
+
+def test_another_crews_scope_is_refused(tools: EventHubTools, outsider: EventHubTools) -> None:
+    """Issue 15: crew_scope naming another crew was an escape (it read billing's value)."""
+    _retain(tools, "k", "billing's")
+    with pytest.raises(EventAclError):
+        outsider.invoke("get_last_value", {"key": "k", "crew_scope": "billing"})
+    result = outsider.invoke("get_last_value", {"key": "k", "crew_scope": "billing"}, errors="result")
+    assert result["error"]["type"] == "EventAclError"
+    assert result["error"]["field"] == "crew_scope"
+    assert "billing's" not in str(result)
 
 
 def test_the_global_slot_is_read_with_the_global_scope(tools: EventHubTools) -> None:
