@@ -13,7 +13,8 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 :mod:`orkeon_actors.logs`).
 """
 
-from orkeon_actors import acl, aio, errors, middleware, store, tools
+from orkeon_actors import acl, aio, config, errors, middleware, store, tools
+from orkeon_actors.config import CrewBlueprint, CrewBuilder, load_crew, register_blueprint, scripted, start_crew
 from orkeon_actors.hub import (
     CallerContext,
     EventHub,
@@ -64,6 +65,8 @@ __all__ = [
     "CancelToken",
     "Clock",
     "CorrelationId",
+    "CrewBlueprint",
+    "CrewBuilder",
     "CrewId",
     "EventHub",
     "EventHubMiddleware",
@@ -93,8 +96,13 @@ __all__ = [
     "aio",
     "disable_logging",
     "enable_logging",
+    "config",
     "errors",
+    "load_crew",
     "middleware",
+    "register_blueprint",
+    "scripted",
+    "start_crew",
     "store",
     "tools",
 ]

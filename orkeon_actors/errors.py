@@ -31,6 +31,8 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
+    "CrewConfigError",
+    "UndeclaredPublishError",
     "LimitExceededError",
     "McpToolError",
     "CrewFailedError",
@@ -331,3 +333,20 @@ class FleetControlError(BrokerError):
 
 class FleetTimeoutError(BrokerError, TimeoutError):
     """A host did not answer a control request within its bound."""
+
+
+class CrewConfigError(InvalidArgumentError):
+    """A crew document (YAML, a builder, a TypeScript crew emitted as JSON) does not
+    match the canonical crew schema, or names something that does not exist (a model
+    provider, a user tool). ``issues`` holds every problem found, each with its file,
+    line, column, JSON pointer and what was expected
+    (:class:`orkeon_actors.config.ConfigIssue`); the message lists them all."""
+
+    def __init__(self, message: str, issues: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.issues = issues
+
+
+class UndeclaredPublishError(EventAclError):
+    """A crew whose ``event.publish`` list is declared, with
+    ``undeclared_publish: refuse``, published a topic the list does not declare."""

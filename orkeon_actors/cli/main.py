@@ -5,6 +5,7 @@ orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded,
                                     (timeline, --html, --trace, --json, --faults, --seeds A..B --check)
 orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
 orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
+orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
 orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
 orkeon --version
@@ -73,6 +74,28 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_mcp_parser(sub)
 
+    crew = sub.add_parser("crew", parents=[common], help="the canonical crew schema; validate and run crew YAML")
+    crew_sub = crew.add_subparsers(dest="crew_command", required=True)
+    schema = crew_sub.add_parser("schema", help="print the canonical crew JSON Schema")
+    schema.add_argument("--markdown", action="store_true", help="print its Markdown reference (docs/crew-schema.md)")
+    validate = crew_sub.add_parser("validate", help="validate crew YAML files (exit 0 if all are valid, else 1)")
+    validate.add_argument("files", nargs="+", metavar="FILE", help="a crew YAML file, or a multi-file crew directory")
+    validate.add_argument("--json", action="store_true", help="print the results as JSON")
+    run = crew_sub.add_parser("run", help="run a crew YAML on the embedded store and print what happened")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
+    run.add_argument("--simulate", action="store_true", help="run on a virtual clock in memory instead")
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the crew to finish")
+    run.add_argument(
+        "--studio",
+        nargs="?",
+        const=0,
+        type=int,
+        metavar="PORT",
+        help="serve the Studio (docs/studio.md) on 127.0.0.1 during the run and after it, until Ctrl-C "
+        "(no PORT: any free port)",
+    )
+
     bench = sub.add_parser(
         "bench", parents=[common], help="measure throughput against raw baselines (ratios, same run)"
     )
@@ -140,6 +163,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             trace=args.trace,
             as_json=args.json,
             until=args.until,
+        )
+    if args.command == "crew":
+        from orkeon_actors.cli import crew as crew_cli
+
+        if args.crew_command == "schema":
+            return crew_cli.run_schema(markdown=args.markdown)
+        if args.crew_command == "validate":
+            return crew_cli.run_validate(args.files, as_json=args.json)
+        return crew_cli.run_crew(
+            args.file, store=args.store, simulate=args.simulate, timeout=args.timeout, studio=args.studio
         )
     if args.command == "mcp":
         from orkeon_actors.cli.mcp import run_mcp

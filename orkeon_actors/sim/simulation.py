@@ -47,11 +47,13 @@ import attrs
 import pykka
 
 from orkeon_actors.actors.executor import executor_scope
+from orkeon_actors.config.blueprint import CrewBlueprint
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import CrewActor, query_crew, restore_crew, start_crew
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.middleware.pipeline import EventHubMiddleware
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.runtime import Runtime
@@ -93,7 +95,9 @@ class Simulation:
     """A runtime on a :class:`VirtualClock` driven by a seeded scheduler, the crews spawned
     in it, and their trace (module docstring)."""
 
-    def __init__(self, seed: int = 0, *, faults: Faults | None = None) -> None:
+    def __init__(
+        self, seed: int = 0, *, faults: Faults | None = None, middleware: Sequence[EventHubMiddleware] = ()
+    ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.scheduler = DeterministicScheduler(seed)
@@ -104,9 +108,9 @@ class Simulation:
         self.injector = FaultInjector(
             self.faults, seed, lambda crew, agent, detail: self.trace.record(crew, agent, "fault", detail)
         )
-        middleware = [self.injector] if self.faults.drop_replies > 0 else []
+        stages = [*middleware, *([self.injector] if self.faults.drop_replies > 0 else [])]
         with executor_scope(self.scheduler):
-            self.runtime = Runtime.start(clock=self.clock, middleware=middleware)
+            self.runtime = Runtime.start(clock=self.clock, middleware=stages)
         self.crews: dict[str, pykka.ActorRef[Any]] = {}
         self._definitions: dict[str, _Definition] = {}
         self._status: dict[str, CrewStatus] = {}
@@ -149,17 +153,33 @@ class Simulation:
 
     def spawn(
         self,
-        name: str,
+        name: str | CrewBlueprint,
         *,
-        agents: Sequence[Agent],
-        orchestration: Orchestration,
+        agents: Sequence[Agent] = (),
+        orchestration: Orchestration | None = None,
         crew_class: type[CrewActor] = CrewActor,
         **options: Any,
     ) -> str:
         """Start a crew; returns its crew id (``{name}-{n}``, deterministic). It begins
-        when the simulation runs."""
+        when the simulation runs. ``name`` may be a
+        :class:`~orkeon_actors.config.CrewBlueprint` instead (then give no agents or
+        orchestration; ``tools=`` resolves the tool names it declares)."""
         self._counter += 1
-        crew_id = str(options.pop("crew_id", None) or f"{name}-{self._counter}")
+        if isinstance(name, CrewBlueprint):
+            from orkeon_actors.config.launch import register_declarations
+            from orkeon_actors.config.materialize import crew_actor_options
+
+            blueprint, tools = name, options.pop("tools", None)
+            crew_id = str(options.pop("crew_id", None) or f"{blueprint.name}-{self._counter}")
+            register_declarations(self.runtime.hub, blueprint, CrewId(crew_id))
+            built = crew_actor_options(blueprint, CrewId(crew_id), tools)
+            agents, orchestration, name = built.pop("agents"), built.pop("orchestration"), blueprint.name
+            del built["name"], built["crew_id"]
+            options = {**built, **options}
+        else:
+            if orchestration is None:
+                raise TypeError("spawn(name, agents=..., orchestration=...) or spawn(blueprint)")
+            crew_id = str(options.pop("crew_id", None) or f"{name}-{self._counter}")
         definition = _Definition(tuple(self._faulty(agents)), orchestration, crew_class, dict(options))
         with self._driving():
             ref = self._start(crew_id, name, definition)

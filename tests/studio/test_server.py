@@ -237,3 +237,30 @@ def test_orkeon_studio_explains_a_missing_store(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("orkeon studio: no store at") and "Traceback" not in done.stderr
+
+
+def test_orkeon_crew_run_serves_the_studio_until_interrupted(tmp_path: Path) -> None:
+    crew = Path(__file__).parents[2] / "examples" / "crews" / "sequential.yaml"
+    command = [sys.executable, "-m", "orkeon_actors.cli", "crew", "run", str(crew), "--studio"]
+    command += ["--store", str(tmp_path / "run.db")]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    try:
+        first = child.stdout.readline()
+        assert first.startswith("Studio: http://127.0.0.1:"), first
+        url = urlsplit(first.split(": ", 1)[1].strip())
+        lines: list[str] = []
+        while not lines or "the Studio stays up" not in lines[-1]:
+            line = child.stdout.readline()
+            assert line, f"the run ended without serving the Studio: {lines}"
+            lines.append(line)
+        assert any(line.startswith("-> ") for line in lines), lines
+        conn = http.client.HTTPConnection("127.0.0.1", url.port, timeout=10)
+        conn.request("GET", "/api/state?" + url.query)
+        state = json.loads(conn.getresponse().read())
+        assert state["mode"] == "live" and state["read_only"] is True
+    finally:
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert "stopped" in out and "Traceback" not in err
