@@ -24,7 +24,7 @@ def main() -> None:
     logging.getLogger("orkeon_actors.store").setLevel(logging.INFO)  # stdlib levels apply per module
 
     # 2. The bridge: every orkeon_actors record at DEBUG or above is re-emitted on the stdlib
-    #    logger of the same name ("orkeon_actors.store.durable_hub", ...).
+    #    logger of the same name ("orkeon_actors.store.mailbox_store", ...).
     ok.enable_logging("DEBUG", sink=ok.StdlibPropagateHandler(), format="{message}")
 
     # 3. Use the runtime as usual; its records now flow through logging.

@@ -41,7 +41,7 @@ def test_enable_logging_shows_the_runtimes_records_once() -> None:
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "reopened with" in line]
     assert len(lines) == 1, done.stderr  # once: loguru's default handler does not print it again
-    assert "orkeon_actors.store.durable_hub" in lines[0] and "DEBUG" in lines[0]
+    assert "orkeon_actors.store.mailbox_store" in lines[0] and "DEBUG" in lines[0]
 
 
 def test_the_stdlib_logging_bridge_example() -> None:
@@ -50,5 +50,5 @@ def test_the_stdlib_logging_bridge_example() -> None:
     assert done.stderr == ""
     assert done.stdout.splitlines() == [
         "INFO app: received {'order': 42}",  # the DEBUG reopen line was below the stdlib level
-        "DEBUG orkeon_actors.store.durable_hub: mailbox agent://billing/scorer reopened with 1 kept message(s)",
+        "DEBUG orkeon_actors.store.mailbox_store: mailbox agent://billing/scorer reopened with 1 kept message(s)",
     ]

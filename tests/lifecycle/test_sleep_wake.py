@@ -100,7 +100,7 @@ def test_the_supervisor_remembers_the_outcomes_of_the_last_finished_memory_crews
     for crew in ("c1", "c2", "c3"):
         sup.spawn("c", crew)
         wait_until(lambda c=crew: sup.outcome(c) is not None, what=f"{crew}'s outcome")  # type: ignore[misc]
-    assert "c1" not in sup._actor().outcomes  # forgotten in memory: the oldest of three
+    assert "c1" not in sup._call(lambda actor: dict(actor.outcomes))  # forgotten in memory: the oldest of three
     kept = sup.outcome("c1")  # read back from the store's crew_outcomes instead
     assert kept is not None and kept.result == "done"
     assert sup.state("c1") is LifecycleState.COMPLETED
@@ -119,7 +119,7 @@ def test_with_no_finished_memory_only_the_durable_outcome_is_kept_without_its_fi
     sup.spawn("c", "c1")
     # Released: no actor, and the supervisor forgot it (its status no longer reported).
     wait_until(lambda: _live_actors() == 0 and sup.status("c1") is None, what="c1 finished and forgotten")
-    assert "c1" not in sup._actor().outcomes
+    assert "c1" not in sup._call(lambda actor: dict(actor.outcomes))
     outcome = sup.wait_finished("c1", timeout=30)  # from the store's crew_outcomes
     assert outcome.result == "done" and outcome.final_snapshot() is None
     assert sup.state("c1") is LifecycleState.COMPLETED
