@@ -8,21 +8,25 @@ Everything a user imports lives here::
         client = rt.hub.bind("billing", "scorer")
         client.publish("orders.created", {"id": 42})
 
+The facade: the hub's port and client, the model, crews (``ok.CrewActor``, ``ok.Agent``,
+``ok.ScriptedModel``), the six orchestration modes (``ok.Sequential``, ``ok.Parallel``,
+``ok.Hierarchical``, ``ok.Consensual``, ``ok.Graph``, ``ok.Autonomous``), the lifecycle
+(``ok.CrewSupervisor``) and simulations (``ok.Simulation``); the same names live in
+``ok.crew``, ``ok.orchestration``, ``ok.lifecycle`` and ``ok.sim``. Adapters (the
+in-memory and SQLite hubs, the SQLite state store) are not part of the facade: a
+runtime chooses them (``Runtime.start(store=...)``), or import them from their modules.
+Names are imported on first use, so ``import orkeon_actors`` stays cheap.
+
 Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``.
 """
 
-from orkeon_actors import acl, errors, middleware, store, tools
-from orkeon_actors.hub import (
-    CallerContext,
-    EventHub,
-    HubClient,
-    MailboxReader,
-    MailboxRegistration,
-    Subscription,
-)
-from orkeon_actors.middleware.pipeline import EventHubMiddleware
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from orkeon_actors import errors
 from orkeon_actors.model import (
     FOREVER,
     NO_DECLARED_SCHEMA_ID,
@@ -47,26 +51,112 @@ from orkeon_actors.model import (
     WaitOnTopic,
     WaitTimeout,
 )
-from orkeon_actors.runtime import Runtime
+
+if TYPE_CHECKING:
+    from orkeon_actors import acl, crew, lifecycle, middleware, orchestration, sim, store, tools
+    from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond
+    from orkeon_actors.hub import CallerContext, EventHub, HubClient, MailboxReader, MailboxRegistration, Subscription
+    from orkeon_actors.hub.pipeline import EventHubMiddleware
+    from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+    from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
+    from orkeon_actors.orchestration import (
+        END,
+        Autonomous,
+        Branch,
+        Consensual,
+        Edge,
+        Graph,
+        Hierarchical,
+        Parallel,
+        Sequential,
+        Task,
+    )
+    from orkeon_actors.runtime import Runtime
+    from orkeon_actors.sim import Simulation, SimulationResult
+
+_SUBPACKAGES = frozenset({"acl", "crew", "lifecycle", "middleware", "orchestration", "sim", "store", "tools"})
+"""Subpackages reachable as attributes (``ok.crew``), imported on first use."""
+
+_FACADE = {
+    "CallerContext": "orkeon_actors.hub",
+    "EventHub": "orkeon_actors.hub",
+    "HubClient": "orkeon_actors.hub",
+    "MailboxReader": "orkeon_actors.hub",
+    "MailboxRegistration": "orkeon_actors.hub",
+    "Subscription": "orkeon_actors.hub",
+    "EventHubMiddleware": "orkeon_actors.hub.pipeline",
+    "EventSchemaRegistry": "orkeon_actors.hub.schema_registry",
+    "InMemoryEventSchemaRegistry": "orkeon_actors.hub.schema_registry",
+    "Runtime": "orkeon_actors.runtime",
+    "Agent": "orkeon_actors.crew",
+    "CrewActor": "orkeon_actors.crew",
+    "ScriptedModel": "orkeon_actors.crew",
+    "call": "orkeon_actors.crew",
+    "respond": "orkeon_actors.crew",
+    "Autonomous": "orkeon_actors.orchestration",
+    "Branch": "orkeon_actors.orchestration",
+    "Consensual": "orkeon_actors.orchestration",
+    "END": "orkeon_actors.orchestration",
+    "Edge": "orkeon_actors.orchestration",
+    "Graph": "orkeon_actors.orchestration",
+    "Hierarchical": "orkeon_actors.orchestration",
+    "Parallel": "orkeon_actors.orchestration",
+    "Sequential": "orkeon_actors.orchestration",
+    "Task": "orkeon_actors.orchestration",
+    "CrewBlueprint": "orkeon_actors.lifecycle",
+    "CrewSupervisor": "orkeon_actors.lifecycle",
+    "Simulation": "orkeon_actors.sim",
+    "SimulationResult": "orkeon_actors.sim",
+}
+"""Facade name -> the module defining it, imported on first use: ``import orkeon_actors``
+loads only the model and the errors, and each subpackage only what it builds on."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        value: Any = importlib.import_module(f"{__name__}.{name}")
+    else:
+        module_name = _FACADE.get(name)
+        if module_name is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "END",
     "FOREVER",
     "NO_DECLARED_SCHEMA_ID",
     "WAIT_TIMED_OUT_TOPIC",
+    "Agent",
     "AgentId",
+    "Autonomous",
+    "Branch",
     "Budget",
     "CallerContext",
     "CancelToken",
     "Clock",
+    "Consensual",
     "CorrelationId",
+    "CrewActor",
+    "CrewBlueprint",
     "CrewId",
+    "CrewSupervisor",
+    "Edge",
     "EventHub",
     "EventHubMiddleware",
     "EventSchemaRegistry",
     "FiniteWaitTimeout",
     "ForeverWaitTimeout",
+    "Graph",
+    "Hierarchical",
     "HubClient",
     "InMemoryEventSchemaRegistry",
     "MailboxAddress",
@@ -74,10 +164,16 @@ __all__ = [
     "MailboxRegistration",
     "Message",
     "MessageId",
+    "Parallel",
     "PublishOptions",
     "Runtime",
+    "ScriptedModel",
+    "Sequential",
+    "Simulation",
+    "SimulationResult",
     "Subscription",
     "SystemClock",
+    "Task",
     "VirtualClock",
     "WaitDescriptor",
     "WaitOnMailbox",
@@ -85,8 +181,14 @@ __all__ = [
     "WaitOnTopic",
     "WaitTimeout",
     "acl",
+    "call",
+    "crew",
     "errors",
+    "lifecycle",
     "middleware",
+    "orchestration",
+    "respond",
+    "sim",
     "store",
     "tools",
 ]

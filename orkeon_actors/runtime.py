@@ -15,10 +15,11 @@ import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.hub.memory import InMemoryEventHub
+from orkeon_actors.hub.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.middleware.discovery import resolve_stages
 from orkeon_actors.model.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Runtime:
         ``StoreError`` and then leaves nothing running.
         """
         clock = clock or SystemClock()
-        pipeline = Pipeline(middleware)
+        pipeline = Pipeline(resolve_stages(middleware))
         registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
         hub = _make_hub(clock, scheduler, pipeline, store, durability)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
 from orkeon_actors.bench.middleware import STAGE_NAMES, FiveStages, stage_costs_us
 from orkeon_actors.bench.registry import BenchResult, register
-from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.hub.pipeline import EventHubMiddleware
 from orkeon_actors.runtime import Runtime
 
 __all__ = ["post_receive_per_second", "send_reply_per_second"]

@@ -41,6 +41,8 @@ from loguru import logger
 from orkeon_actors.actors import PooledActor
 from orkeon_actors.crew.agent import HUB_WAIT_TOOLS, Agent, BudgetLimits, agents_by_id
 from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
+from orkeon_actors.crew.orchestration import PARKED, Orchestration, OrchestrationError
+from orkeon_actors.crew.orchestration_state import OrchestrationState
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
 from orkeon_actors.crew.state import (
     AgentState,
@@ -93,8 +95,6 @@ from orkeon_actors.model.options import (
     WaitOnTopic,
     WaitTimeout,
 )
-from orkeon_actors.orchestration.base import PARKED, Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import OrchestrationState
 from orkeon_actors.tools import (
     EventHubTools,
     ReceiveMessageRequest,

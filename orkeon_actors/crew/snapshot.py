@@ -20,6 +20,7 @@ import attrs
 import cattrs
 from cattrs.strategies import configure_tagged_union
 
+from orkeon_actors.crew.orchestration_state import MODES, OrchestrationState
 from orkeon_actors.crew.state import (
     AgentState,
     BudgetSnapshot,
@@ -36,7 +37,6 @@ from orkeon_actors.errors import EventHubError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import FrozenMap, Message
-from orkeon_actors.orchestration.state import MODES, OrchestrationState
 
 __all__ = [
     "SCHEMA_VERSION",

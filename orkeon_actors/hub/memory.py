@@ -30,12 +30,12 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
-from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock

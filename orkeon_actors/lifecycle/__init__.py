@@ -1,4 +1,8 @@
-"""Crew sleep and wake (spec §7): ports, the SQLite state store, the supervisor."""
+"""Crew sleep and wake (spec §7): the ports and the supervisor.
+
+The SQLite adapters of the ports (``SqliteCrewStateStore``, ``DurableWaitScheduler``)
+are not part of this facade: a durable runtime builds them (``CrewSupervisor`` over a
+``Runtime.start(store=...)``); import them from their modules to use them directly."""
 
 from orkeon_actors.lifecycle.activation import SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
@@ -12,9 +16,7 @@ from orkeon_actors.lifecycle.ports import (
     SleepReason,
     WaitScheduler,
 )
-from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
 from orkeon_actors.lifecycle.supervisor import CrewBlueprint, CrewFactory, CrewSupervisor
-from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 
 __all__ = [
     "CrewActivator",
@@ -23,14 +25,12 @@ __all__ = [
     "CrewIdleDetector",
     "CrewLifecycleManager",
     "CrewStateStore",
-    "DurableWaitScheduler",
     "CrewSupervisor",
     "IdleDetector",
     "LifecycleState",
     "LifecycleStats",
     "SleepReason",
     "SnapshotActivator",
-    "SqliteCrewStateStore",
     "WaitScheduler",
     "WakeTrigger",
 ]

@@ -32,6 +32,7 @@ from loguru import logger
 
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, _Deliver, restore_crew
+from orkeon_actors.crew.orchestration import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
@@ -39,7 +40,6 @@ from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC
 from orkeon_actors.lifecycle.state_store import SqliteCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
-from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.durable_hub import SqliteEventHub
 

@@ -1,8 +1,8 @@
 """The six orchestration modes (spec §8.2). Each mode's progress is an
-``OrchestrationState`` variant from :mod:`orkeon_actors.orchestration.state`."""
+``OrchestrationState`` variant from :mod:`orkeon_actors.crew.orchestration_state`."""
 
+from orkeon_actors.crew.orchestration import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.orchestration.autonomous import Autonomous
-from orkeon_actors.orchestration.base import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.orchestration.consensual import Consensual
 from orkeon_actors.orchestration.graph import END, Condition, Edge, Graph, GraphCycleLimitError
 from orkeon_actors.orchestration.hierarchical import Hierarchical

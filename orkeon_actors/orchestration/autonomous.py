@@ -18,9 +18,9 @@ import attrs
 
 from orkeon_actors.crew.agent import Agent, BudgetLimits
 from orkeon_actors.crew.model import Model, ToolCall
+from orkeon_actors.crew.orchestration import PARKED, Orchestration
+from orkeon_actors.crew.orchestration_state import AgentNode, AgentTree, AutonomousState, PendingDelegation
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import PARKED, Orchestration
-from orkeon_actors.orchestration.state import AgentNode, AgentTree, AutonomousState, PendingDelegation
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

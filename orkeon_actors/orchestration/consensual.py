@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from orkeon_actors.crew.orchestration import Orchestration, OrchestrationError
+from orkeon_actors.crew.orchestration_state import ConsensualState, ProposalState, Vote
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import ConsensualState, ProposalState, Vote
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from orkeon_actors.crew.orchestration import Orchestration, OrchestrationError
+from orkeon_actors.crew.orchestration_state import EdgeTransition, GraphState
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import EdgeTransition, GraphState
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

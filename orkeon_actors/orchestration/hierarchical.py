@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from orkeon_actors.crew.orchestration import Orchestration, OrchestrationError
+from orkeon_actors.crew.orchestration_state import DelegationState, HierarchicalState, ManagerState, SubTask, TaskResult
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId
 from orkeon_actors.model.message import Message
-from orkeon_actors.orchestration.base import Orchestration, OrchestrationError
-from orkeon_actors.orchestration.state import DelegationState, HierarchicalState, ManagerState, SubTask, TaskResult
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from orkeon_actors.crew.orchestration import Orchestration
+from orkeon_actors.crew.orchestration_state import BranchState, JoinState, ParallelState
 from orkeon_actors.crew.state import AgentStatus
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import Orchestration
-from orkeon_actors.orchestration.state import BranchState, JoinState, ParallelState
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

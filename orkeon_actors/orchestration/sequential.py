@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from orkeon_actors.crew.orchestration import Orchestration
+from orkeon_actors.crew.orchestration_state import SequentialState, TaskResult
 from orkeon_actors.model.ids import AgentId
-from orkeon_actors.orchestration.base import Orchestration
-from orkeon_actors.orchestration.state import SequentialState, TaskResult
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor

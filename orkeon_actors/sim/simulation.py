@@ -38,12 +38,12 @@ import pykka
 
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import Activity, CrewActor, query_crew, restore_crew, start_crew
+from orkeon_actors.crew.orchestration import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.async_wait import flush_mailboxes
 from orkeon_actors.hub.memory import InMemoryEventHub
 from orkeon_actors.model.clock import VirtualClock
-from orkeon_actors.orchestration.base import Orchestration
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.sim.gate import SerialGate
 from orkeon_actors.sim.trace import Trace

@@ -41,9 +41,9 @@ from loguru import logger
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import POST_TOPIC, SEND_TOPIC, InMemoryEventHub
+from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import CallerContext, MailboxRegistration
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId

@@ -1,4 +1,5 @@
-"""The contract between a crew actor and its orchestration mode.
+"""The contract between a crew actor and its orchestration mode (the port the modes of
+:mod:`orkeon_actors.orchestration` implement; it lives with the crew, which calls it).
 
 A mode is a strategy object the crew actor calls on its own thread: ``start`` once, then
 ``on_task_done`` each time an agent answers a task the mode assigned, ``on_agent_status``
@@ -16,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from orkeon_actors.crew.model import ToolCall
+from orkeon_actors.crew.orchestration_state import OrchestrationState
 from orkeon_actors.crew.state import AgentStatus
 from orkeon_actors.model.ids import AgentId
 from orkeon_actors.model.message import Message
-from orkeon_actors.orchestration.state import OrchestrationState
 
 if TYPE_CHECKING:
     from orkeon_actors.crew.agent import Agent
