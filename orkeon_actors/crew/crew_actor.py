@@ -84,7 +84,7 @@ from orkeon_actors.hub.routing import metadata_allows, scope_allows, topic_match
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import Budget
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
-from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
+from orkeon_actors.model.message import Message
 from orkeon_actors.model.options import (
     FOREVER,
     FiniteWaitTimeout,
@@ -1471,21 +1471,13 @@ def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Mess
         message_id = MessageId(wait.wait_id)
     except ValueError:
         message_id = MessageId.new()
-    return Message(
-        message_id,
-        WAIT_TIMED_OUT_TOPIC,
-        CrewId.SYSTEM,
-        now,
-        b"",
-        FrozenMap(
-            {
-                "original_topic": original,
-                "original_wait_id": wait.wait_id,
-                "original_started_at": wait.started_at.isoformat(),
-            }
-        ),
-        None,
-        crew_id,
+    return Message.wait_timed_out(
+        message_id=message_id,
+        at=now,
+        original_topic=original,
+        wait_id=wait.wait_id,
+        started_at=wait.started_at,
+        target_crew_id=crew_id,
     )
 
 
