@@ -23,7 +23,9 @@ from orkeon_actors.middleware.discovery import resolve_stages
 from orkeon_actors.model.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.store.config import Durability, StoreConfig
+    from orkeon_actors.studio import LifecycleWatcher, StudioServer, StudioTap
 
 __all__ = ["Runtime"]
 
@@ -37,12 +39,19 @@ class Runtime:
     """
 
     _pipeline: Pipeline | None = None
+    _studio_watcher: LifecycleWatcher | None = None
+    _studio_tap: StudioTap | None = None
 
     def __init__(self, hub: EventHub, scheduler: Scheduler, clock: Clock) -> None:
         self.hub = hub
         self.scheduler = scheduler
         self.clock = clock
         self.schema_registry: EventSchemaRegistry = InMemoryEventSchemaRegistry()
+        self.supervisors: list[CrewSupervisor] = []
+        """The crew supervisors started on this runtime and not yet stopped (they add
+        themselves): what observers such as the Studio enumerate."""
+        self.studio: StudioServer | None = None
+        """The Studio serving this runtime, when started with ``studio=PORT``."""
         self._stopped = False
 
     @classmethod
@@ -54,6 +63,8 @@ class Runtime:
         schema_registry: EventSchemaRegistry | None = None,
         store: str | os.PathLike[str] | StoreConfig | None = None,
         durability: Durability | str | None = None,
+        studio: int | None = None,
+        studio_post: bool = False,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
@@ -70,6 +81,12 @@ class Runtime:
         memory. ``durability`` is ``"full"`` (default) or ``"normal"`` (``docs/store.md``).
         Opening a store raises ``StoreLockedError`` / ``StoreVersionError`` /
         ``StoreError`` and then leaves nothing running.
+
+        ``studio`` serves the Studio web view on that port of 127.0.0.1 (``0``: any free
+        port; the address, token included, is :attr:`studio`'s ``url``). Its stage joins
+        the front of the chain only while a browser watches: otherwise a message costs
+        nothing more. ``studio_post=True`` lets the page post as ``client://studio``
+        (``docs/studio.md``).
         """
         clock = clock or SystemClock()
         pipeline = Pipeline(resolve_stages(middleware))
@@ -85,7 +102,28 @@ class Runtime:
         runtime = cls(hub, scheduler, clock)
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
+        if studio is not None:
+            try:
+                runtime._start_studio(port=studio, allow_post=studio_post)
+            except BaseException:
+                runtime.stop()
+                raise
         return runtime
+
+    @property
+    def middleware(self) -> tuple[EventHubMiddleware, ...]:
+        """The stages of the chain, in registration order."""
+        return () if self._pipeline is None else self._pipeline.stages
+
+    def _start_studio(self, *, port: int, allow_post: bool) -> None:
+        from orkeon_actors.studio import LifecycleWatcher, LiveSource, StudioFeed, StudioServer, StudioTap
+
+        tap = StudioTap(StudioFeed())
+        tap.install(self.hub, self.clock)
+        self._studio_tap = tap
+        source = LiveSource(self, tap, allow_post=allow_post)
+        self._studio_watcher = LifecycleWatcher(tap.feed, source.crew_states, self.clock)
+        self.studio = StudioServer(source, tap.feed, port=port)
 
     def stop(self) -> None:
         """Stop the hub and the scheduler, then end the idle threads of the actor pool
@@ -94,6 +132,12 @@ class Runtime:
         if self._stopped:
             return
         self._stopped = True
+        if self.studio is not None:
+            self.studio.stop()
+        if self._studio_watcher is not None:
+            self._studio_watcher.stop()
+        if self._studio_tap is not None:
+            self._studio_tap.uninstall()
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:

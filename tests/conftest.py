@@ -21,7 +21,16 @@ ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
     "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),
     "inline": lambda tmp, clock: _inline(ok.Runtime.start(clock=clock)),
+    "studio": lambda tmp, clock: _watched(ok.Runtime.start(clock=clock, studio=0)),
 }
+
+
+def _watched(rt: ok.Runtime) -> ok.Runtime:
+    """The in-memory hub with the Studio's tap first in the chain and a browser attached,
+    so every message takes the tap's full path: the contract must hold unchanged."""
+    assert rt.studio is not None and rt.studio.feed is not None
+    rt.studio.feed.attach()
+    return rt
 
 
 def _inline(rt: ok.Runtime) -> ok.Runtime:

@@ -3,6 +3,7 @@
 orkeon demo                   a short scripted exchange between agents, narrated
 orkeon bench hub [--json]     hub throughput beside raw pykka, as ratios
 orkeon simulate [example]     run one orchestration-mode example (or all) and print its timeline
+orkeon studio --store PATH    the Studio web view of a store file, read-only
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", default=["hub"], help="suites to run (default: hub)")
     bench.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     bench.add_argument("--quick", action="store_true", help="fewer messages, fewer repeats (noisier)")
+
+    from orkeon_actors.studio import cli as studio_cli
+
+    studio_cli.configure_parser(sub.add_parser("studio", help=studio_cli.HELP))
     return parser
 
 
@@ -67,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = run_suites(list(args.suites), quick=args.quick)
         print(to_json(results) if args.json else render_table(results))
         return 0
+    if args.command == "studio":
+        from orkeon_actors.studio.cli import run_studio
+
+        return run_studio(args)
     raise AssertionError(f"unhandled command {args.command}")
 
 

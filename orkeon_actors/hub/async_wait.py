@@ -32,6 +32,7 @@ import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.memory import InMemoryEventHub, WaitRegistration, _MemorySubscription
+from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, Waiter
@@ -79,6 +80,7 @@ class AsyncWait:
         "_early",
         "_hub",
         "_lock",
+        "_observed",
         "_on_done",
         "_registering",
         "_settled",
@@ -126,6 +128,7 @@ class AsyncWait:
         self._cleanup: Callable[[], None] | None = None
         self._timers: list[TimerHandle] = []
         self._unregister: Callable[[], None] | None = None
+        self._observed: WaitObserver | None = None
 
     @property
     def settled(self) -> bool:
@@ -183,6 +186,13 @@ class AsyncWait:
                     self.deadline, lambda: hub._expire_wait(waiter, caller, original, wait_id, started_at)
                 )
             )
+        observer = hub.wait_observer
+        if observer is not None:
+            remaining = None if self.deadline is None else self.deadline - hub.clock.monotonic()
+            who = self.caller
+            info = wait_info(self.wait_id, who.crew_id, who.agent_id, self.kind, original, self.started_at, remaining)
+            observer.wait_started(info)
+            self._observed = observer
         registration.listen()  # after the hooks: an already-answered request settles at once
         if hub._stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
@@ -197,6 +207,9 @@ class AsyncWait:
     def _on_settled(self, waiter: Waiter[Message]) -> None:
         hub = self._hub
         hub._active_waiters.pop(waiter, None)
+        observed, self._observed = self._observed, None
+        if observed is not None:
+            observed.wait_ended(self.wait_id)
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()

@@ -30,7 +30,8 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
-from orkeon_actors.hub.pipeline import Next, Pipeline
+from orkeon_actors.hub.observe import WaitObserver, wait_info
+from orkeon_actors.hub.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
@@ -292,10 +293,18 @@ class InMemoryEventHub(EventHub):
         self._active_waiters: dict[Waiter[Message], str] = {}
         self._stopped = False
         self.on_wait_timed_out: Callable[[Message], None] | None = None
+        self.wait_observer: WaitObserver | None = None
+        """Told when a wait starts and ends (:mod:`orkeon_actors.hub.observe`); ``None``
+        costs nothing."""
         self.inline_mailboxes = False
         """Mailboxes registered from now on run their logic on the caller's thread (no
         actor): what a deterministic :class:`~orkeon_actors.sim.Simulation` sets."""
 
+        self._base_pipeline = self.pipeline
+        self._compose_chains()
+
+    def _compose_chains(self) -> None:
+        """Compose, once, the chain of every operation from :attr:`pipeline`."""
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
         self._topic_post_chain = pipe.publish_chain("post", self._route)
@@ -305,6 +314,19 @@ class InMemoryEventHub(EventHub):
         self._receive_subscription = pipe.receive_chain("subscribe")
         self._receive_wait = pipe.receive_chain("wait")
         self._receive_reader = pipe.receive_chain("receive")
+
+    def set_tap(self, tap: EventHubMiddleware | None) -> None:
+        """Put the observing stage ``tap`` in front of the middleware chain while the hub
+        runs, or take it out again (``None``).
+
+        For an observer that watches only at times (the Studio, while a browser is
+        attached): the chains are recomposed, so without a tap the hub runs exactly the
+        chain it was started with and pays nothing per message. A message already inside
+        a chain finishes on the chain it entered. ``tap`` must pass every message on
+        unchanged (it runs first, so it also sees what later stages refuse)."""
+        base = self._base_pipeline
+        self.pipeline = base if tap is None else Pipeline((tap, *base.stages))
+        self._compose_chains()
 
     # -- message construction ---------------------------------------------------------
 
@@ -664,7 +686,7 @@ class InMemoryEventHub(EventHub):
         descriptor: WaitDescriptor,
         deadline: float | None,
         wait_id: str,
-        started_at: object,
+        started_at: datetime,
         cancel: CancelToken | None,
     ) -> Message:
         waiter: Waiter[Message] = Waiter()
@@ -677,12 +699,20 @@ class InMemoryEventHub(EventHub):
                 deadline,
                 lambda: self._expire_wait(waiter, caller, original, wait_id, started_at),
             )
+        observer = self.wait_observer
+        if observer is not None:
+            remaining = None if deadline is None else deadline - self.clock.monotonic()
+            observer.wait_started(
+                wait_info(wait_id, caller.crew_id, caller.agent_id, kind, original, started_at, remaining)
+            )
         try:
             return self._block(waiter, kind, cancel)
         finally:
             if timer is not None:
                 timer.cancel()
             cleanup()
+            if observer is not None:
+                observer.wait_ended(wait_id)
 
     def _expire_wait(
         self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object

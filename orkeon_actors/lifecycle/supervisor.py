@@ -1051,6 +1051,15 @@ class _SupervisorActor(pykka.ThreadingActor):
             return LifecycleState.UNKNOWN
         return LifecycleState.FAILED if record.state is CrewState.FAILED else LifecycleState.ASLEEP
 
+    def crew_states(self) -> dict[CrewId, LifecycleState]:
+        states = {crew_id: entry.state for crew_id, entry in self.entries.items()}
+        for crew_id, outcome in self.outcomes.items():
+            states.setdefault(
+                crew_id,
+                LifecycleState.COMPLETED if outcome.status is CrewStatus.COMPLETED else LifecycleState.FAILED,
+            )
+        return states
+
     def outcome_of(self, crew_id: CrewId) -> CrewOutcome | None:
         return self.outcomes.get(crew_id)
 
@@ -1230,6 +1239,8 @@ class CrewSupervisor:
         hub.route_listeners.append(self._on_route)
         hub.dispatch_listeners.append(self._on_dispatch)
         self.booted_asleep: int = self._call(self._actor().boot)
+        self._runtime_supervisors: list[Any] = runtime.supervisors
+        self._runtime_supervisors.append(self)  # what observers (the Studio) enumerate
 
     @classmethod
     def start(cls, runtime: Runtime, **options: Any) -> CrewSupervisor:
@@ -1395,6 +1406,15 @@ class CrewSupervisor:
         result: LifecycleState = self._call(lambda: actor.state_of(crew))
         return result
 
+    def crews(self) -> dict[CrewId, LifecycleState]:
+        """Every crew this supervisor knows now and its state: the live ones (active,
+        snapshotting, activating, and those it put to sleep in this process) and the
+        finished ones it still remembers (see :meth:`outcome`). Crews asleep since before
+        this process started are in the store, not here."""
+        actor = self._actor()
+        result: dict[CrewId, LifecycleState] = self._call(actor.crew_states)
+        return result
+
     def ref(self, crew_id: CrewId | str) -> pykka.ActorRef[CrewActor] | None:
         """The live crew actor, or ``None`` while it sleeps and once it finished (its
         actor stops once its outcome is durable: see :meth:`outcome`)."""
@@ -1472,4 +1492,6 @@ class CrewSupervisor:
                 self.hub.dispatch_listeners.remove(self._on_dispatch)
             if self._on_route in self.hub.route_listeners:
                 self.hub.route_listeners.remove(self._on_route)
+            if self in self._runtime_supervisors:
+                self._runtime_supervisors.remove(self)
             self._ref.stop()

@@ -115,9 +115,6 @@ class SqliteEventHub(InMemoryEventHub):
         routed to a subscription opened after it heard of the message's routing, or
         still in flight: how the lifecycle supervisor hands a waking crew the topic
         messages its cursors, not open yet, did not receive."""
-        self._outbox_chains: dict[str, Next] = {
-            operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
-        }
         self._lock = StoreLock(config.path, config.lock_timeout)
         self._cleanup: list[Callable[[], None]] = [self._lock.release]
         try:
@@ -125,6 +122,12 @@ class SqliteEventHub(InMemoryEventHub):
         except BaseException:
             self._close_store()
             raise
+
+    def _compose_chains(self) -> None:
+        super()._compose_chains()
+        self._outbox_chains: dict[str, Next] = {
+            operation: self.pipeline.publish_chain(operation, _identity) for operation in ("post", "publish")
+        }
 
     def _open(self) -> None:
         config = self.config
