@@ -30,6 +30,17 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "StoreWriteError",
+    "BrokerError",
+    "BrokerUnavailableError",
+    "BrokerNackError",
+    "UnroutableError",
+    "ExclusiveConsumerError",
+    "SignatureError",
+    "ToolDefinitionError",
+    "ModelError",
+    "ModelConfigError",
+    "FleetControlError",
+    "FleetTimeoutError",
 ]
 
 
@@ -161,3 +172,75 @@ class StoreVersionError(StoreError):
 class StoreWriteError(StoreError):
     """A transaction could not be committed (disk full, I/O error, ...). Nothing of the
     failed write is in the store; the operation that asked for it was not performed."""
+
+
+class BrokerError(EventHubError):
+    """The message broker of the distributed hub (RabbitMQ) refused or could not take a
+    message; the text says which and what to do."""
+
+
+class BrokerUnavailableError(BrokerError):
+    """The broker could not be reached (or did not confirm) within the call's bound."""
+
+
+class BrokerNackError(BrokerError):
+    """The broker refused a message it could not take (``basic.nack``)."""
+
+
+class UnroutableError(BrokerError):
+    """The broker returned a ``mandatory`` message: no queue was bound to its routing key."""
+
+
+class ExclusiveConsumerError(BrokerError):
+    """A queue is consumed exclusively by another connection (a second gateway for one host)."""
+
+
+class SignatureError(BrokerError):
+    """A cross-host message failed verification: bad or missing signature, unknown signing
+    host, a sender not living on the signing host, a recipient that does not match the
+    routing key, an expired message or a replay."""
+class ToolDefinitionError(InvalidArgumentError):
+    """A tool definition cannot be rendered in the style asked for (a name the provider
+    refuses, for instance). The message names the rule; rename or reshape the tool."""
+
+
+class ModelError(EventHubError):
+    """A model adapter could not get the next step from its provider: a refused request
+    (4xx other than 408/409/429), retries exhausted on rate limits, 5xx, timeouts or
+    connection failures, or a response that is not the documented wire format. Raised
+    from ``Model.complete``, it fails the agent's crew with this message as the reason.
+
+    ``provider`` and ``model`` say who was asked, ``status`` is the last HTTP status
+    (``None`` when no response came), ``attempts`` how many requests were made and
+    ``retryable`` whether the last failure was of a kind that is retried."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        model: str,
+        status: int | None = None,
+        attempts: int = 1,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+class ModelConfigError(InvalidArgumentError):
+    """A model adapter or a model reference in crew configuration is invalid (unknown
+    provider, missing ``model``, a negative price, an SDK extra not installed...). The
+    message says which setting and what to do."""
+
+
+class FleetControlError(BrokerError):
+    """A host refused a control request (spawn, stop): the text names its error."""
+
+
+class FleetTimeoutError(BrokerError, TimeoutError):
+    """A host did not answer a control request within its bound."""

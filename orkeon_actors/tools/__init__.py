@@ -36,14 +36,17 @@ from orkeon_actors.tools.dto import (
 )
 from orkeon_actors.tools.event_hub_tools import RESERVED_TOPIC_PREFIX, EventHubTools
 from orkeon_actors.tools.schema import json_schema
+from orkeon_actors.tools.styles import STYLES, DefinitionStyle, canonical_arguments, render
 from orkeon_actors.tools.validation import GLOBAL_SCOPE, MAX_TIMEOUT_MS
 
 __all__ = [
     "GLOBAL_SCOPE",
     "MAX_TIMEOUT_MS",
     "RESERVED_TOPIC_PREFIX",
+    "STYLES",
     "TOOL_NAMES",
     "TOOL_SPECS",
+    "DefinitionStyle",
     "EventHubTools",
     "GetLastValueRequest",
     "GetLastValueResponse",
@@ -63,9 +66,11 @@ __all__ = [
     "ToolSpec",
     "WaitForEventRequest",
     "WaitForEventResponse",
+    "canonical_arguments",
     "converter",
     "error_schema",
     "json_schema",
+    "render",
     "structure_request",
     "tool_definitions",
     "unstructure",

@@ -1,12 +1,10 @@
 """The seven tool definitions: name, a description written for a model, JSON Schemas.
 
 :data:`TOOL_SPECS` is the catalogue (in the order of spec §5); :func:`tool_definitions`
-renders it in the shape an LLM API or MCP expects:
-
-* ``"default"``: ``{"name", "description", "input_schema"}`` (the common function-calling
-  shape, as Anthropic's Messages API takes it);
-* ``"openai"``: ``{"type": "function", "function": {"name", "description", "parameters"}}``;
-* ``"mcp"``: ``{"name", "description", "inputSchema", "outputSchema"}`` (an MCP ``Tool``).
+renders it in the shape an LLM API or MCP expects, one of the styles of
+:mod:`orkeon_actors.tools.styles`: ``"anthropic"`` (the default, ``{"name",
+"description", "input_schema"}``), ``"openai"``, ``"openai-strict"``, ``"gemini"`` and
+``"mcp"`` (which also carries each tool's ``outputSchema``).
 
 Schemas are JSON Schema Draft 2020-12, generated from the DTOs
 (:mod:`orkeon_actors.tools.schema`), self-contained and without ``$schema``.
@@ -38,9 +36,19 @@ from orkeon_actors.tools.dto import (
     WaitForEventResponse,
 )
 from orkeon_actors.tools.schema import json_schema
+from orkeon_actors.tools.styles import DefinitionStyle, render
 from orkeon_actors.tools.validation import GLOBAL_SCOPE
 
-__all__ = ["TOOL_NAMES", "TOOL_SPECS", "DefinitionStyle", "ToolName", "ToolSpec", "error_schema", "tool_definitions"]
+__all__ = [
+    "TOOL_NAMES",
+    "TOOL_SPECS",
+    "DefinitionStyle",
+    "ToolName",
+    "ToolSpec",
+    "canonical_definition",
+    "error_schema",
+    "tool_definitions",
+]
 
 ToolName = Literal[
     "publish_event",
@@ -51,7 +59,6 @@ ToolName = Literal[
     "wait_for_event",
     "get_last_value",
 ]
-DefinitionStyle = Literal["default", "openai", "mcp"]
 
 
 @attrs.frozen
@@ -161,8 +168,18 @@ def error_schema() -> dict[str, Any]:
     return json_schema(ToolErrorResult)
 
 
-def tool_definitions(style: DefinitionStyle = "default") -> list[dict[str, Any]]:
-    """The seven definitions, freshly copied (callers may mutate them).
+def canonical_definition(spec: ToolSpec) -> dict[str, Any]:
+    """``spec`` as a canonical definition (see :mod:`orkeon_actors.tools.styles`)."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+        "output_schema": spec.output_schema,
+    }
+
+
+def tool_definitions(style: DefinitionStyle = "anthropic") -> list[dict[str, Any]]:
+    """The seven definitions in ``style``, freshly copied (callers may mutate them).
 
     Every model call of an agent with hub tools asks for them, so each style is rendered
     once (to JSON text) and each call decodes a fresh copy from it: about three times
@@ -175,27 +192,5 @@ def tool_definitions(style: DefinitionStyle = "default") -> list[dict[str, Any]]
 
 
 @functools.cache
-def _rendered_json(style: str) -> str:
-    if style == "default":
-        rendered = [{"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in TOOL_SPECS]
-    elif style == "openai":
-        rendered = [
-            {
-                "type": "function",
-                "function": {"name": s.name, "description": s.description, "parameters": s.input_schema},
-            }
-            for s in TOOL_SPECS
-        ]
-    elif style == "mcp":
-        rendered = [
-            {
-                "name": s.name,
-                "description": s.description,
-                "inputSchema": s.input_schema,
-                "outputSchema": s.output_schema,
-            }
-            for s in TOOL_SPECS
-        ]
-    else:
-        raise ValueError(f"unknown definition style {style!r}; use 'default', 'openai' or 'mcp'")
-    return json.dumps(rendered)
+def _rendered_json(style: DefinitionStyle) -> str:
+    return json.dumps([render(canonical_definition(spec), style) for spec in TOOL_SPECS])

@@ -47,7 +47,7 @@ from orkeon_actors.model.options import (
 )
 from orkeon_actors.tools.converter import structure_request, unstructure
 from orkeon_actors.tools.cursors import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CURSORS, CursorKey, TopicCursors
-from orkeon_actors.tools.definitions import TOOL_NAMES, DefinitionStyle, spec_for, tool_definitions
+from orkeon_actors.tools.definitions import TOOL_NAMES, spec_for, tool_definitions
 from orkeon_actors.tools.dto import (
     GetLastValueRequest,
     GetLastValueResponse,
@@ -67,6 +67,7 @@ from orkeon_actors.tools.dto import (
     WaitForEventResponse,
 )
 from orkeon_actors.tools.payload import decode_payload
+from orkeon_actors.tools.styles import DefinitionStyle
 from orkeon_actors.tools.validation import GLOBAL_SCOPE
 
 __all__ = ["RESERVED_TOPIC_PREFIX", "ErrorMode", "EventHubTools"]
@@ -144,10 +145,13 @@ class EventHubTools:
     # -- what a model is given ---------------------------------------------------------
 
     @staticmethod
-    def definitions(style: DefinitionStyle = "default") -> list[dict[str, Any]]:
+    def definitions(style: DefinitionStyle = "anthropic") -> list[dict[str, Any]]:
         """The seven tool definitions (name, description, JSON Schema of the input), in
-        the shape of ``style``: ``"default"`` ``{name, description, input_schema}``,
-        ``"openai"`` or ``"mcp"`` (see :mod:`orkeon_actors.tools.definitions`)."""
+        the shape of ``style``: ``"anthropic"`` ``{name, description, input_schema}``
+        (the default), ``"openai"``, ``"openai-strict"``, ``"gemini"`` or ``"mcp"`` (see
+        :mod:`orkeon_actors.tools.styles`). Arguments a model sends for a lowered style
+        (``openai-strict``, ``gemini``) go through
+        :func:`~orkeon_actors.tools.styles.canonical_arguments` before :meth:`invoke`."""
         return tool_definitions(style)
 
     def invoke(

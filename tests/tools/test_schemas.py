@@ -95,7 +95,7 @@ def test_definition_styles() -> None:
     default[0]["input_schema"]["properties"].clear()  # callers get copies
     assert tool_definitions()[0]["input_schema"]["properties"]
     with pytest.raises(ValueError):
-        tool_definitions("gemini")  # type: ignore[arg-type]
+        tool_definitions("default")  # type: ignore[arg-type]
 
 
 def test_timeout_rules_are_in_the_schemas() -> None:

@@ -1,0 +1,179 @@
+"""The control plane: spawn and stop crews on another host (cross-host messaging design,
+§5 U4), over ``fleet.control``.
+
+:class:`ControlPlane` consumes this host's durable ``control.<host>`` queue and answers
+on the requester's ``control.<host>.replies`` queue (exclusive, auto-delete). A request
+is a signed JSON message ``{"op": "spawn", "blueprint", "crew_id"}`` or ``{"op": "stop",
+"crew_id"}``; the answer is ``{"ok": true, "crew_id"}`` or ``{"ok": false, "error",
+"message"}`` with the remote error's type name.
+
+Guarantees:
+
+* **A bounded answer.** :meth:`spawn` and :meth:`stop` return the crew id or raise within
+  ``timeout`` seconds: ``BrokerUnavailableError`` if the request could not be published,
+  ``FleetControlError`` naming the remote failure, or ``FleetTimeoutError`` when no
+  answer came (the target host may be down; the request then stays in its durable
+  control queue and runs when it comes back, unless it expired first).
+* **Signed both ways.** Requests and answers are signed and verified like every
+  cross-host message; an unverifiable one is rejected to the dead-letter exchange.
+* **Local execution.** The handler runs the host's own ``spawn(blueprint, crew_id)`` /
+  ``stop(crew_id)`` callables (its supervisor): only after the crew is started (ready) is
+  the answer sent, so the caller can post to it right away once presence announced it.
+  Handlers run on a worker thread, never on the broker's I/O thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from loguru import logger
+
+from orkeon_actors.errors import EventHubError, FleetControlError, FleetTimeoutError, SignatureError
+from orkeon_actors.fleet.signing import Signer, Verifier
+from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
+from orkeon_actors.hub.amqp.topology import CONTROL_EXCHANGE, control_queue, replies_key, replies_queue
+
+__all__ = ["ControlPlane"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
+
+
+class ControlPlane:
+    """Sends and serves control requests for one host (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: str,
+        link: BrokerLink,
+        signer: Signer,
+        verifier: Verifier,
+        *,
+        spawn: Callable[[str, str | None], str],
+        stop: Callable[[str], None],
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.host = host
+        self._link = link
+        self._signer = signer
+        self._verifier = verifier
+        self._spawn = spawn
+        self._stop = stop
+        self._now_ms = now_ms
+        self._waiting: dict[str, Future[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> ControlPlane:
+        """Serve this host's control queue and listen for answers (both declared by the
+        link's topology: ``Declarer().control(host)``)."""
+        self._link.consume(replies_queue(self.host), self._answered, prefetch=64)
+        self._link.consume(control_queue(self.host), self._requested, prefetch=4)
+        return self
+
+    # -- asking ---------------------------------------------------------------------------
+
+    def spawn(self, host: str, blueprint: str, crew_id: str | None = None, *, timeout: float = 30.0) -> str:
+        """Start a crew of ``blueprint`` on ``host`` and return its id once it runs."""
+        return self._ask(host, {"op": "spawn", "blueprint": blueprint, "crew_id": crew_id}, timeout)
+
+    def stop(self, host: str, crew_id: str, *, timeout: float = 30.0) -> str:
+        """Stop crew ``crew_id`` on ``host``; returns its id once it stopped."""
+        return self._ask(host, {"op": "stop", "crew_id": crew_id}, timeout)
+
+    def _ask(self, host: str, request: dict[str, Any], timeout: float) -> str:
+        request_id = uuid.uuid4().hex
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            self._waiting[request_id] = future
+        body = json.dumps(request, separators=(",", ":")).encode()
+        try:
+            self._send(host, body, request_id, f"control://{host}", reply_to=self.host, timeout=timeout)
+            answer = future.result(timeout)
+        except FutureTimeout:
+            raise FleetTimeoutError(
+                f"host {host!r} did not answer {request['op']} within {timeout} s: is its runtime running and "
+                "announced on the roster? The request stays queued for it until it expires"
+            ) from None
+        finally:
+            with self._lock:
+                self._waiting.pop(request_id, None)
+        if not answer.get("ok"):
+            raise FleetControlError(
+                f"host {host!r} refused {request['op']}: {answer.get('error')}: {answer.get('message')}"
+            )
+        return str(answer["crew_id"])
+
+    def _send(self, host: str, body: bytes, message_id: str, to: str, *, reply_to: str | None, timeout: float) -> None:
+        headers: dict[str, object] = {
+            "message_id": message_id,
+            "from": f"control://{self.host}",
+            "to": to,
+            "expires_at": self._now_ms() + int(timeout * 1000),
+        }
+        if reply_to is not None:
+            headers["reply_to"] = reply_to
+        signed = self._signer.sign(headers, body)
+        key = host if reply_to is not None else replies_key(host)
+        self._link.publish_and_wait(
+            Outgoing(CONTROL_EXCHANGE, key, body, message_id, signed, expiration_ms=int(timeout * 1000)), timeout
+        )
+
+    def _answered(self, delivery: Delivery) -> None:
+        self._link.ack(delivery)
+        try:
+            self._verify(delivery, f"control://{self.host}")
+            answer = json.loads(delivery.body)
+        except (SignatureError, ValueError) as exc:
+            _log.warning("control answer refused: {}", exc)
+            return
+        with self._lock:
+            future = self._waiting.get(str(delivery.headers.get("message_id")))
+        if future is not None and not future.done():
+            future.set_result(answer)
+
+    # -- serving --------------------------------------------------------------------------
+
+    def _requested(self, delivery: Delivery) -> None:
+        try:
+            sender_host = self._verify(delivery, f"control://{self.host}")
+            request = json.loads(delivery.body)
+        except (SignatureError, ValueError) as exc:
+            _log.warning("control request refused, dead-lettered: {}", exc)
+            self._link.reject(delivery)
+            return
+        threading.Thread(
+            target=self._serve, args=(delivery, sender_host, request), name=f"control-{self.host}", daemon=True
+        ).start()
+
+    def _serve(self, delivery: Delivery, sender_host: str, request: dict[str, Any]) -> None:
+        try:
+            if request.get("op") == "spawn":
+                crew_id = self._spawn(str(request["blueprint"]), request.get("crew_id"))
+            elif request.get("op") == "stop":
+                crew_id = str(request["crew_id"])
+                self._stop(crew_id)
+            else:
+                raise FleetControlError(f"unknown control operation {request.get('op')!r}: use spawn or stop")
+            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id}
+        except (EventHubError, KeyError, ValueError) as exc:
+            answer = {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        body = json.dumps(answer, separators=(",", ":")).encode()
+        message_id = str(delivery.headers["message_id"])
+        try:
+            self._send(sender_host, body, message_id, f"control://{sender_host}", reply_to=None, timeout=10.0)
+        finally:
+            self._link.ack(delivery)
+
+    def _verify(self, delivery: Delivery, expected_to: str) -> str:
+        host = self._verifier.signing_host(delivery.headers, delivery.body)
+        if str(delivery.headers.get("from")) != f"control://{host}":
+            raise SignatureError(f"a control message from {delivery.headers.get('from')} was signed by {host!r}")
+        if str(delivery.headers.get("to")) != expected_to:
+            raise SignatureError(f"a control message for {delivery.headers.get('to')} reached {expected_to}")
+        return host

@@ -1,0 +1,519 @@
+"""One connection to RabbitMQ, on one I/O thread: publisher confirms, consumers, reconnects.
+
+:class:`BrokerLink` owns a pika ``SelectConnection`` and the single thread that runs its
+I/O loop (pika connections are not thread-safe; every other thread talks to it through
+``add_callback_threadsafe``). It is the only module of the distributed tier that touches
+pika. Guarantees:
+
+* **Confirmed publishes.** :meth:`BrokerLink.publish` returns a future that completes
+  once the broker confirmed the message (``basic.ack``); it fails with
+  ``UnroutableError`` if the broker returned a ``mandatory`` message no queue was bound
+  to, and with ``BrokerNackError`` on a ``basic.nack``. Confirms are windowed: publishing
+  never waits for an earlier confirm.
+* **Nothing accepted is lost across a reconnect.** A publish the broker had not confirmed
+  when the connection dropped is published again, with the same ``message_id``, once the
+  link is back (at-least-once: receivers deduplicate by message id). A publish made while
+  the broker is unreachable waits for the reconnect; the caller bounds that wait with its
+  own timeout (:meth:`BrokerLink.publish_and_wait` raises ``BrokerUnavailableError``).
+* **Consumers survive reconnects.** A consumer registered with :meth:`consume` is
+  re-established (same queue, prefetch, exclusivity) after every reconnect, once the
+  ``on_connected`` hook redeclared the topology. Deliveries of the old connection are
+  void: acking them is a no-op, the broker redelivers them (``redelivered`` set).
+* **Exclusive means exclusive.** A consumer refused because another connection holds the
+  queue exclusively fails its :meth:`consume` with ``ExclusiveConsumerError`` (a second
+  gateway for one host fails loudly) instead of retrying.
+* **Reconnect with backoff.** A lost connection is retried with exponential backoff
+  (``backoff`` doubling up to ``max_backoff`` seconds) until :meth:`stop`.
+
+Callbacks given to :meth:`consume` and ``on_connected`` run on the I/O thread: they must
+be short and must not block (hand work to an actor); they may call :meth:`ack`,
+:meth:`reject` and :meth:`publish`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+import pika
+import pika.channel
+import pika.exceptions
+import pika.frame
+import pika.spec
+from loguru import logger
+
+from orkeon_actors.errors import (
+    BrokerNackError,
+    BrokerUnavailableError,
+    ExclusiveConsumerError,
+    UnroutableError,
+)
+
+__all__ = ["BrokerLink", "Delivery", "Outgoing"]
+
+_log = logger.bind(component="orkeon_actors.amqp")
+
+_ACCESS_REFUSED = 403
+_RESOURCE_LOCKED = 405
+
+
+@attrs.frozen
+class Outgoing:
+    """One message to publish: where, what, and its AMQP properties."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    message_id: str
+    headers: dict[str, Any] = attrs.field(factory=dict)
+    mandatory: bool = True
+    expiration_ms: int | None = None
+    persistent: bool = True
+
+    def properties(self) -> pika.BasicProperties:
+        return pika.BasicProperties(
+            message_id=self.message_id,
+            headers=dict(self.headers),
+            delivery_mode=pika.DeliveryMode.Persistent if self.persistent else pika.DeliveryMode.Transient,
+            content_type="application/json",
+            expiration=None if self.expiration_ms is None else str(self.expiration_ms),
+        )
+
+
+@attrs.frozen
+class Delivery:
+    """One message a consumer received. ``generation`` identifies the connection it came
+    on: :meth:`BrokerLink.ack` of a delivery from an earlier connection does nothing."""
+
+    queue: str
+    routing_key: str
+    exchange: str
+    body: bytes
+    message_id: str | None
+    headers: dict[str, Any]
+    delivery_tag: int
+    redelivered: bool
+    generation: int
+
+
+@attrs.define
+class _Consumer:
+    queue: str
+    on_message: Callable[[Delivery], None]
+    prefetch: int
+    exclusive: bool
+    registered: Future[None]
+    channel: pika.channel.Channel | None = None
+
+
+@attrs.define
+class _Pending:
+    outgoing: Outgoing
+    future: Future[None]
+    returned: bool = False
+
+
+class BrokerLink:
+    """A connection to one broker (see the module docstring).
+
+    ``url`` is an AMQP URI (``amqp://user:pass@host:port/vhost``, ``amqps://`` with TLS
+    options in its query). ``on_connected(channel)`` runs on the I/O thread after every
+    (re)connect, before publishes resume and consumers come back: declare the topology
+    there, synchronously chained through pika callbacks, and call ``done()`` when it is
+    declared (it receives the publishing channel and ``done``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        name: str = "orkeon",
+        on_connected: Callable[[pika.channel.Channel, Callable[[], None]], None] | None = None,
+        backoff: float = 0.1,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.name = name
+        self._on_connected = on_connected
+        self._parameters = pika.URLParameters(url)
+        self._parameters.client_properties = {"connection_name": name}
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._lock = threading.Lock()
+        self._connection: pika.SelectConnection | None = None
+        self._channel: pika.channel.Channel | None = None
+        self._ready = threading.Event()
+        self._stopping = False
+        self._generation = 0
+        self._sequence = itertools.count(1)
+        self._unconfirmed: dict[int, _Pending] = {}
+        self._by_id: dict[str, _Pending] = {}
+        self._queued: list[_Pending] = []
+        self._consumers: list[_Consumer] = []
+        self._attempt = 0
+        self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
+        self.reconnects = 0
+        """How many times the link reconnected after losing the broker."""
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self, timeout: float = 10.0) -> BrokerLink:
+        """Connect (and declare, through ``on_connected``); raise ``BrokerUnavailableError``
+        if the broker is not reachable within ``timeout`` seconds (the link keeps trying
+        in the background until :meth:`stop`)."""
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise BrokerUnavailableError(
+                f"the broker at {_safe(self.url)} did not answer within {timeout} s: check that RabbitMQ runs "
+                "there and that the URI's host, port, vhost and login are right"
+            )
+        return self
+
+    @property
+    def connected(self) -> bool:
+        return self._ready.is_set()
+
+    def stop(self) -> None:
+        """Close the connection and end the I/O thread; unconfirmed publishes fail with
+        ``BrokerUnavailableError``. Idempotent."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            connection = self._connection
+        if connection is not None and self._thread.is_alive():
+            self._threadsafe(connection, self._close)
+        self._thread.join(timeout=10)
+        self._fail_all(BrokerUnavailableError("the broker link was stopped before the broker confirmed the message"))
+
+    def _close(self) -> None:
+        connection = self._connection
+        if connection is not None and not (connection.is_closing or connection.is_closed):
+            connection.close()
+        elif connection is not None:
+            connection.ioloop.stop()
+
+    # -- the I/O thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+            connection = pika.SelectConnection(
+                self._parameters,
+                on_open_callback=self._opened,
+                on_open_error_callback=self._open_failed,
+                on_close_callback=self._closed,
+            )
+            with self._lock:
+                self._connection = connection
+            connection.ioloop.start()
+            with self._lock:
+                if self._stopping:
+                    return
+            delay = min(self._max_backoff, self._backoff * (2 ** min(self._attempt, 16)))
+            self._attempt += 1
+            threading.Event().wait(delay)
+
+    def _opened(self, connection: pika.SelectConnection) -> None:
+        connection.channel(on_open_callback=self._channel_opened)
+
+    def _open_failed(self, connection: pika.SelectConnection, error: BaseException) -> None:
+        _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), error)
+        connection.ioloop.stop()
+
+    def _closed(self, connection: pika.SelectConnection, reason: BaseException) -> None:
+        self._ready.clear()
+        self._channel = None
+        with self._lock:
+            stopping = self._stopping
+        if not stopping:
+            _log.warning("lost the broker at {} ({}); reconnecting", _safe(self.url), reason)
+            self.reconnects += 1
+            self._requeue_unconfirmed()
+        connection.ioloop.stop()
+
+    def _channel_opened(self, channel: pika.channel.Channel) -> None:
+        self._generation += 1
+        self._sequence = itertools.count(1)
+        channel.add_on_return_callback(self._returned)
+        channel.add_on_close_callback(self._channel_closed)
+        channel.confirm_delivery(self._confirmed, callback=lambda _frame: self._declare(channel))
+
+    def _declare(self, channel: pika.channel.Channel) -> None:
+        if self._on_connected is None:
+            self._resume(channel)
+        else:
+            self._on_connected(channel, lambda: self._resume(channel))
+
+    def _resume(self, channel: pika.channel.Channel) -> None:
+        self._channel = channel
+        self._attempt = 0
+        for consumer in list(self._consumers):
+            self._open_consumer(consumer)
+        with self._lock:
+            queued, self._queued = self._queued, []
+        for pending in queued:
+            self._publish_now(pending)
+        self._ready.set()
+
+    def _channel_closed(self, channel: pika.channel.Channel, reason: BaseException) -> None:
+        if channel is self._channel and self._connection is not None and self._connection.is_open:
+            _log.warning("the broker closed the publishing channel ({}); reconnecting", reason)
+            self._connection.close()
+
+    # -- publishing -----------------------------------------------------------------------
+
+    def publish(self, outgoing: Outgoing) -> Future[None]:
+        """Publish ``outgoing``; the future completes on the broker's confirm (see the
+        module docstring for its failures). Thread-safe, never blocks."""
+        pending = _Pending(outgoing, Future())
+        with self._lock:
+            if self._stopping:
+                pending.future.set_exception(BrokerUnavailableError("the broker link is stopped"))
+                return pending.future
+            connection = self._connection
+            self._queued.append(pending)
+        if connection is not None and self._ready.is_set():
+            self._threadsafe(connection, self._flush)
+        return pending.future
+
+    def publish_and_wait(self, outgoing: Outgoing, timeout: float) -> None:
+        """:meth:`publish`, then wait up to ``timeout`` seconds for the confirm; raise
+        ``BrokerUnavailableError`` if none came (the message may still be published once
+        the broker is back: it is not withdrawn)."""
+        future = self.publish(outgoing)
+        try:
+            future.result(timeout)
+        except TimeoutError:
+            raise BrokerUnavailableError(
+                f"the broker at {_safe(self.url)} did not confirm message {outgoing.message_id} within {timeout} s "
+                "(unreachable or overloaded); it stays queued and is published on reconnect"
+            ) from None
+
+    def _flush(self) -> None:
+        if self._channel is None:
+            return  # published by _resume once the link is back
+        with self._lock:
+            queued, self._queued = self._queued, []
+        for pending in queued:
+            self._publish_now(pending)
+
+    def _publish_now(self, pending: _Pending) -> None:
+        channel = self._channel
+        if channel is None or not channel.is_open:
+            with self._lock:
+                self._queued.append(pending)
+            return
+        tag = next(self._sequence)
+        self._unconfirmed[tag] = pending
+        self._by_id[pending.outgoing.message_id] = pending
+        out = pending.outgoing
+        channel.basic_publish(out.exchange, out.routing_key, out.body, out.properties(), mandatory=out.mandatory)
+
+    def _returned(
+        self,
+        channel: pika.channel.Channel,
+        method: pika.spec.Basic.Return,
+        properties: pika.spec.BasicProperties,
+        body: bytes,
+    ) -> None:
+        pending = self._by_id.get(properties.message_id or "")
+        if pending is not None:
+            pending.returned = True  # the confirm that follows completes it as unroutable
+
+    def _confirmed(self, frame: pika.frame.Method) -> None:
+        method = frame.method
+        last = method.delivery_tag
+        tags = [tag for tag in self._unconfirmed if tag <= last] if method.multiple else [last]
+        nack = isinstance(method, pika.spec.Basic.Nack)
+        for tag in tags:
+            pending = self._unconfirmed.pop(tag, None)
+            if pending is None:
+                continue
+            out = pending.outgoing
+            self._by_id.pop(out.message_id, None)
+            if nack:
+                pending.future.set_exception(
+                    BrokerNackError(f"the broker refused message {out.message_id} (basic.nack): retry it later")
+                )
+            elif pending.returned:
+                pending.future.set_exception(
+                    UnroutableError(
+                        f"no queue is bound to {out.exchange!r} with key {out.routing_key!r}: "
+                        f"message {out.message_id} reached nobody"
+                    )
+                )
+            else:
+                pending.future.set_result(None)
+
+    def _requeue_unconfirmed(self) -> None:
+        """The connection dropped: what the broker had not confirmed goes first in line."""
+        pending = [self._unconfirmed[tag] for tag in sorted(self._unconfirmed)]
+        self._unconfirmed.clear()
+        self._by_id.clear()
+        for item in pending:
+            item.returned = False
+        with self._lock:
+            self._queued = pending + self._queued
+
+    def _fail_all(self, error: BaseException) -> None:
+        with self._lock:
+            pending = list(self._unconfirmed.values()) + self._queued
+            self._unconfirmed.clear()
+            self._queued = []
+        for item in pending:
+            if not item.future.done():
+                item.future.set_exception(error)
+
+    # -- consuming ------------------------------------------------------------------------
+
+    def consume(
+        self,
+        queue: str,
+        on_message: Callable[[Delivery], None],
+        *,
+        prefetch: int,
+        exclusive: bool = True,
+        timeout: float = 10.0,
+    ) -> None:
+        """Consume ``queue`` with manual acks and at most ``prefetch`` unacknowledged
+        deliveries, now and after every reconnect. Blocks until the broker accepted the
+        consumer; raises ``ExclusiveConsumerError`` if another connection holds it."""
+        if prefetch < 1:
+            raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
+        consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
+        with self._lock:
+            self._consumers.append(consumer)
+            connection = self._connection
+        if connection is not None and self._ready.is_set():
+            self._threadsafe(connection, lambda: self._open_consumer(consumer))
+        try:
+            consumer.registered.result(timeout)
+        except BaseException:
+            with self._lock:
+                if consumer in self._consumers:
+                    self._consumers.remove(consumer)
+            raise
+
+    def _open_consumer(self, consumer: _Consumer) -> None:
+        connection = self._connection
+        if connection is None or not connection.is_open:
+            return
+        generation = self._generation
+
+        def on_close(_channel: pika.channel.Channel, reason: BaseException) -> None:
+            refused = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code in (
+                _ACCESS_REFUSED,
+                _RESOURCE_LOCKED,
+            )
+            if refused and not consumer.registered.done():
+                with self._lock:
+                    if consumer in self._consumers:
+                        self._consumers.remove(consumer)
+                consumer.registered.set_exception(
+                    ExclusiveConsumerError(
+                        f"queue {consumer.queue!r} is consumed exclusively by another connection (another gateway "
+                        f"for the same host?): {reason}. Stop the other one; two would split the stream"
+                    )
+                )
+
+        def on_message(
+            channel: pika.channel.Channel,
+            method: pika.spec.Basic.Deliver,
+            properties: pika.spec.BasicProperties,
+            body: bytes,
+        ) -> None:
+            consumer.on_message(
+                Delivery(
+                    consumer.queue,
+                    method.routing_key,
+                    method.exchange,
+                    body,
+                    properties.message_id,
+                    dict(properties.headers or {}),
+                    method.delivery_tag,
+                    bool(method.redelivered),
+                    generation,
+                )
+            )
+
+        def consuming(_frame: pika.frame.Method) -> None:
+            if not consumer.registered.done():
+                consumer.registered.set_result(None)
+
+        def opened(channel: pika.channel.Channel) -> None:
+            consumer.channel = channel
+            channel.add_on_close_callback(on_close)
+            channel.basic_qos(
+                prefetch_count=consumer.prefetch,
+                callback=lambda _frame: channel.basic_consume(
+                    consumer.queue,
+                    on_message,
+                    exclusive=consumer.exclusive,
+                    callback=consuming,
+                ),
+            )
+
+        connection.channel(on_open_callback=opened)
+
+    def ack(self, delivery: Delivery) -> None:
+        """Acknowledge ``delivery`` (thread-safe). A delivery of an earlier connection is
+        skipped: the broker redelivers it."""
+        self._settle(delivery, lambda channel: channel.basic_ack(delivery.delivery_tag))
+
+    def reject(self, delivery: Delivery) -> None:
+        """Reject ``delivery`` without requeue: it goes to its queue's dead-letter exchange."""
+        self._settle(delivery, lambda channel: channel.basic_reject(delivery.delivery_tag, requeue=False))
+
+    def _settle(self, delivery: Delivery, action: Callable[[pika.channel.Channel], None]) -> None:
+        connection = self._connection
+        if connection is None:
+            return
+
+        def run() -> None:
+            if delivery.generation != self._generation:
+                return
+            for consumer in self._consumers:
+                channel = consumer.channel
+                if consumer.queue == delivery.queue and channel is not None and channel.is_open:
+                    action(channel)
+                    return
+
+        self._threadsafe(connection, run)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _threadsafe(self, connection: pika.SelectConnection, fn: Callable[[], None]) -> None:
+        if threading.current_thread() is self._thread:
+            fn()
+            return
+        try:
+            connection.ioloop.add_callback_threadsafe(fn)
+        except pika.exceptions.ConnectionWrongStateError:
+            pass  # the loop is closing: the reconnect replays queued work
+
+    def run_on_io_thread(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the I/O thread (e.g. to declare more topology on ``channel``)."""
+        connection = self._connection
+        if connection is None:
+            raise BrokerUnavailableError("the broker link is not connected yet: call start() first")
+        self._threadsafe(connection, fn)
+
+    @property
+    def channel(self) -> pika.channel.Channel | None:
+        """The publishing channel (use only on the I/O thread)."""
+        return self._channel
+
+
+def _safe(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    params = pika.URLParameters(url)
+    vhost = params.virtual_host
+    scheme = "amqps" if params.ssl_options is not None else "amqp"
+    return f"{scheme}://{params.credentials.username}@{params.host}:{params.port}/{vhost}"

@@ -1,0 +1,224 @@
+"""The fleet's AMQP topology: exchange and queue names, routing keys, declarations.
+
+Names follow the cross-host messaging design (its §3-§4):
+
+========================  ======  ===============================================
+``fleet.msg``             topic   every entity-to-entity message and every topic
+                                  publish; routing key = recipient or topic
+``fleet.roster``          topic   presence heartbeats, key ``roster.<host>.<entity>``
+``fleet.control``         direct  spawn / stop, key = target host id
+``fleet.dlx``             fanout  dead letters of every inbox
+``fleet.dlq``             queue   bound to ``fleet.dlx``; durable (capped by policy)
+``inbox.<address>``       queue   one per local entity (agent, crew, client mailbox),
+                                  durable classic queue, dead-lettering to ``fleet.dlx``
+``control.<host>``        queue   durable, bound to ``fleet.control`` key ``<host>``
+``control.<host>.replies``  queue exclusive, auto-delete: answers to ``<host>``'s requests
+``roster.<host>``         queue   exclusive, auto-delete, bound to ``roster.#``
+========================  ======  ===============================================
+
+Routing keys (:func:`mailbox_key`, :func:`topic_key`, :func:`scoped_topic_key`):
+
+* a mailbox's key is ``mbox.`` + its canonical address (``mbox.agent://billing/scorer``):
+  inbox bindings are exact, so the address's own characters need no escaping;
+* a global topic publish's key is ``topic.`` + the topic, and a subscription binds
+  ``topic.`` + its pattern, so ``*`` and ``#`` mean on the broker what they mean in
+  memory (one word, zero or more);
+* a publish scoped to crew X (spec §10.1) is keyed ``scoped.`` + X + ``.`` + topic, with
+  the dots of X escaped (``%2E``; ``%`` never occurs in an id), so that only a binding
+  made for crew X can match it: the scoping is enforced by the bindings themselves.
+
+Caps (max length, message TTL, orphan expiry, overflow behaviour) are set by **policy**
+(:func:`inbox_policy`), never by queue arguments: redeclaring a queue with other
+arguments fails with ``PRECONDITION_FAILED``, a policy changes in place. Inboxes are
+classic queues because quorum queues ignore ``reject-publish-dlx``.
+
+Declarations are idempotent; :class:`Declarer` chains them through pika's callbacks on
+the I/O thread (see :class:`~orkeon_actors.hub.amqp.link.BrokerLink`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import attrs
+import pika.channel
+
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId
+
+__all__ = [
+    "CONTROL_EXCHANGE",
+    "DLQ",
+    "DLX",
+    "MSG_EXCHANGE",
+    "ROSTER_EXCHANGE",
+    "Declarer",
+    "InboxCaps",
+    "control_queue",
+    "inbox_policy",
+    "inbox_queue",
+    "mailbox_key",
+    "replies_key",
+    "replies_queue",
+    "roster_queue",
+    "scoped_topic_key",
+    "topic_key",
+]
+
+MSG_EXCHANGE: Final = "fleet.msg"
+ROSTER_EXCHANGE: Final = "fleet.roster"
+CONTROL_EXCHANGE: Final = "fleet.control"
+DLX: Final = "fleet.dlx"
+DLQ: Final = "fleet.dlq"
+MAX_KEY_BYTES: Final = 255
+"""AMQP's limit on a routing key (a short string)."""
+
+
+def mailbox_key(address: MailboxAddress) -> str:
+    return "mbox." + str(address)
+
+
+def inbox_queue(address: MailboxAddress) -> str:
+    return "inbox." + str(address)
+
+
+def topic_key(topic: str) -> str:
+    """Routing key (or binding pattern) of a global publish on ``topic``."""
+    return "topic." + topic
+
+
+def scoped_topic_key(crew: CrewId, topic: str) -> str:
+    """Routing key (or binding pattern) of a publish on ``topic`` scoped to ``crew``."""
+    return "scoped." + str(crew).replace(".", "%2E") + "." + topic
+
+
+def control_queue(host: str) -> str:
+    return "control." + host
+
+
+def replies_queue(host: str) -> str:
+    """Where answers to ``host``'s control requests arrive (exclusive, auto-delete)."""
+    return control_queue(host) + ".replies"
+
+
+def replies_key(host: str) -> str:
+    return host + ".replies"
+
+
+def roster_queue(host: str) -> str:
+    return "roster." + host
+
+
+@attrs.frozen
+class InboxCaps:
+    """The bounds of every inbox, applied by policy (see :func:`inbox_policy`).
+
+    ``max_length`` messages at most (overflow is refused back to the publisher and
+    dead-lettered, ``reject-publish-dlx``), ``message_ttl_ms`` after which an unconsumed
+    message dead-letters, ``orphan_expiry_ms`` after which an inbox nobody consumes is
+    deleted, ``dlq_max_length`` for ``fleet.dlq`` itself.
+    """
+
+    max_length: int = 100_000
+    message_ttl_ms: int = 7 * 24 * 3600 * 1000
+    orphan_expiry_ms: int = 30 * 24 * 3600 * 1000
+    dlq_max_length: int = 1_000_000
+
+
+def inbox_policy(caps: InboxCaps = InboxCaps()) -> list[tuple[str, str, dict[str, Any]]]:
+    """The policies an operator applies (``rabbitmqctl set_policy NAME PATTERN JSON
+    --apply-to queues``): ``(name, pattern, definition)`` for the inboxes and the DLQ."""
+    return [
+        (
+            "orkeon-inboxes",
+            r"^inbox\.",
+            {
+                "max-length": caps.max_length,
+                "overflow": "reject-publish-dlx",
+                "message-ttl": caps.message_ttl_ms,
+                "expires": caps.orphan_expiry_ms,
+            },
+        ),
+        ("orkeon-dlq", r"^fleet\.dlq$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
+    ]
+
+
+def policy_commands(vhost: str, caps: InboxCaps = InboxCaps()) -> list[list[str]]:
+    """:func:`inbox_policy` as ``rabbitmqctl`` command lines for ``vhost``."""
+    return [
+        ["rabbitmqctl", "set_policy", "-p", vhost, name, pattern, json.dumps(definition), "--apply-to", "queues"]
+        for name, pattern, definition in inbox_policy(caps)
+    ]
+
+
+Step = Callable[[pika.channel.Channel, Callable[[], None]], None]
+
+
+def _call(method: str, *args: Any, **kwargs: Any) -> Step:
+    """A step calling ``channel.<method>(*args, **kwargs)`` and continuing on its reply."""
+
+    def step(channel: pika.channel.Channel, next_step: Callable[[], None]) -> None:
+        getattr(channel, method)(*args, callback=lambda _frame: next_step(), **kwargs)
+
+    return step
+
+
+class Declarer:
+    """Chains declarations on a channel, each started from the previous one's callback,
+    then calls ``done``. Build it with the methods below, run it with :meth:`run` on the
+    I/O thread."""
+
+    def __init__(self) -> None:
+        self._steps: list[Step] = []
+
+    def shared(self) -> Declarer:
+        """The shared exchanges and the dead-letter queue."""
+        for name, kind in (
+            (MSG_EXCHANGE, "topic"),
+            (ROSTER_EXCHANGE, "topic"),
+            (CONTROL_EXCHANGE, "direct"),
+            (DLX, "fanout"),
+        ):
+            self._steps.append(_call("exchange_declare", name, kind, durable=True))
+        self._steps.append(_call("queue_declare", DLQ, durable=True))
+        self._steps.append(_call("queue_bind", DLQ, DLX, ""))
+        return self
+
+    def inbox(self, address: MailboxAddress, extra_keys: Sequence[str] = ()) -> Declarer:
+        """A durable inbox for ``address``, bound to its mailbox key (and ``extra_keys``:
+        topic patterns its owner subscribes to)."""
+        queue = inbox_queue(address)
+        arguments = {"x-queue-type": "classic", "x-dead-letter-exchange": DLX}
+        self._steps.append(_call("queue_declare", queue, durable=True, arguments=arguments))
+        for key in (mailbox_key(address), *extra_keys):
+            self._steps.append(_call("queue_bind", queue, MSG_EXCHANGE, key))
+        return self
+
+    def control(self, host: str) -> Declarer:
+        """``host``'s durable control queue and its exclusive queue for answers."""
+        queue = control_queue(host)
+        self._steps.append(_call("queue_declare", queue, durable=True, arguments={"x-dead-letter-exchange": DLX}))
+        self._steps.append(_call("queue_bind", queue, CONTROL_EXCHANGE, host))
+        replies = replies_queue(host)
+        self._steps.append(_call("queue_declare", replies, exclusive=True, auto_delete=True))
+        self._steps.append(_call("queue_bind", replies, CONTROL_EXCHANGE, replies_key(host)))
+        return self
+
+    def roster(self, host: str) -> Declarer:
+        queue = roster_queue(host)
+        self._steps.append(_call("queue_declare", queue, exclusive=True, auto_delete=True))
+        self._steps.append(_call("queue_bind", queue, ROSTER_EXCHANGE, "roster.#"))
+        return self
+
+    def run(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        steps = list(self._steps)
+
+        def advance(index: int) -> None:
+            if index == len(steps):
+                done()
+                return
+            steps[index](channel, lambda: advance(index + 1))
+
+        advance(0)
