@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"hub"},
     {"tools", "acl", "fleet"},
     {"middleware"},
-    {"store"},
+    {"store", "history"},
     {"runtime"},
     {"crew"},
     {"orchestration", "models"},
