@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 
 from orkeon_actors.actors.executor import bound_executor
-from orkeon_actors.actors.pooled import PooledActor, _Inbox
+from orkeon_actors.actors.pooled import ActorInbox, PooledActor
 
 __all__ = ["CallerRunsActor", "deferred_turns", "never_run_turns_here", "turns_deferred"]
 
@@ -99,7 +99,7 @@ class CallerRunsActor(PooledActor):
     def _start_actor_loop(self) -> None:
         self._context = contextvars.Context()
         self.executor = executor = bound_executor(self.pool)
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         run = self._run_turns
 
         def run_or_owe() -> None:
@@ -123,7 +123,7 @@ class CallerRunsActor(PooledActor):
         meanwhile included. If more are waiting after it, the rest runs on the actor's
         pool (a caller never works off another thread's backlog without bound);
         otherwise the actor is marked idle, so that the next ``tell`` runs it."""
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         more = self._context.run(self._handle_some)
         if more is None:
             return  # stopped: stays "scheduled", nothing runs it again

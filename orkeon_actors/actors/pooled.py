@@ -162,8 +162,8 @@ DEFAULT_POOL = ActorThreadPool()
 """The pool every :class:`PooledActor` runs on unless its class names another."""
 
 
-class _Inbox:
-    """A pooled actor's inbox (pykka's ``ActorInbox`` protocol). ``put`` submits a turn
+class ActorInbox:
+    """A pooled actor's inbox (pykka's inbox protocol). ``put`` submits a turn
     when the actor is idle; until the actor's loop starts, messages only queue."""
 
     __slots__ = ("lock", "queue", "scheduled", "turn")
@@ -209,8 +209,8 @@ class PooledActor(pykka.Actor):
     (:mod:`orkeon_actors.actors.executor`), else ``pool``."""
 
     @staticmethod
-    def _create_actor_inbox() -> _Inbox:
-        return _Inbox()
+    def _create_actor_inbox() -> ActorInbox:
+        return ActorInbox()
 
     @staticmethod
     def _create_future() -> pykka.Future[Any]:
@@ -220,7 +220,7 @@ class PooledActor(pykka.Actor):
     def _start_actor_loop(self) -> None:
         self._context = contextvars.Context()  # as a new thread's: empty
         pool = self.executor = bound_executor(self.pool)
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         run_turn = self._turn
 
         def submit_turn() -> None:
@@ -238,7 +238,7 @@ class PooledActor(pykka.Actor):
         more = self._context.run(self._handle_some)
         # Only now, outside the actor's context (which another thread may enter as soon
         # as a turn is submitted), decide whether to run again or go idle.
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         if more is None:
             return  # stopped: stays "scheduled", nothing runs it again
         if not more:
@@ -251,7 +251,7 @@ class PooledActor(pykka.Actor):
     def _handle_some(self) -> bool | None:
         """Handle up to ``throughput`` messages. ``True``: more are waiting; ``False``:
         the inbox was empty; ``None``: the actor stopped (its inbox torn down)."""
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         stopped = self.actor_stopped
         for _ in range(self.throughput):
             if stopped.is_set():
@@ -294,7 +294,7 @@ class PooledActor(pykka.Actor):
         ActorRegistry.stop_all()
 
     def _actor_loop_teardown(self) -> None:
-        inbox: _Inbox = self.actor_inbox  # type: ignore[assignment]
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         while True:
             with inbox.lock:
                 if not inbox.queue:

@@ -281,7 +281,7 @@ def populate(db: str, template: Template, crews: list[str], *, expires_at: datet
     return time.perf_counter() - started
 
 
-def _crew_ids(count: int) -> list[str]:
+def bench_crew_ids(count: int) -> list[str]:
     return [f"b{i:07d}" for i in range(count)]
 
 
@@ -359,7 +359,7 @@ def _wake_latencies(db: str, count: int, samples: int) -> list[float]:
     try:
         if sup.booted_asleep != count:
             raise RuntimeError(f"{sup.booted_asleep} crews asleep at boot, expected {count}")
-        chosen = random.Random(8).sample(_crew_ids(count), samples)
+        chosen = random.Random(8).sample(bench_crew_ids(count), samples)
         client = rt.hub.bind("bench", "poster")
         latencies = []
         for crew in chosen:
@@ -382,7 +382,7 @@ def _wake_latencies(db: str, count: int, samples: int) -> list[float]:
 
 
 def _expiries(db: str, template: Template, count: int, lead: float) -> float:
-    crews = _crew_ids(count)
+    crews = bench_crew_ids(count)
     instant = datetime.now(UTC) + timedelta(seconds=lead)
     populate(db, template, crews, expires_at=instant)
     delivered = DELIVERIES.expect_all(crews)
@@ -412,7 +412,7 @@ def _to_stderr(message: str) -> None:
 
 
 @contextlib.contextmanager
-def _info_logging() -> Iterator[None]:
+def info_logging() -> Iterator[None]:
     """Lifecycle transitions log at DEBUG: run at INFO, as a deployment would (loguru's
     default handler prints DEBUG to stderr, which would dominate the figures). Leaves
     a DEBUG handler on the current ``sys.stderr`` behind, as loguru starts with."""
@@ -431,7 +431,7 @@ def bench_lifecycle(quick: bool) -> BenchResult:
         (20, 2_000, 2_000, 50, 300) if quick else (200, 1_000_000, 100_000, 1_000, 5_000)
     )
     directory = scratch_directory("orkeon-bench-lifecycle-")
-    with _info_logging():
+    with info_logging():
         figures, populate_s = _measure(directory, quick, sleeps, boot_crews, wake_crews, samples, expiring)
     figures["populate_s"] = populate_s
     units = {
@@ -465,7 +465,7 @@ def _measure(
 
         boot_db = os.path.join(directory, "boot.db")
         progress(f"populating {boot_crews:,} sleeping crews, then a boot")
-        populate_s = populate(boot_db, template, _crew_ids(boot_crews))
+        populate_s = populate(boot_db, template, bench_crew_ids(boot_crews))
         boot = _boot(boot_db, boot_crews)
         for suffix in ("", "-wal", "-shm", ".lock"):
             if os.path.exists(boot_db + suffix):
@@ -473,7 +473,7 @@ def _measure(
 
         wake_db = os.path.join(directory, "wake.db")
         progress(f"populating {wake_crews:,} sleeping crews, then {samples} wakes")
-        populate(wake_db, template, _crew_ids(wake_crews))
+        populate(wake_db, template, bench_crew_ids(wake_crews))
         latencies = _wake_latencies(wake_db, wake_crews, samples)
 
         progress(f"{expiring:,} expiries")

@@ -34,7 +34,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from orkeon_actors.bench.context import scratch_directory
-from orkeon_actors.bench.lifecycle import FACTORIES, FINITE_NAME, _crew_ids, _info_logging, capture_template, populate
+from orkeon_actors.bench.lifecycle import (
+    FACTORIES,
+    FINITE_NAME,
+    bench_crew_ids,
+    capture_template,
+    info_logging,
+    populate,
+)
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_dict
 from orkeon_actors.hub.port import MailboxRegistration
@@ -75,7 +82,7 @@ def bench_wake_cost(quick: bool) -> BenchResult:
     count = 200 if quick else 2_000
     directory = scratch_directory("orkeon-bench-wakecost-")
     try:
-        with _info_logging():
+        with info_logging():
             figures = _measure(directory, count)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -91,7 +98,7 @@ def bench_wake_cost(quick: bool) -> BenchResult:
 def _measure(directory: str, count: int) -> dict[str, float]:
     template = capture_template(os.path.join(directory, "template.db"), FINITE_NAME)
     db = os.path.join(directory, "wakecost.db")
-    crews = _crew_ids(count)
+    crews = bench_crew_ids(count)
     populate(db, template, crews, expires_at=datetime.now(UTC) + timedelta(days=1))  # none expires meanwhile
     rt = Runtime.start(store=db)
     sup = CrewSupervisor(rt, factories=FACTORIES)

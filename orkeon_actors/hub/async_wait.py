@@ -32,7 +32,7 @@ import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.boundary import check_mailbox_reader
-from orkeon_actors.hub.memory import HubCore, WaitRegistration, _MemorySubscription
+from orkeon_actors.hub.memory import HubCore, MemorySubscription, WaitRegistration
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.hub.scheduler import TimerHandle
@@ -105,7 +105,7 @@ class AsyncWait:
         descriptor: WaitDescriptor,
         deadline: float | None,
         on_done: Callable[[WaitOutcome], None],
-        source: _MemorySubscription | None = None,
+        source: MemorySubscription | None = None,
     ) -> None:
         self._hub = hub
         self._source = source
@@ -274,7 +274,7 @@ class AsyncWait:
         return f"AsyncWait({self.kind}, wait_id={self.wait_id}, settled={self._settled})"
 
 
-def _subscription_registration(subscription: _MemorySubscription, waiter: Waiter[Message]) -> WaitRegistration:
+def _subscription_registration(subscription: MemorySubscription, waiter: Waiter[Message]) -> WaitRegistration:
     """Park ``waiter`` on ``subscription``'s buffer when listening: the oldest buffered
     message settles it at once, else the next one routed to the subscription does."""
     buffer = subscription.buffer
@@ -344,7 +344,7 @@ def receive_async(
     Raises at once ``HubStoppedError`` on a stopped hub and the token's error if
     ``cancel`` already fired."""
     memory = _memory_hub(hub)
-    if not isinstance(subscription, _MemorySubscription) or subscription.hub is not memory:
+    if not isinstance(subscription, MemorySubscription) or subscription.hub is not memory:
         raise TypeError("receive_async needs a subscription of this in-memory hub")
     if memory.stopped:
         raise HubStoppedError("the runtime was stopped; start a new Runtime")

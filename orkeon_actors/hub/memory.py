@@ -129,7 +129,10 @@ class WaitRegistration:
     listen: Callable[[], None] = lambda: None
 
 
-class _MemorySubscription(Subscription):
+class MemorySubscription(Subscription):
+    """The in-memory subscription: a local buffer fed by the router; shared with the
+    non-blocking waits of :mod:`orkeon_actors.hub.async_wait`."""
+
     __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "on_close", "pattern")
 
     def __init__(
@@ -427,7 +430,7 @@ class HubCore(EventHub):
         self._mailboxes: dict[MailboxAddress, MailboxHandle] = {}
         self._mailboxes_lock = threading.Lock()
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
-        self._subscriptions: set[_MemorySubscription] = set()
+        self._subscriptions: set[MemorySubscription] = set()
         # Blocked waiters and their kind. Single dict operations are atomic, so the hot
         # path takes no lock; pending_waits() counts a snapshot.
         self._active_waiters: dict[Waiter[Message], str] = {}
@@ -834,7 +837,7 @@ class HubCore(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         release = self.quotas.acquire("max_subscriptions", self.limits.max_subscriptions, caller)
-        subscription = _MemorySubscription(
+        subscription = MemorySubscription(
             self, pattern, caller.crew_id, self._receive_subscription, metadata_match, max_buffered
         )
         subscription.on_close = release
