@@ -1,12 +1,15 @@
 """The docs a new user follows literally: every Python snippet runs as written (the
 blocks of a page in order, in a fresh interpreter and an empty directory), and no page
-refers to internal issue numbers, to the spec's file path, or to a missing file."""
+refers to internal issue numbers, to the spec's file path, or to a missing file. README.md
+is also read outside the repository (on the package index): its links are absolute, on
+the project's canonical URL, and each names a file of the repository."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -50,3 +53,24 @@ def test_every_relative_link_points_to_a_file_that_exists(page: Path) -> None:
             continue
         path = (page.parent / target.split("#")[0]).resolve()
         assert path.exists(), f"{page.name} links to missing {target}"
+
+
+def _canonical_url() -> str:
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    return str(urls["Repository"]).rstrip("/")
+
+
+def test_readme_links_work_outside_the_repository() -> None:
+    """Every link of README.md is absolute (a relative one breaks on the package index);
+    one into the repository (``{Repository}/blob|tree/main/PATH``) names a path that exists."""
+    base = _canonical_url()
+    links = re.findall(r"\]\(([^)\s]+)\)", (ROOT / "README.md").read_text())
+    assert links, "README.md has no links: the pattern is wrong"
+    relative = [t for t in links if not re.match(r"[a-z]+:", t)]
+    assert not relative, f"README.md has relative links (broken outside the repository): {relative}"
+    inside = [t for t in links if t.startswith(base + "/")]
+    assert len(inside) > 10, f"README.md links its docs on {base}"
+    for target in inside:
+        found = re.fullmatch(re.escape(base) + r"/(?:blob|tree)/main/([^#?]+)(?:#.*)?", target)
+        assert found is not None, f"README.md: {target} is not {base}/blob/main/PATH"
+        assert (ROOT / found.group(1)).exists(), f"README.md links to {target}, but {found.group(1)} does not exist"
