@@ -25,7 +25,7 @@ from orkeon_actors.model.ids import CrewId
 if TYPE_CHECKING:
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
 
-__all__ = ["wait_finished"]
+__all__ = ["refuse_unknown", "wait_finished"]
 
 
 def wait_finished(sup: CrewSupervisor, crew_id: CrewId, timeout: float | timedelta | None) -> CrewOutcome:
@@ -40,13 +40,23 @@ def wait_finished(sup: CrewSupervisor, crew_id: CrewId, timeout: float | timedel
             callback(outcome)
 
         withdraw = sup.when_finished(crew_id, on_finished)
-        # Unknown and not told: never spawned (a crew's actor stops only once its outcome is durable).
-        if not told.is_set() and sup.state(crew_id) is LifecycleState.UNKNOWN and not told.is_set():
+        try:
+            refuse_unknown(sup, crew_id, told.is_set)
+        except CrewNotFoundError:
             withdraw()
-            raise CrewNotFoundError(
-                f"no crew {crew_id} is running, asleep or finished under this supervisor: check the id, "
-                "or spawn it first (sup.spawn(name, crew_id))"
-            )
+            raise
         return withdraw
 
     return await_outcome(lambda: str(crew_id), register, seconds, lambda: sup.state(crew_id).value.lower())
+
+
+def refuse_unknown(sup: CrewSupervisor, crew_id: CrewId, told: Callable[[], bool]) -> None:
+    """Raise ``CrewNotFoundError`` if ``crew_id`` was never spawned under ``sup``; call it
+    after registering a ``when_finished`` callback, ``told()`` saying whether that
+    callback ran (a crew's actor stops, its state going ``Unknown``, only once its
+    outcome is durable and its callbacks called)."""
+    if not told() and sup.state(crew_id) is LifecycleState.UNKNOWN and not told():
+        raise CrewNotFoundError(
+            f"no crew {crew_id} is running, asleep or finished under this supervisor: check the id, "
+            "or spawn it first (sup.spawn(name, crew_id))"
+        )
