@@ -35,6 +35,7 @@ from orkeon_actors.crew.state import (
 )
 from orkeon_actors.errors import EventHubError
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import FrozenMap, Message
 
@@ -90,7 +91,7 @@ converter.register_unstructure_hook(MailboxAddress, str)
 converter.register_structure_hook(FrozenMap, lambda value, _: FrozenMap(value))
 converter.register_unstructure_hook(FrozenMap, dict)
 converter.register_structure_hook(datetime, lambda value, _: datetime.fromisoformat(value))
-converter.register_unstructure_hook(datetime, lambda value: value.isoformat())
+converter.register_unstructure_hook(datetime, format_utc)  # RFC 3339 with Z; "+00:00" still reads
 converter.register_structure_hook(Any, lambda value, _: value)
 
 
@@ -99,7 +100,7 @@ def _unstructure_message(message: Message) -> dict[str, Any]:
         "id": str(message.id),
         "topic": message.topic,
         "source_crew_id": str(message.source_crew_id),
-        "published_at": message.published_at.isoformat(),
+        "published_at": format_utc(message.published_at),
         "payload": base64.b64encode(message.payload).decode("ascii"),
         "metadata": dict(message.metadata),
         "source_agent_id": None if message.source_agent_id is None else str(message.source_agent_id),
