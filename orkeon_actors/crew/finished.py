@@ -24,21 +24,17 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 import attrs
 import pykka
 
-from orkeon_actors.crew.delivery import query_crew
+from orkeon_actors.crew.delivery import CrewT, query_crew
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import CrewFailedError, CrewStoppedError, CrewWaitTimeoutError
 from orkeon_actors.hub.scheduler import MAX_SLEEP
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.options import to_seconds
-
-if TYPE_CHECKING:
-    from orkeon_actors.crew.crew_actor import CrewActor
 
 __all__ = [
     "FinishWatcher",
@@ -143,7 +139,7 @@ def settle_finished(crew_id: CrewId | str, outcome: CrewOutcome) -> CrewOutcome:
     return outcome
 
 
-def wait_finished(ref: pykka.ActorRef[CrewActor], timeout: float | timedelta | None = None) -> CrewOutcome:
+def wait_finished(ref: pykka.ActorRef[CrewT], timeout: float | timedelta | None = None) -> CrewOutcome:
     """Block until the crew behind ``ref`` finishes (a crew started with
     ``start_crew(ref)``, no supervisor); return its :class:`CrewOutcome` if it completed.
 
@@ -187,7 +183,7 @@ def wait_finished(ref: pykka.ActorRef[CrewActor], timeout: float | timedelta | N
     return await_outcome(lambda: name[0], register, seconds, still)
 
 
-def _unwatch(ref: pykka.ActorRef[CrewActor], watch: WatchFinish) -> None:
+def _unwatch(ref: pykka.ActorRef[CrewT], watch: WatchFinish) -> None:
     try:
         ref.tell(Unwatch(watch))
     except pykka.ActorDeadError:
