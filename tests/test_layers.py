@@ -45,6 +45,14 @@ def _imports_of(subpackage: str) -> dict[str, set[str]]:
         ("orchestration", ("orkeon_actors.lifecycle", "orkeon_actors.store")),
         ("tools", ("orkeon_actors.crew", "orkeon_actors.store")),
         ("hub", ("orkeon_actors.store", "orkeon_actors.crew", "orkeon_actors.lifecycle")),
+        ("model", ("orkeon_actors.wire",)),
+        (
+            "wire",  # the formats sit on the model: no layer above it, no adapter
+            tuple(
+                f"orkeon_actors.{name}"
+                for name in ("actors", "hub", "middleware", "acl", "tools", "store", "crew", "lifecycle", "runtime")
+            ),
+        ),
     ],
 )
 def test_a_layer_never_imports_a_layer_above_it_or_an_adapter(subpackage: str, forbidden: tuple[str, ...]) -> None:

@@ -242,24 +242,6 @@ only at ``on_end`` is indistinguishable, for them, from one they saw start."""
 _TRACE_ID_LIMIT: Final = TraceIdRatioBased.TRACE_ID_LIMIT
 
 
-def _with_metadata(message: Message, metadata: Mapping[str, str]) -> Message:
-    """``attrs.evolve(message, metadata=message.metadata.merged(metadata))``, in half the
-    time (the positional constructor; tests check it keeps every field)."""
-    return Message(
-        message.id,
-        message.topic,
-        message.source_crew_id,
-        message.published_at,
-        message.payload,
-        message.metadata.merged(metadata),
-        message.source_agent_id,
-        message.target_crew_id,
-        message.target_mailbox,
-        message.correlation_id,
-        message.schema_id,
-    )
-
-
 def _current_parent() -> SpanContext | None:
     span_context = trace.get_current_span().get_span_context()
     return span_context if span_context.is_valid else None
@@ -635,7 +617,7 @@ class TelemetryMiddleware:
         attributes = _attributes(message, operation)
         decision = lean.decide(parent, trace_id, name, SpanKind.PRODUCER, attributes, links)
         span_context = lean.span_context(parent, trace_id, decision)
-        message = _with_metadata(message, inject_span_context(span_context))
+        message = message.with_metadata(inject_span_context(span_context))
         start_ns = time.time_ns()
         started = time.perf_counter()
         try:
@@ -729,7 +711,7 @@ class TelemetryMiddleware:
         )
         span_context = span.get_span_context()
         if span_context.is_valid:
-            message = _with_metadata(message, inject_span_context(span_context))
+            message = message.with_metadata(inject_span_context(span_context))
         started = time.perf_counter()
         try:
             result = next(message)

@@ -40,7 +40,7 @@ from opentelemetry.util.types import Attributes
 
 import orkeon_actors as ok
 from orkeon_actors.middleware import TelemetryMiddleware
-from orkeon_actors.middleware.telemetry import TRACEPARENT, _LeanTracer, _with_metadata
+from orkeon_actors.middleware.telemetry import TRACEPARENT, _LeanTracer
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from tests.middleware.conftest import StartRuntime
@@ -205,7 +205,7 @@ def test_the_message_copy_keeps_every_field(correlated: bool) -> None:
         "schema.v1",
     )
     extra = {TRACEPARENT: "00-00000000000000000000000000000001-0000000000000001-01"}
-    assert _with_metadata(message, extra) == attrs.evolve(message, metadata=message.metadata.merged(extra))
+    assert message.with_metadata(extra) == attrs.evolve(message, metadata=message.metadata.merged(extra))
     assert [f.name for f in attrs.fields(ok.Message)] == [
         "id",
         "topic",
@@ -218,7 +218,7 @@ def test_the_message_copy_keeps_every_field(correlated: bool) -> None:
         "target_mailbox",
         "correlation_id",
         "schema_id",
-    ], "Message gained or reordered a field: update telemetry._with_metadata"
+    ], "Message gained or reordered a field: update Message.with_metadata"
 
 
 def test_the_installed_sdk_takes_the_lean_path_unless_a_processor_acts_on_start() -> None:
