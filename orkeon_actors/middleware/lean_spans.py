@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import attrs
@@ -208,10 +208,12 @@ class LeanTracer:
         trace_id: int,
         name: str,
         kind: SpanKind,
-        attributes: dict[str, str],
+        attributes_of: Callable[[], dict[str, str]],
         links: Sequence[Link] | None,
     ) -> SamplingVerdict:
-        """The sampler's decision, with the SDK's semantics (see the class doc)."""
+        """The sampler's decision, with the SDK's semantics (see the class doc).
+        ``attributes_of()`` builds the span's attributes; it is called only when a
+        sampler needs them (a non-stock one) or the span will be recorded."""
         sampler: Sampler = self.sampler
         while True:
             kind_of = type(sampler).should_sample
@@ -237,7 +239,7 @@ class LeanTracer:
                 decision = Decision.RECORD_AND_SAMPLE if trace_id & _TRACE_ID_LIMIT < sampler.bound else Decision.DROP
             else:
                 result = sampler.should_sample(
-                    None if parent is None else context_of(parent), trace_id, name, kind, attributes, links
+                    None if parent is None else context_of(parent), trace_id, name, kind, attributes_of(), links
                 )
                 return SamplingVerdict(
                     result.decision is Decision.RECORD_AND_SAMPLE,
@@ -249,7 +251,7 @@ class LeanTracer:
             return SamplingVerdict(
                 decision is Decision.RECORD_AND_SAMPLE,
                 decision is not Decision.DROP,
-                None if decision is Decision.DROP else attributes,
+                None if decision is Decision.DROP else attributes_of(),
                 None if parent is None else parent.trace_state,
                 True,
             )

@@ -87,7 +87,7 @@ def test_the_inline_sampler_decision_is_the_sdks(sampler: Sampler, trace_id: int
     trace_id = parent.trace_id if parent is not None else trace_id
     context = None if parent is None else set_span_in_context(NonRecordingSpan(parent))
     expected = sampler.should_sample(context, trace_id, "event_hub.post", SpanKind.PRODUCER, attributes, None)
-    got = _lean(sampler).decide(parent, trace_id, "event_hub.post", SpanKind.PRODUCER, attributes, None)
+    got = _lean(sampler).decide(parent, trace_id, "event_hub.post", SpanKind.PRODUCER, lambda: attributes, None)
     assert got.sampled == expected.decision.is_sampled()
     assert got.recording == expected.decision.is_recording()
     assert got.trace_state == expected.trace_state
