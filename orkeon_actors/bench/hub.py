@@ -45,7 +45,7 @@ from orkeon_actors.bench.middleware import (
     stage_costs_us,
 )
 from orkeon_actors.bench.registry import BenchResult, register
-from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.hub.pipeline import EventHubMiddleware
 from orkeon_actors.middleware.telemetry import TelemetryMiddleware
 from orkeon_actors.runtime import Runtime
 

@@ -42,6 +42,7 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
+from orkeon_actors.hub.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.hub.port import (
     POST_TOPIC,
     REPLY_TOPIC,
@@ -58,7 +59,6 @@ from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock

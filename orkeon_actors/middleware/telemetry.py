@@ -88,15 +88,15 @@ from opentelemetry.trace import (
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from orkeon_actors.errors import DuplicateMessageError, InvalidArgumentError
-from orkeon_actors.hub.port import EventHub
-from orkeon_actors.middleware.lean_spans import LeanTracer, context_of, refuse_span
-from orkeon_actors.middleware.pipeline import (
+from orkeon_actors.hub.pipeline import (
     PUBLISH_OPERATIONS,
     RECEIVE_OPERATIONS,
     MiddlewareContext,
     Next,
     current_operation,
 )
+from orkeon_actors.hub.port import EventHub
+from orkeon_actors.middleware.lean_spans import LeanTracer, context_of, refuse_span
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.message import Message
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from orkeon_actors.errors import EventAclError
 from orkeon_actors.hub.observe import WaitInfo
-from orkeon_actors.middleware.pipeline import Next, current_operation
+from orkeon_actors.hub.pipeline import Next, current_operation
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.message import Message
 from orkeon_actors.studio.feed import StudioFeed, event
