@@ -264,10 +264,10 @@ class TelemetryMiddleware:
     default) uses the global providers (``opentelemetry.trace.set_tracer_provider`` /
     ``opentelemetry.metrics.set_meter_provider``), which are no-ops until you set them.
     ``correlation_capacity``: how many pending requests the stage remembers to link
-    replies (positive; ``InvalidArgumentError`` otherwise). ``publish_latency``: also
-    record ``orkeon_event_latency_seconds`` for the publish patterns (the hand-off time);
-    ``False`` records the histogram once per message, on receive (from ``published_at``),
-    which halves the stage's metrics cost (the production setting of ``docs/bench.md``).
+    replies (positive; ``InvalidArgumentError`` otherwise). By default
+    ``orkeon_event_latency_seconds`` is recorded once per message, on receive (from
+    ``published_at``); ``publish_latency=True`` also records it for the publish patterns
+    (the hand-off time), which doubles the stage's metrics cost.
 
     The stage never swallows an error: a refusal ends the span with status ERROR and the
     error's type in ``error.type``, then propagates unchanged. Adding ``traceparent`` to
@@ -281,7 +281,7 @@ class TelemetryMiddleware:
         meter_provider: MeterProvider | None = None,
         *,
         correlation_capacity: int = 10_000,
-        publish_latency: bool = True,
+        publish_latency: bool = False,
     ) -> None:
         if (
             isinstance(correlation_capacity, bool)

@@ -306,8 +306,21 @@ def test_published_counter_and_latency_histogram(
         attrs_of(topic="news", source_crew="crew-a"): 2,
         attrs_of(topic="_system.post", source_crew="crew-a", target_crew="crew-b"): 1,
     }
+    assert metrics.values("orkeon_event_latency_seconds") == {attrs_of(pattern="receive"): 1}
+
+
+def test_publish_latency_opt_in_also_records_the_publish_patterns(
+    start_runtime: StartRuntime, tracing: Tracing, metrics: Metrics
+) -> None:
+    rt = start_runtime([TelemetryMiddleware(tracing.provider, metrics.provider, publish_latency=True)])
+    registration = rt.hub.register_mailbox(MAILBOX)
+    client = rt.hub.bind("crew-a", "writer")
+    client.publish("news", 1)
+    client.post(MAILBOX, 3)
+    with registration.reader() as reader:
+        reader.receive()
     assert metrics.values("orkeon_event_latency_seconds") == {
-        attrs_of(pattern="publish"): 2,
+        attrs_of(pattern="publish"): 1,
         attrs_of(pattern="post"): 1,
         attrs_of(pattern="receive"): 1,
     }
