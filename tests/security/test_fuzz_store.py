@@ -78,7 +78,7 @@ def test_a_damaged_format_version_is_a_corrupt_store_left_untouched(
     damaged[offset] = 3
     path = tmp_path / "state.db"
     path.write_bytes(bytes(damaged))
-    with pytest.raises(StoreCorruptError, match="bytes 18-19.*restore it from a backup"):
+    with pytest.raises(StoreCorruptError, match=r"bytes 18-19.*restore it from a backup"):
         ok.Runtime.start(store=str(path))
     assert path.read_bytes() == bytes(damaged)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]
