@@ -40,6 +40,7 @@ instruments, structured transition logs).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -70,8 +71,6 @@ from orkeon_actors.model.message import Message
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
 
-_SHUTDOWN_RETRY = 0.01
-"""Seconds ``stop()`` waits before asking a crew that refused to sleep (working) again."""
 _PARK_GRACE = 5.0
 """Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
@@ -266,6 +265,9 @@ class CrewSupervisor:
         shared = self.shared
         if crew_id not in shared.live:
             return  # asleep or finished and forgotten: a late report must not be recorded again
+        watch = shared.stop_watch
+        if watch is not None and status is not CrewStatus.RUNNING:
+            watch.set()  # stop() asks the crews that refused to sleep (they were working) again
         self.idle.touch(crew_id)
         if crew_id in shared.handed and shared.restored(crew_id):
             try:
@@ -382,6 +384,9 @@ class CrewSupervisor:
         deadline = time.monotonic() + timeout
         try:
             while timeout > 0:
+                # Set by the next report of a live crew that is not running: a crew
+                # refuses while it works and reports its status after every turn.
+                watch = self.shared.stop_watch = threading.Event()
                 futures: list[Future[bool]] = self._call(lambda actor: actor.shutdown_round())
                 remaining = deadline - time.monotonic()
                 if not futures or remaining <= 0:
@@ -389,9 +394,9 @@ class CrewSupervisor:
                 done, _ = wait_futures(futures, timeout=remaining)
                 if all(f.result() for f in done) and len(done) == len(futures):
                     continue  # all asleep: the next round finds none (or crews woken meanwhile)
-                if time.monotonic() >= deadline:
+                # A refusing crew is working: ask again once a crew did something, not on a poll.
+                if not watch.wait(max(0.0, deadline - time.monotonic())):
                     break
-                time.sleep(_SHUTDOWN_RETRY)  # a refusing crew is working: ask again shortly
             parked, stopped = self._call(lambda actor: actor.stop_rest(asked=timeout > 0))
             _, late = wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
             if late:  # blocked in a tool or model call: it parks when that returns, if the hub still runs
@@ -402,6 +407,7 @@ class CrewSupervisor:
                 except pykka.Timeout:
                     logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
         finally:
+            self.shared.stop_watch = None
             self.hub.remove_dispatch_observer(self._observer)
             if self in self._runtime_supervisors:
                 self._runtime_supervisors.remove(self)

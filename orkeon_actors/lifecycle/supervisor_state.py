@@ -217,6 +217,10 @@ class SharedState:
         """An expiry tick waits for ``activating`` to shrink to ``RESUME_ACTIVATING``."""
         self.fallback_armed = False
         """The ``DEFERRED_TICK`` timer is pending (one at most)."""
+        self.stop_watch: threading.Event | None = None
+        """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
+        that is not running (waiting, finished), so the crews that refused to sleep
+        because they were working are asked again once one stopped working, not on a poll."""
 
     def restored(self, crew_id: CrewId) -> bool:
         """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
