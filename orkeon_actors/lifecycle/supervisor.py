@@ -179,10 +179,14 @@ class CrewSupervisor:
     # -- hooks (other threads) ----------------------------------------------------------
 
     def on_route(self, message: Message) -> None:
-        """Before ``message`` is routed (publisher thread): note it in flight, and tell
-        the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
+        """Before ``message`` is routed (publisher thread): queue its durable copy for the
+        live crews with a durable cursor it matches (:meth:`_keep_for_live`), note it in
+        flight, and tell the actor if a crew whose cursors are closed may want it (see
+        ``_wake``)."""
         shared = self.shared
         shared.in_flight[message.id] = message
+        if shared.live_view and not message.topic.startswith("_system."):
+            self._keep_for_live(message)
         view = shared.handover_view
         if view and any(topic_matches(p, message.topic) for p in view):
             try:
@@ -190,7 +194,46 @@ class CrewSupervisor:
             except pykka.ActorDeadError:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
+    def _keep_for_live(self, message: Message) -> None:
+        """Queue the durable copy of a topic ``message`` for every live crew restored
+        from a snapshot whose durable cursors (those of that snapshot, minus the ones
+        it opted out of) it matches: the ``cursor_events`` rows a sleeping crew uses.
+        Queued *before* the router hands the message to any cursor, so every message a
+        crew's next snapshot reflects was written before that snapshot's transaction,
+        which deletes it (``SnapshotTaken.reflected_events``); the publisher waits for
+        the commit in :meth:`on_dispatch`. A crash before the next snapshot restores
+        the crew from the last one, and its wake hands these events over: none lost,
+        none handed out twice."""
+        shared = self.shared
+        topic = message.topic
+        patterns = [p for p in shared.live_view if topic_matches(p, topic)]
+        if not patterns:
+            return
+        durable = shared.durable_live
+        keys: dict[CrewId, list[str]] = {}
+        try:
+            for crew, key, cursor_topic, match in self.wakes.sleeping_cursors(patterns):
+                if cursor_topic in durable.get(crew, ()) and cursor_matches(cursor_topic, match, crew, message):
+                    keys.setdefault(crew, []).append(key)
+            if keys:
+                shared.live_kept[message.id] = self.wakes.keep_for_sleepers(keys, message, lambda _crew: False)
+        except (HubStoppedError, StoreError) as exc:
+            logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
+
     def on_dispatch(self, message: Message) -> None:
+        live = self.shared.live_kept.pop(message.id, None) if self.shared.live_kept else None
+        try:
+            self._dispatched(message)
+        finally:
+            if live is not None:
+                try:
+                    live.wait()
+                except HubStoppedError:
+                    logger.debug("topic event {} not kept for live crews: the store is closed", message.id)
+                except StoreError as exc:  # published already: the live cursors have it, not durably
+                    logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
+
+    def _dispatched(self, message: Message) -> None:
         """After ``message`` was routed (on the thread that dispatched it: a topic
         message's publisher or the outbox dispatcher, which may wait for the store
         writer; a post or reply may come from the writer's thread and never waits).

@@ -125,6 +125,7 @@ class SqliteCrewStateStore:
         state: CrewState,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
+        reflected: Sequence[str] = (),
     ) -> Callable[[apsw.Connection], None]:
         body = to_json(snapshot).encode()
         now = format_time(self.hub.clock.now())
@@ -148,6 +149,7 @@ class SqliteCrewStateStore:
                 conn.executemany(PUT_WAIT, waits)
             cursor_events.replace_cursors(conn, key, cursors)
             cursor_events.delete_kept(conn, key, kept_upto)
+            cursor_events.delete_reflected(conn, key, reflected)
             if done:
                 conn.executemany(_PROCESSED, [(message_id, key, now) for message_id in done])
             if consumed:
@@ -172,14 +174,16 @@ class SqliteCrewStateStore:
         *,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
+        reflected: Sequence[str] = (),
     ) -> None:
         """Queue the save without waiting: ``on_saved`` runs on the writer thread after
         the commit, ``on_error`` with the error if the transaction failed (nothing
         written). ``consumed`` are the ``(mailbox address, message id)`` rows the
         snapshot reflects: deleted (acknowledged) in the same transaction, as are the
-        kept cursor events up to ``kept_upto`` (handed over at its last wake)."""
+        kept cursor events up to ``kept_upto`` (handed over at its last wake) and those
+        of the topic messages in ``reflected`` (its cursors handed them out or hold them)."""
         self.hub.writer.post(
-            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto),
+            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto, reflected),
             after_commit=lambda _: on_saved(),
             on_error=on_error,
         )
