@@ -8,7 +8,7 @@ call parks it as data and the crew injects the result when the wait resolves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -58,6 +58,12 @@ def _agent_id(value: str) -> AgentId:
     return AgentId(value)
 
 
+def _patterns(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise ValueError(f"volatile_cursors must be a collection of topic patterns, not one string: {value!r}")
+    return frozenset(str(p) for p in value)
+
+
 @attrs.frozen
 class Agent:
     """An agent of a crew.
@@ -93,7 +99,7 @@ class Agent:
     max_turns: int = 50
     max_cursors: int = 16
     max_buffered: int = 10_000
-    volatile_cursors: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    volatile_cursors: frozenset[str] = attrs.field(default=frozenset(), converter=_patterns)
 
     def __attrs_post_init__(self) -> None:
         for name in ("max_cursors", "max_buffered"):
