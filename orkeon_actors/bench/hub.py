@@ -8,6 +8,10 @@ raw pykka ``tell`` and ``ask`` measured in the same run.
 
 Targets (issue #2): post→receive ≥ 40% of raw tell, send/reply ≥ 50% of raw ask.
 
+The ``live_cursor_*`` figures (:mod:`orkeon_actors.bench.live_cursor`): what a live
+supervised crew's durable cursor costs the publisher on a durable store, beside the
+same cursor opted out (``durable=False``).
+
 With the five middleware stages on (issue #4; see :mod:`orkeon_actors.bench.middleware`):
 
 * post→receive through logging (loguru, one discarding sink), telemetry (OTel SDK: spans
@@ -27,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
 from orkeon_actors.bench.context import progress
+from orkeon_actors.bench.live_cursor import live_cursor_figures
 from orkeon_actors.bench.middleware import STAGE_NAMES, FiveStages, stage_costs_us
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.middleware.pipeline import EventHubMiddleware
@@ -141,6 +146,10 @@ def bench_hub(quick: bool) -> BenchResult:
     for name in (*STAGE_NAMES, "passthrough"):
         figures[f"stage_cost_us_{name}"] = costs[name]
         units[f"stage_cost_us_{name}"] = "µs/msg (publish + receive)"
+    progress("publishes to a live crew's durable cursor")
+    live, live_units = live_cursor_figures(quick)
+    figures.update(live)
+    units.update(live_units)
     return BenchResult(
         "hub",
         figures,
@@ -149,6 +158,8 @@ def bench_hub(quick: bool) -> BenchResult:
             f"medians of {rounds} interleaved rounds ({messages} posts, {requests} requests without middleware, "
             f"{staged_messages} posts through the five stages, each run timed until its spans were flushed and "
             f"its metrics collected, all {2 * staged_messages} spans exported every round); "
-            f"stage costs timed in isolation, minus the pass-through stage, best of {repeats}"
+            f"stage costs timed in isolation, minus the pass-through stage, best of {repeats}; "
+            "live_cursor_*: publishes on a topic a live supervised crew's cursor reads, on a durable store, "
+            "durable (a cursor_events row committed per publish) vs durable=False, 1 and 4 publisher threads"
         ),
     )
