@@ -393,6 +393,19 @@ class CrewSupervisor:
         seconds (``None``: no limit), ``CrewNotFoundError`` for a crew unknown here."""
         return wait_finished(self, CrewId(crew_id), timeout)
 
+    def bookkeeping(self) -> dict[str, int]:
+        """The sizes of the supervisor's maps, by name: its live crews (``entries``,
+        ``live``, ``status``, the idle detector's ``idle_*``), the finished crews it
+        remembers (``outcomes``: at most ``finished_memory``), crews waking
+        (``activating``, ``handed``, ``kept_read``), the topic patterns it watches,
+        messages in mid-routing (``in_flight``, ``live_kept``), and the durable wait
+        scheduler's window (``expiries_*``). Every one is bounded by the live crews,
+        ``finished_memory``, the distinct patterns of sleeping crews or the scheduler's
+        ``window_size``, not by how many crews came and went (``orkeon bench lifecycle
+        --soak``)."""
+        result: dict[str, int] = self._call(lambda actor: actor.bookkeeping())
+        return result
+
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is
         live (``WAITING`` once every agent is parked, ...), its outcome's once it

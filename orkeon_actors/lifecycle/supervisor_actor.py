@@ -712,6 +712,28 @@ class SupervisorActor(pykka.ThreadingActor):
         outcome = self.outcomes.get(crew_id)
         return None if outcome is None else outcome.status
 
+    def bookkeeping(self) -> dict[str, int]:
+        """The sizes of every map the supervisor keeps (see ``CrewSupervisor.bookkeeping``)."""
+        shared = self.shared
+        with shared.lock:
+            sizes = {
+                "entries": len(self.entries),
+                "outcomes": len(self.outcomes),
+                "live": len(shared.live),
+                "status": len(shared.status),
+                "kept_read": len(shared.kept_read),
+                "activating": len(shared.activating),
+                "handed": len(shared.handed),
+                "in_flight": len(shared.in_flight),
+                "patterns": len(shared.patterns),
+                "transient_patterns": len(shared.transient),
+                "durable_live": len(shared.durable_live),
+                "live_kept": len(shared.live_kept),
+            }
+        sizes.update(self.idle.sizes())
+        sizes.update(self.waits.sizes())
+        return sizes
+
     def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
         entry = self.entries.get(crew_id)
         return None if entry is None else entry.ref
