@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import SpanContext, SpanKind, StatusCode, TraceFlags
 
@@ -387,3 +387,22 @@ def test_one_stage_serves_one_runtime_at_a_time(start_runtime: StartRuntime, sta
 def test_correlation_capacity_must_be_positive() -> None:
     with pytest.raises(InvalidArgumentError):
         TelemetryMiddleware(correlation_capacity=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    trace_id=st.integers(1, 2**128 - 1),
+    span_id=st.integers(1, 2**64 - 1),
+    flags=st.integers(0, 255),
+)
+def test_a_context_written_here_reads_back_as_the_propagator_parses_it(trace_id: int, span_id: int, flags: int) -> None:
+    from opentelemetry.trace import get_current_span
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    written = inject_span_context(SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(flags)))
+    parsed = get_current_span(TraceContextTextMapPropagator().extract(written)).get_span_context()
+    expected = SpanContext(
+        parsed.trace_id, parsed.span_id, is_remote=True, trace_flags=TraceFlags(parsed.trace_flags & TraceFlags.SAMPLED)
+    )
+    assert extract_span_context(written) == expected  # answered from memory
+    assert extract_span_context({**written, "tracestate": "k=v"}).trace_state.get("k") == "v"  # parsed
