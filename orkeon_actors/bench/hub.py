@@ -8,6 +8,10 @@ raw pykka ``tell`` and ``ask`` and beside autogen-core, measured in the same run
 
 Targets (issue #2): post→receive ≥ 40% of raw tell, send/reply ≥ 50% of raw ask.
 
+The ``live_cursor_*`` figures (:mod:`orkeon_actors.bench.live_cursor`): what a live
+supervised crew's durable cursor costs the publisher on a durable store, beside the
+same cursor opted out (``durable=False``).
+
 With the five middleware stages on (issue #16; see :mod:`orkeon_actors.bench.middleware`
 for the two profiles):
 
@@ -36,6 +40,7 @@ from opentelemetry.metrics import NoOpMeterProvider
 from orkeon_actors.bench import peer_autogen
 from orkeon_actors.bench.baseline import raw_ask_per_second, raw_tell_per_second
 from orkeon_actors.bench.context import progress
+from orkeon_actors.bench.live_cursor import live_cursor_figures
 from orkeon_actors.bench.middleware import (
     FULL,
     PRODUCTION,
@@ -229,6 +234,10 @@ def bench_hub(quick: bool) -> BenchResult:
         if skipped is None
         else skipped
     )
+    progress("publishes to a live crew's durable cursor")
+    live, live_units = live_cursor_figures(quick)
+    figures.update(live)
+    units.update(live_units)
     return BenchResult(
         "hub",
         figures,
@@ -238,6 +247,8 @@ def bench_hub(quick: bool) -> BenchResult:
             f"{staged_messages} posts and {staged_requests} requests through the five stages in each profile, "
             f"each staged run timed until its spans were flushed and its metrics collected, all "
             f"{2 * staged_messages} full-fidelity spans exported every round); {peer_note}; "
-            f"stage costs timed in isolation, minus the pass-through stage, best of {repeats}"
+            f"stage costs timed in isolation, minus the pass-through stage, best of {repeats}; "
+            "live_cursor_*: publishes on a topic a live supervised crew's cursor reads, on a durable store, "
+            "durable (a cursor_events row committed per publish) vs durable=False, 1 and 4 publisher threads"
         ),
     )

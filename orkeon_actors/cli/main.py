@@ -4,6 +4,7 @@ orkeon demo [--store PATH]          a short scripted exchange between agents, na
 orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded, deterministic scheduler
                                     (timeline, --html, --trace, --json, --faults, --seeds A..B --check)
 orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
+orkeon bench lifecycle --soak SECS  a supervisor under churn: RSS and its maps over time
 orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
 orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
 orkeon studio --store PATH          the Studio web view of a store file, read-only
@@ -111,6 +112,12 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="fewer messages, fewer repeats (noisier)")
     bench.add_argument("--check", action="store_true", help="exit with status 1 when a figure misses its target")
     bench.add_argument("--dir", metavar="DIR", help="where temporary stores go (default: the system temp directory)")
+    bench.add_argument(
+        "--soak",
+        type=float,
+        metavar="SECONDS",
+        help="with the lifecycle suite: run a supervisor under churn for SECONDS, reporting RSS and its maps",
+    )
 
     add_store_parser(sub, common)
 
@@ -178,6 +185,14 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from orkeon_actors.cli.mcp import run_mcp
 
         return run_mcp(args)
+    if args.command == "bench" and args.soak is not None:
+        if list(args.suites) != ["lifecycle"] or not args.soak > 0:
+            parser.error(
+                "--soak SECONDS (a positive number) goes with the lifecycle suite: orkeon bench lifecycle --soak 60"
+            )
+        from orkeon_actors.cli.soak_cmd import run_soak_command
+
+        return run_soak_command(args.soak, as_json=args.json, directory=args.dir)
     if args.command == "bench":
         from orkeon_actors.cli.bench_cmd import run_bench
 

@@ -121,9 +121,11 @@ class CrewBuilder:
         max_turns: int | None = None,
         max_cursors: int | None = None,
         max_buffered: int | None = None,
+        volatile_cursors: Iterable[str] | None = None,
     ) -> CrewBuilder:
         """Add an agent; ``model`` is a reference (:func:`scripted`, or
-        ``{"provider": "openai", "model": ...}``)."""
+        ``{"provider": "openai", "model": ...}``). ``volatile_cursors``: topic patterns
+        of its cursors that opt out of durability (YAML ``cursors.volatile``)."""
         entry: dict[str, Any] = {"id": agent_id, "model": _model(model)}
         for key, value in (("role", role), ("instructions", instructions), ("hub_tools", hub_tools)):
             if value is not None:
@@ -134,7 +136,11 @@ class CrewBuilder:
             entry["budget"] = _budget(budget)
         if max_turns is not None:
             entry["max_turns"] = max_turns
-        cursors = {k: v for k, v in (("max_cursors", max_cursors), ("max_buffered", max_buffered)) if v is not None}
+        cursors: dict[str, Any] = {
+            k: v for k, v in (("max_cursors", max_cursors), ("max_buffered", max_buffered)) if v is not None
+        }
+        if volatile_cursors is not None:
+            cursors["volatile"] = list(volatile_cursors)
         if cursors:
             entry["cursors"] = cursors
         self._agents.append(entry)

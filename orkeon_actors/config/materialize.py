@@ -92,6 +92,7 @@ def _agent(bp: CrewBlueprint, index: int, spec: AgentSpec, crew_id: CrewId, tool
         max_turns=spec.max_turns,
         max_cursors=spec.cursors.max_cursors,
         max_buffered=spec.cursors.max_buffered,
+        volatile_cursors=frozenset(spec.cursors.volatile),
     )
 
 

@@ -81,6 +81,8 @@ class CursorBounds:
 
     max_cursors: int = 16
     max_buffered: int = 10_000
+    volatile: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    """Cursor topic patterns that opt out of durability (``Agent.volatile_cursors``)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -8,7 +8,7 @@ call parks it as data and the crew injects the result when the wait resolves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -58,6 +58,12 @@ def _agent_id(value: str) -> AgentId:
     return AgentId(value)
 
 
+def _patterns(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise ValueError(f"volatile_cursors must be a collection of topic patterns, not one string: {value!r}")
+    return frozenset(str(p) for p in value)
+
+
 @attrs.frozen
 class Agent:
     """An agent of a crew.
@@ -73,6 +79,14 @@ class Agent:
       loop, as for the tools (:mod:`orkeon_actors.tools.cursors`): cursors per agent
       (least recently used closed first) and unread events per cursor (oldest dropped
       first, reported once as ``missed``).
+    * ``volatile_cursors``: topic patterns of its ``wait_for_event`` cursors that opt
+      out of durability (``durable=False``): under a supervisor on a durable store, the
+      events a live crew's cursors match are kept in the store from the moment
+      ``publish`` returns until a snapshot reflects them (one write per event, paid by
+      the publisher), so a crash loses none; a cursor on one of these patterns holds
+      them in memory only (faster to publish to; what it had not reflected in a
+      snapshot is lost by a crash). A pattern is kept durably while any agent of the
+      crew holds a durable cursor on it.
     """
 
     agent_id: AgentId = attrs.field(converter=_agent_id)
@@ -85,6 +99,7 @@ class Agent:
     max_turns: int = 50
     max_cursors: int = 16
     max_buffered: int = 10_000
+    volatile_cursors: frozenset[str] = attrs.field(default=frozenset(), converter=_patterns)
 
     def __attrs_post_init__(self) -> None:
         for name in ("max_cursors", "max_buffered"):

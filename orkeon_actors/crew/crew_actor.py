@@ -619,7 +619,9 @@ class CrewActor(PooledActor):
         snapshot = self.snapshot()
         self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
         consumed = message.consumed.view() if message.consumed is not None else ()
-        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed))
+        taken = [i for rt in self._agents.values() for c in rt.tools.topic_cursors.cursors() for i in c.taken_ids()]
+        reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
+        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
         in_flight = False
         for runtime in self._agents.values():
             in_flight = runtime.withdraw() or in_flight

@@ -72,6 +72,10 @@ class SnapshotTaken:
     consumed: tuple[tuple[str, str], ...]
     """The consumed ``(mailbox address, message id)`` rows the snapshot reflects, read
     from the :class:`ConsumedView` given with :class:`Passivate` at the snapshot's moment."""
+    reflected_events: tuple[str, ...] = ()
+    """Ids of the topic messages the snapshot reflects: those its cursors handed out
+    (since they opened) or hold. Their durable copies (kept for the crew's cursors while
+    it was live) are deleted with the snapshot."""
 
 
 @attrs.frozen(eq=False)

@@ -74,6 +74,9 @@ class BuiltCrew:
     """The blueprint's, else the supervisor's default, else the crew class's."""
     ledger: DeferredAcks
     """The mailbox messages it consumes until its next snapshot reflects them."""
+    volatile: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    """Per agent id: the cursor topic patterns it opted out of durability
+    (``Agent(volatile_cursors=...)``)."""
 
 
 class SnapshotActivator:
@@ -132,7 +135,8 @@ class SnapshotActivator:
         timeout = bp.idle_timeout if bp.idle_timeout is not None else self.idle_timeout
         if timeout is None:
             timeout = bp.cls.idle_timeout
-        return BuiltCrew(crew_id, name, ref, timeout, ledger)
+        volatile = {str(a.agent_id): a.volatile_cursors for a in bp.agents if a.volatile_cursors}
+        return BuiltCrew(crew_id, name, ref, timeout, ledger, volatile)
 
     def restore(
         self,

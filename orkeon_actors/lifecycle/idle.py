@@ -51,6 +51,15 @@ class CrewIdleDetector:
         """Record activity of ``crew_id`` now (any thread)."""
         self._touched[crew_id] = self._clock.monotonic()
 
+    def sizes(self) -> dict[str, int]:
+        """How many crews its maps hold (touched, timeouts, armed timers): the crews it
+        watches, each forgotten when it sleeps or finishes."""
+        return {
+            "idle_touched": len(self._touched),
+            "idle_timeouts": len(self._timeouts),
+            "idle_timers": len(self._timers),
+        }
+
     def on_idle(self, callback: Callable[[CrewId], None]) -> None:
         """Run ``callback(crew_id)`` (on the owner's thread) when a watched crew stayed
         untouched for its timeout."""

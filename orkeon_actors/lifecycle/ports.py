@@ -124,10 +124,12 @@ class DurableCrewStateStore(CrewStateStore, Protocol):
         *,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
+        reflected: Sequence[str] = (),
     ) -> None:
         """The snapshot (state ``Asleep``), its waits, the ``processed`` trigger ids,
         the acknowledgement of the ``consumed`` mailbox rows it reflects and the
-        deletion of the kept cursor events up to ``kept_upto``, in one transaction."""
+        deletion of the kept cursor events up to ``kept_upto`` and of those of the
+        topic messages in ``reflected``, in one transaction."""
         ...
 
     def delete_async(

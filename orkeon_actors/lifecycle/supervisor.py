@@ -40,6 +40,7 @@ instruments, structured transition logs).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -71,8 +72,6 @@ from orkeon_actors.model.message import Message
 
 __all__ = ["CrewBlueprint", "CrewFactory", "CrewSupervisor", "LifecycleStats"]
 
-_SHUTDOWN_RETRY = 0.01
-"""Seconds ``stop()`` waits before asking a crew that refused to sleep (working) again."""
 _PARK_GRACE = 5.0
 """Seconds ``stop()`` waits, past its timeout, for crews it could not put to sleep to
 park their mailboxes (a crew blocked in a tool or model call parks once it returns)."""
@@ -181,10 +180,14 @@ class CrewSupervisor:
     # -- hooks (other threads) ----------------------------------------------------------
 
     def on_route(self, message: Message) -> None:
-        """Before ``message`` is routed (publisher thread): note it in flight, and tell
-        the actor if a crew whose cursors are closed may want it (see ``_wake``)."""
+        """Before ``message`` is routed (publisher thread): queue its durable copy for the
+        live crews with a durable cursor it matches (:meth:`_keep_for_live`), note it in
+        flight, and tell the actor if a crew whose cursors are closed may want it (see
+        ``_wake``)."""
         shared = self.shared
         shared.in_flight[message.id] = message
+        if shared.live_view and not message.topic.startswith("_system."):
+            self._keep_for_live(message)
         view = shared.handover_view
         if view and any(topic_matches(p, message.topic) for p in view):
             try:
@@ -192,7 +195,46 @@ class CrewSupervisor:
             except pykka.ActorDeadError:
                 logger.debug("lifecycle supervisor stopped: {} not kept", message.id)
 
+    def _keep_for_live(self, message: Message) -> None:
+        """Queue the durable copy of a topic ``message`` for every live crew restored
+        from a snapshot whose durable cursors (those of that snapshot, minus the ones
+        it opted out of) it matches: the ``cursor_events`` rows a sleeping crew uses.
+        Queued *before* the router hands the message to any cursor, so every message a
+        crew's next snapshot reflects was written before that snapshot's transaction,
+        which deletes it (``SnapshotTaken.reflected_events``); the publisher waits for
+        the commit in :meth:`on_dispatch`. A crash before the next snapshot restores
+        the crew from the last one, and its wake hands these events over: none lost,
+        none handed out twice."""
+        shared = self.shared
+        topic = message.topic
+        patterns = [p for p in shared.live_view if topic_matches(p, topic)]
+        if not patterns:
+            return
+        durable = shared.durable_live
+        keys: dict[CrewId, list[str]] = {}
+        try:
+            for crew, key, cursor_topic, match in self.wakes.sleeping_cursors(patterns):
+                if cursor_topic in durable.get(crew, ()) and cursor_matches(cursor_topic, match, crew, message):
+                    keys.setdefault(crew, []).append(key)
+            if keys:
+                shared.live_kept[message.id] = self.wakes.keep_for_sleepers(keys, message, lambda _crew: False)
+        except (HubStoppedError, StoreError) as exc:
+            logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
+
     def on_dispatch(self, message: Message) -> None:
+        live = self.shared.live_kept.pop(message.id, None) if self.shared.live_kept else None
+        try:
+            self._dispatched(message)
+        finally:
+            if live is not None:
+                try:
+                    live.wait()
+                except HubStoppedError:
+                    logger.debug("topic event {} not kept for live crews: the store is closed", message.id)
+                except StoreError as exc:  # published already: the live cursors have it, not durably
+                    logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
+
+    def _dispatched(self, message: Message) -> None:
         """After ``message`` was routed (on the thread that dispatched it: a topic
         message's publisher or the outbox dispatcher, which may wait for the store
         writer; a post or reply may come from the writer's thread and never waits).
@@ -267,6 +309,9 @@ class CrewSupervisor:
         shared = self.shared
         if crew_id not in shared.live:
             return  # asleep or finished and forgotten: a late report must not be recorded again
+        watch = shared.stop_watch
+        if watch is not None and status is not CrewStatus.RUNNING:
+            watch.set()  # stop() asks the crews that refused to sleep (they were working) again
         self.idle.touch(crew_id)
         if crew_id in shared.handed and shared.restored(crew_id):
             try:
@@ -350,6 +395,19 @@ class CrewSupervisor:
         ``CrewNotFoundError`` for a crew unknown here."""
         return wait_finished(self, CrewId(crew_id), timeout)
 
+    def bookkeeping(self) -> dict[str, int]:
+        """The sizes of the supervisor's maps, by name: its live crews (``entries``,
+        ``live``, ``status``, the idle detector's ``idle_*``), the finished crews it
+        remembers (``outcomes``: at most ``finished_memory``), crews waking
+        (``activating``, ``handed``, ``kept_read``), the topic patterns it watches,
+        messages in mid-routing (``in_flight``, ``live_kept``), and the durable wait
+        scheduler's window (``expiries_*``). Every one is bounded by the live crews,
+        ``finished_memory``, the distinct patterns of sleeping crews or the scheduler's
+        ``window_size``, not by how many crews came and went (``orkeon bench lifecycle
+        --soak``)."""
+        result: dict[str, int] = self._call(lambda actor: actor.bookkeeping())
+        return result
+
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is
         live (``WAITING`` once every agent is parked, ...), its outcome's once it
@@ -384,6 +442,9 @@ class CrewSupervisor:
         deadline = time.monotonic() + timeout
         try:
             while timeout > 0:
+                # Set by the next report of a live crew that is not running: a crew
+                # refuses while it works and reports its status after every turn.
+                watch = self.shared.stop_watch = threading.Event()
                 futures: list[Future[bool]] = self._call(lambda actor: actor.shutdown_round())
                 remaining = deadline - time.monotonic()
                 if not futures or remaining <= 0:
@@ -391,9 +452,9 @@ class CrewSupervisor:
                 done, _ = wait_futures(futures, timeout=remaining)
                 if all(f.result() for f in done) and len(done) == len(futures):
                     continue  # all asleep: the next round finds none (or crews woken meanwhile)
-                if time.monotonic() >= deadline:
+                # A refusing crew is working: ask again once a crew did something, not on a poll.
+                if not watch.wait(max(0.0, deadline - time.monotonic())):
                     break
-                time.sleep(_SHUTDOWN_RETRY)  # a refusing crew is working: ask again shortly
             parked, stopped = self._call(lambda actor: actor.stop_rest(asked=timeout > 0))
             _, late = wait_futures(parked, timeout=max(0.0, deadline - time.monotonic()) + _PARK_GRACE)
             if late:  # blocked in a tool or model call: it parks when that returns, if the hub still runs
@@ -404,6 +465,7 @@ class CrewSupervisor:
                 except pykka.Timeout:
                     logger.warning("a finished crew did not stop within {} s", _PARK_GRACE)
         finally:
+            self.shared.stop_watch = None
             self.hub.remove_dispatch_observer(self._observer)
             if self in self._runtime_supervisors:
                 self._runtime_supervisors.remove(self)

@@ -61,6 +61,7 @@ from orkeon_actors.lifecycle.supervisor_state import (
     SaveFailed,
     SupervisorInbox,
     Tick,
+    durable_patterns,
     tell_supervisor,
     topic_patterns,
 )
@@ -182,7 +183,7 @@ class SupervisorActor(pykka.ThreadingActor):
 
     def _start(self, name: str, crew_id: CrewId) -> CrewEntry:
         crew = self.activator.build(name, crew_id)
-        entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger)
+        entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger, crew.volatile)
         self.entries[crew_id] = entry
         self.outcomes.pop(crew_id, None)  # a finished crew's id used again: that outcome is history
         self.idle.touch(crew_id)
@@ -259,6 +260,7 @@ class SupervisorActor(pykka.ThreadingActor):
             on_error=lambda exc: tell_supervisor(me, SaveFailed(crew_id, exc)),
             consumed=consumed,
             kept_upto=entry.kept_upto,
+            reflected=taken.reflected_events,
         )
 
     def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
@@ -301,6 +303,7 @@ class SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.pop(crew_id, None)
         if entry is None:
             return
+        self.shared.leave_live(crew_id)  # asleep: the sleeping crews' keeping takes over
         entry.carry.extend(report.leftovers)
         self._not_activating(crew_id)
         self.idle.forget(crew_id)
@@ -388,7 +391,9 @@ class SupervisorActor(pykka.ThreadingActor):
                 self.shared.activating.add(crew_id)
                 self.shared.handed.add(crew_id)  # its first activity report ends its restore
             entry.triggers = self.activator.restore(
-                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger), snapshot, trigger
+                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
+                snapshot,
+                trigger,
             )
             self.stats.woke(cause, time.perf_counter() - started)
             self._activated(crew_id, entry)
@@ -396,6 +401,8 @@ class SupervisorActor(pykka.ThreadingActor):
             return True
         handover = entry.handover = Handover(crew_id, filters)
         self.shared.add_patterns(handover.patterns, transient=True)
+        # From now on its snapshot's cursors are kept durably while it is live.
+        self.shared.go_live(crew_id, durable_patterns(snapshot, entry.volatile))
         self.shared.remove_patterns(topic_patterns(snapshot))
         with self.shared.lock:
             self.shared.activating.add(crew_id)
@@ -408,7 +415,7 @@ class SupervisorActor(pykka.ThreadingActor):
             handover.keep(message)
         me = self.actor_ref
         entry.triggers = self.activator.restore(
-            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger),
+            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
             snapshot,
             trigger,
             supervision=self.inbox,
@@ -570,6 +577,7 @@ class SupervisorActor(pykka.ThreadingActor):
             return
         del self.entries[crew_id]
         self.idle.forget(crew_id)
+        self.shared.leave_live(crew_id)
         with self.shared.lock:
             self.shared.live.discard(crew_id)
             self.shared.kept_read.discard(crew_id)
@@ -618,6 +626,7 @@ class SupervisorActor(pykka.ThreadingActor):
         if entry is None or entry.finished:
             return
         entry.finished = True
+        self.shared.leave_live(crew_id)  # its snapshot (and what was kept for it) is deleted
         self._not_activating(crew_id)
         before = entry.state
         if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
@@ -702,6 +711,28 @@ class SupervisorActor(pykka.ThreadingActor):
             return self.shared.status.get(crew_id)
         outcome = self.outcomes.get(crew_id)
         return None if outcome is None else outcome.status
+
+    def bookkeeping(self) -> dict[str, int]:
+        """The sizes of every map the supervisor keeps (see ``CrewSupervisor.bookkeeping``)."""
+        shared = self.shared
+        with shared.lock:
+            sizes = {
+                "entries": len(self.entries),
+                "outcomes": len(self.outcomes),
+                "live": len(shared.live),
+                "status": len(shared.status),
+                "kept_read": len(shared.kept_read),
+                "activating": len(shared.activating),
+                "handed": len(shared.handed),
+                "in_flight": len(shared.in_flight),
+                "patterns": len(shared.patterns),
+                "transient_patterns": len(shared.transient),
+                "durable_live": len(shared.durable_live),
+                "live_kept": len(shared.live_kept),
+            }
+        sizes.update(self.idle.sizes())
+        sizes.update(self.waits.sizes())
+        return sizes
 
     def ref_of(self, crew_id: CrewId) -> pykka.ActorRef[CrewActor] | None:
         entry = self.entries.get(crew_id)

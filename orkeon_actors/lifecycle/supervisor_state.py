@@ -26,6 +26,7 @@ from orkeon_actors.crew.protocol import (
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.port import DeferredAcks
+from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -49,6 +50,7 @@ __all__ = [
     "SharedState",
     "SupervisorInbox",
     "Tick",
+    "durable_patterns",
     "tell_supervisor",
     "topic_patterns",
 ]
@@ -89,13 +91,21 @@ class CrewEntry:
         "stopping",
         "taken",
         "triggers",
+        "volatile",
         "wake_cause",
     )
 
     def __init__(
-        self, name: str, ref: pykka.ActorRef[CrewActor], idle_timeout: float | None, ledger: DeferredAcks
+        self,
+        name: str,
+        ref: pykka.ActorRef[CrewActor],
+        idle_timeout: float | None,
+        ledger: DeferredAcks,
+        volatile: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self.name = name
+        self.volatile: Mapping[str, frozenset[str]] = volatile or {}
+        """Per agent id: the cursor topic patterns it opted out of durability."""
         self.ref = ref
         self.ledger = ledger
         """The mailbox messages the crew consumed that no snapshot reflects yet."""
@@ -217,6 +227,19 @@ class SharedState:
         """An expiry tick waits for ``activating`` to shrink to ``RESUME_ACTIVATING``."""
         self.fallback_armed = False
         """The ``DEFERRED_TICK`` timer is pending (one at most)."""
+        self.durable_live: dict[CrewId, frozenset[str]] = {}
+        """Live crews restored from a snapshot: the topic patterns of that snapshot's
+        cursors whose events are kept durably while the crew is live (not opted out)."""
+        self.live_patterns: Counter[str] = Counter()
+        self.live_view: tuple[str, ...] = ()
+        """The patterns of ``durable_live``, once each: a publish matching one of them
+        is kept for those crews before it is routed (``CrewSupervisor.on_route``)."""
+        self.live_kept: dict[MessageId, Waiter[None]] = {}
+        """The keeping writes queued by ``on_route``, waited for by ``on_dispatch``."""
+        self.stop_watch: threading.Event | None = None
+        """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
+        that is not running (waiting, finished), so the crews that refused to sleep
+        because they were working are asked again once one stopped working, not on a poll."""
 
     def restored(self, crew_id: CrewId) -> bool:
         """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
@@ -230,6 +253,28 @@ class SharedState:
                 self.tick_deferred = False
                 return True
         return False
+
+    def go_live(self, crew_id: CrewId, patterns: Sequence[str]) -> None:
+        """``crew_id`` is live with durable cursors on ``patterns`` (replacing any)."""
+        self.leave_live(crew_id)
+        if not patterns:
+            return
+        with self.lock:
+            self.durable_live[crew_id] = frozenset(patterns)
+            self.live_patterns.update(set(patterns))
+            self.live_view = tuple(self.live_patterns)
+
+    def leave_live(self, crew_id: CrewId) -> None:
+        """``crew_id`` is no longer live (asleep, finished, gone): idempotent."""
+        with self.lock:
+            patterns = self.durable_live.pop(crew_id, None)
+            if patterns is None:
+                return
+            self.live_patterns.subtract(patterns)
+            for p in patterns:
+                if self.live_patterns[p] <= 0:
+                    del self.live_patterns[p]
+            self.live_view = tuple(self.live_patterns)
 
     def add_patterns(self, patterns: Sequence[str], *, transient: bool = False) -> None:
         with self.lock:
@@ -275,3 +320,18 @@ def topic_patterns(snapshot: CrewSnapshot) -> list[str]:
     """The topic patterns a sleeping crew is indexed under (once each): those of its
     parked topic waits (a match wakes it) and of its other cursors (a match is kept)."""
     return sorted({topic for topic, _ in snapshot_cursors(snapshot)})
+
+
+def durable_patterns(snapshot: CrewSnapshot, volatile: Mapping[str, frozenset[str]]) -> list[str]:
+    """The topic patterns of ``snapshot`` whose events are kept durably while the crew
+    is live: all of :func:`topic_patterns` but those on which every agent holding a
+    cursor opted out (``volatile``: per agent id, ``Agent.volatile_cursors``)."""
+    patterns = topic_patterns(snapshot)
+    if not volatile:
+        return patterns
+    holders: dict[str, list[bool]] = {}
+    for agent in snapshot.agents:
+        opted = volatile.get(str(agent.agent_id), frozenset())
+        for cursor in agent.cursors:
+            holders.setdefault(cursor.topic, []).append(cursor.topic in opted)
+    return [p for p in patterns if not (p in holders and all(holders[p]))]

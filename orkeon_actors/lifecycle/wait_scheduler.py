@@ -80,6 +80,11 @@ class DurableWaitScheduler:
         self._timer_at: float | None = None
         self._stopped = False
 
+    def sizes(self) -> dict[str, int]:
+        """The expiries it holds (at most ``window_size`` read, plus those scheduled
+        since) and the cancelled wait ids not reached yet."""
+        return {"expiries_held": len(self._heap), "expiries_cancelled": len(self._cancelled)}
+
     # -- the WaitScheduler port ----------------------------------------------------------
 
     def start(self) -> None:

@@ -6,8 +6,11 @@ A save is **one transaction**: the ``crew_snapshots`` row (state ``Asleep``), th
 replacement of the crew's ``pending_waits`` rows by the snapshot's waits, and the
 ``processed_messages`` rows of the triggers the crew handled since it last woke (§11.2),
 and the *acknowledgement* of the mailbox messages it consumed since its previous
-snapshot: their ``mailboxes`` rows are deleted and their ``processed_messages`` rows
-written in the same transaction; with them the index of the crew's topic cursors
+snapshot: their ``mailboxes`` rows are deleted and the crew's high-water mark of each
+mailbox moved to the last of them in the same transaction (one row per crew and
+mailbox, :mod:`orkeon_actors.store.marks`: mailbox delivery is FIFO, so order implies
+processing and a crew handling a million posts keeps as few rows as it has mailboxes);
+with them the index of the crew's topic cursors
 (``sleeping_cursors``: events for them are kept while it sleeps) and the deletion of the
 kept events it was handed at its last wake (:mod:`orkeon_actors.store.cursor_events`).
 Either all of it is written or none: a failed save
@@ -27,7 +30,7 @@ from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
 from orkeon_actors.lifecycle.ports import StoredState
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.store import cursor_events, faults, mailboxes
+from orkeon_actors.store import cursor_events, faults, mailboxes, marks
 from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
@@ -76,7 +79,7 @@ def wait_record(crew_id: CrewId, wait: PendingWait) -> PendingWaitRecord:
 class _FinishedCrews(WriteGroup[tuple[str, tuple[tuple[str, str], ...]], None]):
     """Deletions of finished crews (:meth:`SqliteCrewStateStore.delete_async`): each item
     is a crew id and the ``(address, message_id)`` rows it consumed. A batch's crews take
-    two statements per 64 crews (their ``processed_messages`` rows, their snapshots with
+    three statements per 64 crews (their ``processed_messages`` rows and mailbox marks, their snapshots with
     their pending waits by cascade), however many finished together, plus the
     acknowledgements: every SQLite call releases the GIL and the writer, the
     bottleneck of a burst of expiries, waits to get it back."""
@@ -94,6 +97,7 @@ class _FinishedCrews(WriteGroup[tuple[str, tuple[tuple[str, str], ...]], None]):
             chunk = crews[start : start + self._CHUNK]
             marks = ", ".join(["?"] * len(chunk))
             conn.execute(f"DELETE FROM processed_messages WHERE crew_id IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM mailbox_marks WHERE crew_id IN ({marks})", chunk)
             conn.execute(f"DELETE FROM crew_snapshots WHERE crew_id IN ({marks})", chunk)
         consumed = [row for _, rows in items for row in rows]
         if consumed:
@@ -121,6 +125,7 @@ class SqliteCrewStateStore:
         state: CrewState,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
+        reflected: Sequence[str] = (),
     ) -> Callable[[apsw.Connection], None]:
         body = to_json(snapshot).encode()
         now = format_time(self.hub.clock.now())
@@ -134,7 +139,7 @@ class SqliteCrewStateStore:
         )
         waits = [to_row(wait_record(crew_id, w)) for w in snapshot.pending_waits]
         key = str(crew_id)
-        done = [*processed, *(message_id for _, message_id in consumed)]
+        done = list(processed)  # triggers: order does not imply processing, a row each
         cursors = snapshot_cursors(snapshot) if state is CrewState.ASLEEP else []
 
         def work(conn: apsw.Connection) -> None:
@@ -144,9 +149,11 @@ class SqliteCrewStateStore:
                 conn.executemany(PUT_WAIT, waits)
             cursor_events.replace_cursors(conn, key, cursors)
             cursor_events.delete_kept(conn, key, kept_upto)
+            cursor_events.delete_reflected(conn, key, reflected)
             if done:
                 conn.executemany(_PROCESSED, [(message_id, key, now) for message_id in done])
             if consumed:
+                marks.advance_marks(conn, key, consumed, now)  # before the rows it reads go
                 mailboxes.delete_messages(conn, consumed)
             faults.hit("lifecycle.save")
 
@@ -167,14 +174,16 @@ class SqliteCrewStateStore:
         *,
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
+        reflected: Sequence[str] = (),
     ) -> None:
         """Queue the save without waiting: ``on_saved`` runs on the writer thread after
         the commit, ``on_error`` with the error if the transaction failed (nothing
         written). ``consumed`` are the ``(mailbox address, message id)`` rows the
         snapshot reflects: deleted (acknowledged) in the same transaction, as are the
-        kept cursor events up to ``kept_upto`` (handed over at its last wake)."""
+        kept cursor events up to ``kept_upto`` (handed over at its last wake) and those
+        of the topic messages in ``reflected`` (its cursors handed them out or hold them)."""
         self.hub.writer.post(
-            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto),
+            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto, reflected),
             after_commit=lambda _: on_saved(),
             on_error=on_error,
         )

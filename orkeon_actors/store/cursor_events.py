@@ -17,11 +17,19 @@ over to the restored cursors, oldest first; they are deleted by the transaction 
 crew's next snapshot (or its completion), so a crash while the crew is awake hands them
 over again to the crew restored from its previous snapshot: reflected once.
 
+While the crew is live again, the events matching the cursors of its last snapshot are
+kept the same way (``CrewSupervisor``: written before the publish routes them, committed
+before ``publish`` returns), so a crash restores the crew from that snapshot with every
+event it had not yet reflected in one: the next snapshot deletes those its cursors
+handed out or hold (:func:`delete_reflected`) with the ones handed over at the wake
+(:func:`delete_kept`).
+
 Only events published while the process runs are kept (publishes are live-only).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 import apsw
@@ -29,7 +37,7 @@ import apsw
 from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.store.codec import ENVELOPE_COLUMNS, envelope, message_from_row, metadata_json
 
-__all__ = ["MAX_KEPT", "cursor_key", "delete_kept", "keep_event", "load_kept", "replace_cursors"]
+__all__ = ["MAX_KEPT", "cursor_key", "delete_kept", "delete_reflected", "keep_event", "load_kept", "replace_cursors"]
 
 MAX_KEPT = 10_000
 """Events kept per sleeping cursor; older ones are dropped and counted as missed (the
@@ -112,3 +120,14 @@ def delete_kept(conn: apsw.Connection, crew_id: str, upto: int) -> None:
     by the snapshot being written)."""
     if upto > 0:
         conn.execute("DELETE FROM cursor_events WHERE crew_id = ? AND seq <= ?", (crew_id, upto))
+
+
+def delete_reflected(conn: apsw.Connection, crew_id: str, message_ids: Sequence[str]) -> None:
+    """Delete the crew's kept events whose message is in ``message_ids`` (those the
+    snapshot being written reflects: its cursors handed them out or hold them), in one
+    pass over the crew's rows."""
+    if message_ids:
+        conn.execute(
+            "DELETE FROM cursor_events WHERE crew_id = ? AND message_id IN (SELECT value FROM json_each(?))",
+            (crew_id, json.dumps(list(message_ids))),
+        )

@@ -312,9 +312,15 @@ class SqliteEventHub(HubCore, DurableEventHub):
         store.ack(address, message.id)
 
     def is_processed(self, message_id: MessageId | str, crew_id: CrewId | str) -> bool:
-        """Whether ``crew_id`` committed a unit of work consuming ``message_id``."""
+        """Whether ``crew_id`` committed the processing of ``message_id``: a unit of work
+        consuming it, a lifecycle trigger (topic message, reply, expired wait) its
+        snapshot reflects, or the last post of a mailbox its snapshot reflects (the
+        crew's high-water mark, :mod:`orkeon_actors.store.marks`; an earlier post's row
+        is deleted with that snapshot, so it is never delivered again)."""
         rows = self.readers.query(
-            "SELECT 1 FROM processed_messages WHERE message_id = ? AND crew_id = ?", (str(message_id), str(crew_id))
+            "SELECT 1 FROM processed_messages WHERE message_id = ?1 AND crew_id = ?2 UNION ALL "
+            "SELECT 1 FROM mailbox_marks WHERE crew_id = ?2 AND message_id = ?1 LIMIT 1",
+            (str(message_id), str(crew_id)),
         )
         return bool(rows)
 

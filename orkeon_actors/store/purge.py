@@ -170,6 +170,11 @@ def purge(conn: apsw.Connection, now: datetime, policy: PurgePolicy) -> tuple[Pu
     )
     processed += conn.changes()
     conn.execute(
+        "DELETE FROM mailbox_marks WHERE processed_at < ? AND crew_id NOT IN (SELECT crew_id FROM crew_snapshots)",
+        (format_time(now - policy.processed_ttl),),
+    )
+    processed += conn.changes()
+    conn.execute(
         "DELETE FROM outbox WHERE state = 'Dispatched' AND dispatched_at < ?",
         (format_time(now - policy.dispatched_retention),),
     )

@@ -12,7 +12,10 @@ order (a window of expiries is a range scan, never a sort), which replaces versi
 crews (``sleeping_cursors``, indexed by topic) and the events kept for them while they
 sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`. Version 5 adds
 the outcomes of finished crews (``crew_outcomes``, see :mod:`orkeon_actors.store.outcomes`),
-kept for their retention so a result survives a restart.
+kept for their retention so a result survives a restart. Version 6 adds the mailbox
+high-water marks of supervised crews (``mailbox_marks``, one row per crew and mailbox,
+see :mod:`orkeon_actors.store.marks`), which replace their per-post
+``processed_messages`` rows; rows written by earlier versions stay and still answer.
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -202,6 +205,17 @@ CREATE TABLE crew_outcomes (
 CREATE INDEX idx_crew_outcomes_finished ON crew_outcomes(status, finished_at);
 """
 
+_V6 = """
+CREATE TABLE mailbox_marks (
+    crew_id         TEXT NOT NULL,
+    mailbox_address TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    message_id      TEXT NOT NULL,
+    processed_at    TEXT NOT NULL,
+    PRIMARY KEY (crew_id, mailbox_address)
+) WITHOUT ROWID;
+"""
+
 
 @attrs.frozen
 class Migration:
@@ -225,6 +239,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "wait indexes for a million sleeping crews: topic waits, expiry order", _script(_V3)),
     Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
     Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
+    Migration(6, "mailbox high-water marks of supervised crews instead of a row per post", _script(_V6)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

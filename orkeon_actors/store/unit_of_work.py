@@ -69,12 +69,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 
 def delete_crew(conn: apsw.Connection, crew_id: str) -> tuple[int, int]:
-    """Delete a crew's snapshot, its pending waits (FK cascade) and its
-    ``processed_messages`` rows. Returns ``(pending waits, processed rows)`` deleted."""
+    """Delete a crew's snapshot, its pending waits (FK cascade), its
+    ``processed_messages`` rows and its mailbox marks. Returns ``(pending waits,
+    processed rows and marks)`` deleted."""
     row = conn.execute("SELECT count(*) FROM pending_waits WHERE crew_id = ?", (crew_id,)).fetchone()
     waits = int(row[0]) if row is not None else 0
     conn.execute("DELETE FROM processed_messages WHERE crew_id = ?", (crew_id,))
     processed = conn.changes()
+    conn.execute("DELETE FROM mailbox_marks WHERE crew_id = ?", (crew_id,))
+    processed += conn.changes()
     conn.execute("DELETE FROM crew_snapshots WHERE crew_id = ?", (crew_id,))
     return waits, processed
 

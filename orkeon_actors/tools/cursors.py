@@ -56,9 +56,19 @@ class Cursor:
     restored cursor) a backlog served first. Thread-safe as far as its subscription is;
     the backlog and the counters belong to the one consumer of the cursor."""
 
-    __slots__ = ("_lock", "backlog", "busy", "carried_missed", "key", "recent", "reported_dropped", "subscription")
+    __slots__ = (
+        "_lock",
+        "backlog",
+        "busy",
+        "carried_missed",
+        "key",
+        "recent",
+        "reported_dropped",
+        "subscription",
+        "taken",
+    )
 
-    def __init__(self, key: CursorKey, subscription: Subscription) -> None:
+    def __init__(self, key: CursorKey, subscription: Subscription, max_taken: int = DEFAULT_MAX_BUFFERED) -> None:
         self.key = key
         self.subscription = subscription
         self.busy = False
@@ -66,7 +76,11 @@ class Cursor:
         self.backlog: deque[Message] = deque()
         self.carried_missed = 0
         self.recent: deque[str] = deque(maxlen=RECENT_IDS)
-        self._lock = threading.Lock()  # guards ``recent``: a wait's taker records on its own thread
+        self.taken: deque[str] = deque(maxlen=max_taken)
+        """Ids of every message handed out since the cursor opened (its newest
+        ``max_buffered``): what a snapshot of its owner reflects of it, so the durable
+        copies of those messages can be deleted with that snapshot."""
+        self._lock = threading.Lock()  # guards ``recent`` and ``taken``: a wait's taker records on its own thread
 
     def take_missed(self) -> int:
         """Messages dropped since the last call (reported once)."""
@@ -90,6 +104,13 @@ class Cursor:
         with self._lock:
             if not self.recent or self.recent[-1] != key:
                 self.recent.append(key)
+                self.taken.append(key)
+
+    def taken_ids(self) -> list[str]:
+        """Ids of the messages handed out since the cursor opened (the newest
+        ``max_buffered``), oldest first."""
+        with self._lock:
+            return list(self.taken)
 
     def recent_ids(self) -> list[str]:
         """Ids of the messages taken last, oldest first."""
@@ -145,7 +166,7 @@ class TopicCursors:
                 subscription = self._client.subscribe(
                     topic, metadata_match=metadata_match, max_buffered=self._max_buffered
                 )
-                cursor = self._cursors[key] = Cursor(key, subscription)
+                cursor = self._cursors[key] = Cursor(key, subscription, self._max_buffered)
                 cursor.busy = True
                 self._evict_idle()
                 return cursor

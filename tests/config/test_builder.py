@@ -4,6 +4,7 @@ fails with every problem and its pointer."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,28 @@ def test_a_blueprint_built_field_by_field_is_checked_by_validate() -> None:
     broken = attrs.evolve(good, agents=(attrs.evolve(good.agents[0], max_turns=0),))
     with pytest.raises(CrewConfigError, match=r"agents\[0\]\.max_turns: expected a positive integer, got 0"):
         broken.validate()
+
+
+def test_volatile_cursors_are_declared_in_yaml_or_the_builder_alike(tmp_path: Path) -> None:
+    built = (
+        ok.CrewBuilder()
+        .name("metrics-reader")
+        .agent("reader", model=ok.scripted(["ok"]), volatile_cursors=["metrics.#"])
+        .sequential([("read", "reader")])
+        .build()
+    )
+    path = tmp_path / "crew.yaml"
+    path.write_text(
+        "name: metrics-reader\n"
+        "agents:\n"
+        "  - id: reader\n"
+        "    model: {provider: scripted, script: [ok]}\n"
+        "    cursors: {volatile: ['metrics.#']}\n"
+        "orchestration: {mode: sequential, tasks: [{description: read, agent: reader}]}\n"
+    )
+    loaded = ok.load_crew(path)
+    for bp in (built, loaded):
+        [agent] = ok.config.build_agents(bp, ok.CrewId("m-1"))
+        assert agent.volatile_cursors == frozenset({"metrics.#"})
+    [default] = ok.config.build_agents(base().build(), ok.CrewId("o-1"))
+    assert default.volatile_cursors == frozenset()  # every cursor durable unless opted out

@@ -16,7 +16,8 @@ conversation, which is what a snapshot restores). Steps, run in order after the 
 * ``sleep``: put the crew to sleep (its snapshot and acknowledgements committed);
 * ``kill-in-save``: SIGKILL inside the next snapshot transaction (before its commit);
 * ``kill``: print ``KILLED`` and SIGKILL the process;
-* ``state``: print ``STATE <json>``: the crew's lifecycle state and the kept rows;
+* ``state``: print ``STATE <json>``: the crew's lifecycle state, the kept rows and its
+  bookkeeping rows (``processed_messages`` and mailbox marks);
 * ``finish``: post ``"stop"``, wait for the crew to complete, print ``RESULT <json>``;
 
 The process ends with a graceful ``CrewSupervisor.stop()`` and ``Runtime.stop()``.
@@ -101,7 +102,10 @@ def main() -> None:
             die()
         elif name == "state":
             kept = rt.hub.readers.query("SELECT count(*) FROM mailboxes")[0][0]
-            emit("STATE " + json.dumps({"state": sup.state("loop").value, "kept": kept}))
+            rows = rt.hub.readers.query(
+                "SELECT (SELECT count(*) FROM processed_messages) + (SELECT count(*) FROM mailbox_marks)"
+            )[0][0]
+            emit("STATE " + json.dumps({"state": sup.state("loop").value, "kept": kept, "bookkeeping": rows}))
         elif name == "finish":
             poster.post("agent://loop/a", STOP)
             wait_until(lambda: sup.outcome("loop") is not None, what="loop done", timeout=30)

@@ -187,3 +187,10 @@ def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back
     assert sup.stats.expiries == 5
     asleep = {c for c in crews if sup.state(c) is LifecycleState.ASLEEP}  # the two dead ones, on their snapshots
     wait_until(lambda: {str(w.crew_id) for w in env.hub.load_pending_waits()} == asleep, what="their waits kept")
+
+
+def test_the_live_cursor_bench_publishes_to_a_woken_crew_that_reads_them_all(tmp_path: Path) -> None:
+    from orkeon_actors.bench.live_cursor import publishes_per_second
+
+    for volatile in (False, True):
+        assert publishes_per_second(tmp_path, 20, 2, volatile=volatile) > 0  # the reader finished: all read

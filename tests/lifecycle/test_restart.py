@@ -126,3 +126,35 @@ def test_a_finished_crew_releases_its_mailboxes_at_stop(env: Env) -> None:
     sup = env.restart()
     assert sup.state("c") is LifecycleState.COMPLETED  # its outcome outlives the restart; its mailboxes do not
     assert "agent://c/a" not in {str(a) for a in env.hub.durable_mailboxes}
+
+
+def test_stop_asks_a_crew_that_refused_again_once_it_waits_and_it_sleeps(env: Env) -> None:
+    """A crew with work queued when ``stop()`` asks it refuses to sleep; ``stop()`` waits
+    for its next report (not a poll) and asks again once it waits: it sleeps, its posts
+    are acknowledged by that snapshot, and the next boot has nothing to redeliver."""
+    loop = Loop()
+    env.factories["loop"] = loop.factory
+    sup = env.boot()
+    sup.spawn("loop", "c")
+    env.settle("c", CrewStatus.WAITING)
+    _post(env, "c", BLOCK)  # the model blocks the crew's turn
+    wait_until(lambda: loop.seen == [BLOCK], what="model blocked")
+    _post(env, "c", 1)  # kept in the mailbox: handed to the crew once the agent parks again
+
+    stopper = threading.Thread(target=lambda: sup.stop(timeout=30))
+    stopper.start()
+    wait_until(lambda: sup._call(lambda actor: actor.shutting_down), what="the stop asked c to sleep")
+    loop.gate.set()  # the agent parks and gets post 1 at once: the sleep request finds work queued
+    stopper.join(timeout=30)
+    assert not stopper.is_alive()
+    assert sup.stats.sleep_refusals >= 1 and sup.stats.sleeps == 1
+    assert loop.seen == [BLOCK, 1]
+    assert env.rt is not None
+    env.rt.stop()
+    env.sup = env.rt = None
+
+    sup = env.boot()
+    assert sup.state("c") is LifecycleState.ASLEEP
+    assert sup.stats.wakes == 0  # slept at stop: both posts acknowledged, nothing kept
+    assert env.hub.kept_messages("agent://c/a") == []
+    assert _finish(env, "c") == [BLOCK, 1]

@@ -36,19 +36,19 @@ export type ScriptStep =
  */
 export type Identifier = string;
 /**
- * A model reference: the built-in scripted provider, or a provider registered under the orkeon_actors.models entry-point group, looked up by name.
- *
- * This interface was referenced by `OrkeonCrew`'s JSON-Schema
- * via the `definition` "ModelRef".
- */
-export type ModelRef = ScriptedModelRef | ProviderModelRef;
-/**
  * A topic or a pattern: * matches one word, # zero or more (AMQP semantics).
  *
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema
  * via the `definition` "TopicPattern".
  */
 export type TopicPattern = string;
+/**
+ * A model reference: the built-in scripted provider, or a provider registered under the orkeon_actors.models entry-point group, looked up by name.
+ *
+ * This interface was referenced by `OrkeonCrew`'s JSON-Schema
+ * via the `definition` "ModelRef".
+ */
+export type ModelRef = ScriptedModelRef | ProviderModelRef;
 /**
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema
  * via the `definition` "CrewName".
@@ -226,6 +226,10 @@ export interface CursorBounds {
    * Unread events per cursor, oldest dropped first and reported as missed (default 10000).
    */
   maxBuffered?: number;
+  /**
+   * Topic patterns of cursors that opt out of durability (durable: false): under a supervisor on a durable store, their events stay in memory while the crew is live (no write for the publisher) and what they had not reflected in a snapshot is lost by a crash. Default: none, every cursor durable.
+   */
+  volatile?: TopicPattern[];
 }
 /**
  * Tasks run one after another; each sees the previous outputs.
@@ -497,6 +501,10 @@ export interface CursorBounds1 {
    * Unread events per cursor, oldest dropped first and reported as missed (default 10000).
    */
   maxBuffered?: number;
+  /**
+   * Topic patterns of cursors that opt out of durability (durable: false): under a supervisor on a durable store, their events stay in memory while the crew is live (no write for the publisher) and what they had not reflected in a snapshot is lost by a crash. Default: none, every cursor durable.
+   */
+  volatile?: TopicPattern[];
 }
 /**
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema

@@ -186,6 +186,14 @@ export const SCHEMA = {
           "description": "Unread events per cursor, oldest dropped first and reported as missed (default 10000).",
           "type": "integer",
           "minimum": 1
+        },
+        "volatile": {
+          "description": "Topic patterns of cursors that opt out of durability (durable: false): under a supervisor on a durable store, their events stay in memory while the crew is live (no write for the publisher) and what they had not reflected in a snapshot is lost by a crash. Default: none, every cursor durable.",
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/TopicPattern"
+          },
+          "uniqueItems": true
         }
       }
     },
