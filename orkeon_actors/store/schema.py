@@ -12,7 +12,9 @@ order (a window of expiries is a range scan, never a sort), which replaces versi
 crews (``sleeping_cursors``, indexed by topic) and the events kept for them while they
 sleep (``cursor_events``), see :mod:`orkeon_actors.store.cursor_events`. Version 5 adds
 the outcomes of finished crews (``crew_outcomes``, see :mod:`orkeon_actors.store.outcomes`),
-kept for their retention so a result survives a restart.
+kept for their retention so a result survives a restart. Version 6 adds the sender-owned
+sent history (``sent_index``, ``sent_heads``, ``sent_rows``, ``sent_nodes``,
+``sent_intents``, ``sent_abandoned``, see :mod:`orkeon_actors.store.sent_rows`).
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -28,6 +30,7 @@ import apsw
 import attrs
 
 from orkeon_actors.errors import StoreVersionError
+from orkeon_actors.store.sent_rows import SCHEMA as _V6
 
 __all__ = [
     "APPLICATION_ID",
@@ -225,6 +228,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "wait indexes for a million sleeping crews: topic waits, expiry order", _script(_V3)),
     Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
     Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
+    Migration(6, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(_V6)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

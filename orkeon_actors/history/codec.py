@@ -1,0 +1,156 @@
+"""The bytes of the sent history: rows, intents and their JSON view, through one
+``cattrs`` converter (sender-owned history requirements, MESSAGE-R04).
+
+* :func:`record_bytes` is the *canonical* form of a :class:`SentRecord`: compact JSON,
+  keys sorted, the body in base64. The ledger hashes exactly these bytes, so they must
+  never change for a given record and version; a new meaning is a new
+  :data:`~orkeon_actors.history.records.RECORD_VERSION`.
+* ``metadata`` and ``body`` that are absent (``None``) are left out of the bytes; empty
+  ones (``{}``, ``b""``) are written: the two stay distinct through every round trip.
+* :func:`intent_bytes` keeps a pending send's original message (every envelope field),
+  so resumption materialises and records the very bytes that were reserved.
+
+Decoding raises :class:`SentRecordError` for bytes that are not a record of a known
+version: a reader never guesses. This module is the history's whole wire format, kept
+apart so that it moves into the project's wire-format owner as one piece.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import cattrs
+
+from orkeon_actors.history.endpoint import Endpoint, EndpointKind
+from orkeon_actors.history.records import RECORD_VERSION, SendKind, SentIntent, SentRecord
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import format_utc
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+from orkeon_actors.model.message import FrozenMap, Message
+
+__all__ = [
+    "SentRecordError",
+    "content_digest",
+    "intent_bytes",
+    "intent_from_bytes",
+    "record_bytes",
+    "record_from_bytes",
+    "record_of",
+]
+
+
+class SentRecordError(ValueError):
+    """Bytes that are not a sent record or intent this release can read."""
+
+
+_converter = cattrs.Converter(omit_if_default=False)
+_converter.register_unstructure_hook(bytes, lambda value: base64.b64encode(value).decode("ascii"))
+_converter.register_structure_hook(bytes, lambda value, _: base64.b64decode(value, validate=True))
+_converter.register_unstructure_hook(EndpointKind, lambda value: value.value)
+_converter.register_unstructure_hook(SendKind, lambda value: value.value)
+_converter.register_unstructure_hook(datetime, format_utc)
+_converter.register_structure_hook(datetime, lambda value, _: datetime.fromisoformat(value.replace("Z", "+00:00")))
+_converter.register_unstructure_hook(FrozenMap, dict)
+_converter.register_structure_hook(FrozenMap, lambda value, _: FrozenMap({str(k): str(v) for k, v in value.items()}))
+_converter.register_unstructure_hook(MailboxAddress, str)
+_converter.register_structure_hook(MailboxAddress, lambda value, _: MailboxAddress.parse(value))
+_converter.register_structure_hook(CrewId, lambda value, _: CrewId.SYSTEM if value == CrewId.SYSTEM else CrewId(value))
+_converter.register_structure_hook(AgentId, lambda value, _: AgentId(value))
+_converter.register_structure_hook(MessageId, lambda value, _: MessageId(value))
+_converter.register_structure_hook(CorrelationId, lambda value, _: CorrelationId(value))
+
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+    return _encoder.encode(data).encode("utf-8")
+
+
+def _load(raw: bytes, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(bytes(raw).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SentRecordError(f"the {what} bytes are not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise SentRecordError(f"the {what} bytes are not a JSON object")
+    version = data.get("version")
+    if version != RECORD_VERSION:
+        raise SentRecordError(f"the {what} is version {version!r}; this release reads version {RECORD_VERSION}")
+    return data
+
+
+def _drop_absent(data: dict[str, Any]) -> dict[str, Any]:
+    for key in ("metadata", "body"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data
+
+
+def record_bytes(record: SentRecord) -> bytes:
+    """The canonical bytes of ``record`` (what the ledger hashes)."""
+    return _dump(_drop_absent(_converter.unstructure(record)))
+
+
+def record_from_bytes(raw: bytes) -> SentRecord:
+    """The record behind :func:`record_bytes`; ``SentRecordError`` for anything else."""
+    data = _load(raw, "sent row")
+    data.setdefault("metadata", None)
+    data.setdefault("body", None)
+    try:
+        return _converter.structure(data, SentRecord)
+    except (cattrs.BaseValidationError, ValueError, KeyError, TypeError) as exc:
+        raise SentRecordError(f"the sent row bytes do not hold a version-{RECORD_VERSION} record ({exc})") from exc
+
+
+def intent_bytes(intent: SentIntent) -> bytes:
+    """The bytes of a pending send, with its original message."""
+    return _dump(_converter.unstructure(intent))
+
+
+def intent_from_bytes(raw: bytes) -> SentIntent:
+    data = _load(raw, "sent intent")
+    try:
+        return _converter.structure(data, SentIntent)
+    except (cattrs.BaseValidationError, ValueError, KeyError, TypeError) as exc:
+        raise SentRecordError(f"the sent intent bytes do not hold a version-{RECORD_VERSION} intent ({exc})") from exc
+
+
+def _ms(value: datetime) -> int:
+    return int(value.astimezone(UTC).timestamp() * 1000)
+
+
+def record_of(intent: SentIntent) -> SentRecord:
+    """The completed row of ``intent``: the message's content, sent at its stamp."""
+    message = intent.message
+    return SentRecord(
+        message_id=str(message.id),
+        kind=intent.kind,
+        sender=intent.sender,
+        to=intent.to,
+        sent_at_ms=_ms(message.published_at),
+        topic=message.topic,
+        correlation_id=None if message.correlation_id is None else str(message.correlation_id),
+        idempotency_key=intent.idempotency_key,
+        metadata=dict(message.metadata),
+        body=bytes(message.payload),
+        schema_id=message.schema_id,
+    )
+
+
+def content_digest(kind: SendKind, to: Endpoint, message: Message) -> bytes:
+    """What "the same message" means for a reused idempotency key (MESSAGE-R07): the
+    kind, the canonical recipient, the topic, schema, metadata and body; not the id,
+    the time or the correlation id the hub stamps anew on each call."""
+    data = {
+        "kind": kind.value,
+        "to": to.key,
+        "topic": message.topic,
+        "schema_id": message.schema_id,
+        "metadata": dict(message.metadata),
+        "body": base64.b64encode(message.payload).decode("ascii"),
+    }
+    return hashlib.sha256(_dump(data)).digest()
