@@ -80,9 +80,7 @@ def test_an_intent_keeps_every_byte_of_its_original_message() -> None:
         ok.CorrelationId.new(),
         "orders.v1",
     )
-    intent = SentIntent(
-        SendKind.SEND, parse_sender("agent://a/alice"), parse_sender("agent://b/bob"), "k1", message, 7
-    )
+    intent = SentIntent(SendKind.SEND, parse_sender("agent://a/alice"), parse_sender("agent://b/bob"), "k1", message, 7)
     assert intent_from_bytes(intent_bytes(intent)) == intent
 
 

@@ -132,9 +132,7 @@ def damaged_store(open_store: Opener, store_path: Path) -> Callable[[Damage], Op
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGES))
-def test_each_damage_is_refused_at_its_first_bad_position(
-    name: str, damaged_store: Callable[[Damage], Opener]
-) -> None:
+def test_each_damage_is_refused_at_its_first_bad_position(name: str, damaged_store: Callable[[Damage], Opener]) -> None:
     apply, first_bad, problem = DAMAGES[name]
     rt = damaged_store(apply)()
     report = rt.hub.verify_sent("agent://a/alice")
