@@ -47,7 +47,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "choices"),
     [
-        (["bench", "nonsense"], "'hub', 'store', 'sim', 'lifecycle', 'wakecost'"),
+        (["bench", "nonsense"], "'hub', 'store', 'sim', 'lifecycle', 'wakecost', 'history'"),
         (["simulate", "nonsense"], "'all', 'sequential', 'hierarchical'"),
         (["store", "x.db", "nonsense"], "'crews', 'waits', 'mailboxes', 'outbox', 'last-values', 'show', 'purge'"),
         (["nonsense"], "'demo', 'simulate', 'mcp', 'crew', 'bench', 'store', 'message', 'studio'"),

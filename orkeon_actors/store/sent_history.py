@@ -37,6 +37,7 @@ The distributed hub keeps the same three steps with the broker between them: see
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 from loguru import logger
 
-from orkeon_actors.errors import IdempotencyKeyConflictError, MailboxNotFoundError
+from orkeon_actors.errors import IdempotencyKeyConflictError
 from orkeon_actors.history.codec import (
     SentRecordError,
     content_digest,
@@ -53,13 +54,13 @@ from orkeon_actors.history.codec import (
 )
 from orkeon_actors.history.endpoint import Endpoint, agent_endpoint, endpoint_of
 from orkeon_actors.history.ledger import LedgerReport
-from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
+from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.history.view import Coverage, SentHistory
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC
 from orkeon_actors.model.address import MailboxAddress, Scheme
-from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
-from orkeon_actors.store import faults, mailboxes, sent_rows
+from orkeon_actors.store import faults, sent_rows
+from orkeon_actors.store.sent_group import PreparedSend, SentGroup, original_message
 from orkeon_actors.store.sent_reads import read_history, verify_history
 
 if TYPE_CHECKING:
@@ -87,30 +88,6 @@ def _kind(message: Message) -> SendKind:
 def _sender(message: Message) -> Endpoint:
     assert message.source_agent_id is not None
     return agent_endpoint(message.source_crew_id, message.source_agent_id)
-
-
-def original_message(found: SentRecord | SentIntent) -> Message:
-    """The message a reused key returns: the intent's own, or rebuilt from the row (its
-    time at millisecond precision)."""
-    if isinstance(found, SentIntent):
-        return found.message
-    from datetime import UTC, datetime
-
-    crew, _, agent = found.sender.id.partition("/")
-    target = None if found.kind is SendKind.REPLY else MailboxAddress.parse(found.to.address)
-    return Message(
-        MessageId(found.message_id),
-        found.topic,
-        CrewId(crew),
-        datetime.fromtimestamp(found.sent_at_ms / 1000, tz=UTC),
-        found.body or b"",
-        found.metadata or {},
-        AgentId(agent),
-        None if target is None else target.target_crew_id,
-        target,
-        None if found.correlation_id is None else CorrelationId(found.correlation_id),
-        found.schema_id,
-    )
 
 
 class SqliteSentHistory:
@@ -193,10 +170,9 @@ class SqliteSentHistory:
             self._retry_completions(sender.id)
         kind = _kind(message)
         intent = SentIntent(kind, sender, endpoint_of(to), key, message, self.now_ms())
-        content = content_digest(kind, intent.to, message)
         if kind is SendKind.REPLY:
-            return self._staged(intent, content, terminal)
-        return self._one_transaction(intent, content, to)
+            return self._staged(intent, content_digest(kind, intent.to, message), terminal)
+        return self._one_transaction(intent, to)
 
     def _check_key(self, conn: apsw.Connection, intent: SentIntent, content: bytes) -> Message | None:
         key = intent.idempotency_key
@@ -215,38 +191,24 @@ class SqliteSentHistory:
             )
         return original_message(record)
 
-    def _one_transaction(self, intent: SentIntent, content: bytes, to: MailboxAddress) -> Message:
-        hub = self.hub
-        store = hub.mailbox_store
-        message = intent.message
-        key = str(to)
-        params = mailboxes.insert_params(key, message)
-        record = record_of(intent)
-        now = intent.created_ms
+    @functools.cached_property
+    def group(self) -> SentGroup:
+        """The write group of posts and sends (created once the store is open)."""
+        return SentGroup(self.hub.mailbox_store.registry, self.hub.next_seq)
 
-        def work(conn: apsw.Connection) -> Message | None:
-            original = self._check_key(conn, intent, content)
-            if original is not None:
-                return original
-            faults.hit("send.intent_reserved")
-            if not store.registry.contains(conn, key):
-                raise MailboxNotFoundError(to)
-            mailboxes.insert_prepared(conn, params, hub.next_seq())
-            faults.hit("send.recipient_materialised")
-            sent_rows.complete(conn, record, content, now)
-            return None
-
+    def _one_transaction(self, intent: SentIntent, to: MailboxAddress) -> Message:
+        store = self.hub.mailbox_store
         live: list[Any] = [None]
 
         def capture(replayed: Message | None) -> None:
             if replayed is None:
                 live[0] = store.live.get(to)
 
-        replayed = hub.writer.execute(work, after_commit=capture)
+        replayed = self.hub.writer.execute_in(self.group, PreparedSend.of(intent, to), after_commit=capture)
         if replayed is not None:
             return replayed
-        store.hand_to_live(message, live[0])
-        return message
+        store.hand_to_live(intent.message, live[0])
+        return intent.message
 
     def _staged(self, intent: SentIntent, content: bytes, terminal: Callable[[Message], Message]) -> Message:
         writer = self.hub.writer
@@ -287,6 +249,41 @@ class SqliteSentHistory:
 
             self.hub.writer.execute(work)
             pending.pop(message_id, None)
+
+    # -- the IntentLog of hubs whose recipient copy lives elsewhere (history.intents) ----------
+
+    def reserve(self, intent: SentIntent) -> Message | None:
+        """Commit ``intent`` (see :class:`~orkeon_actors.history.intents.IntentLog`)."""
+        content = content_digest(intent.kind, intent.to, intent.message)
+
+        def work(conn: apsw.Connection) -> Message | None:
+            original = self._check_key(conn, intent, content)
+            if original is None:
+                sent_rows.reserve(conn, intent, content)
+            return original
+
+        replayed = self.hub.writer.execute(work)
+        if replayed is None:
+            faults.hit("send.intent_reserved")
+        return replayed
+
+    def complete(self, intent: SentIntent) -> None:
+        """Complete a materialised ``intent``; a no-op once completed."""
+        content = content_digest(intent.kind, intent.to, intent.message)
+
+        def work(conn: apsw.Connection) -> None:
+            if sent_rows.is_completed(conn, intent.sender.id, intent.message_id):
+                conn.execute("DELETE FROM sent_intents WHERE message_id = ?", (intent.message_id,))
+                return
+            sent_rows.complete(conn, record_of(intent), content, self.now_ms())
+
+        self.hub.writer.execute(work)
+
+    def pending(self, sender: Endpoint) -> list[SentIntent]:
+        """``sender``'s intents not completed, oldest first (an unreadable one raises
+        ``SentRecordError``: it is never skipped)."""
+        with self.hub.readers.connection() as conn:
+            return [intent_from_bytes(raw) for _, raw in sent_rows.pending_intents(conn, sender.id)]
 
     # -- units of work and the outbox -------------------------------------------------------
 

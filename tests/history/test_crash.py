@@ -115,3 +115,14 @@ def test_a_unit_of_works_post_killed_before_its_dispatch_is_resumed_at_boot(tmp_
     check(first, result, "uow")
     assert result["left"]["state"] == "partial" and result["left"]["pending"] >= 1
     assert len(result["sent"]["a/alice"]) >= 2  # the resumed post with its original bytes
+
+
+@pytest.mark.parametrize("point", ["send.intent_reserved", "send.recipient_materialised", *SEND_POINTS[2:]])
+def test_the_intent_protocol_resumes_with_the_original_bytes_and_no_second_copy(tmp_path: Path, point: str) -> None:
+    first, result = crash(tmp_path / "s.db", "staged", point, 3)
+    assert first.returncode == -signal.SIGKILL, f"{point} was never reached"
+    check(first, result, "staged")
+    # The third send's intent committed before the crash: partial in the file as left,
+    # resumed (its copy made at most once, its row once) by the recovering process.
+    assert (result["left"]["state"], result["left"]["pending"]) == ("partial", 1)
+    assert len(result["sent"]["a/alice"]) == 3
