@@ -137,7 +137,7 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(f"{sender.address}: {len(history)} sent, coverage {coverage.state.value}{since}{pending}")
     for row in history.rows:
         key = "" if row.idempotency_key is None else f"  key={row.idempotency_key}"
-        print(f"  {row.sent_at_ms}  {row.kind.value:<5}  {row.message_id}  to {row.to.id} ({row.to.address}){key}")
+        print(f"  {row.sent_at_ms}  {row.kind.value:<5}  {row.message_id}  to {row.to.id} (then {row.to.address}){key}")
         if row.body is not None:
             print(f"      {row.body.decode('utf-8', errors='replace')}")
     return 0

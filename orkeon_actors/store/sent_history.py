@@ -300,8 +300,10 @@ class SqliteSentHistory:
 
     def complete_outgoing(self, conn: apsw.Connection, message: Message, delivered: bool) -> None:
         """In the outbox dispatch's transaction: the post ``message`` was materialised in
-        its mailbox (``delivered``), or failed for good (its intent is abandoned)."""
-        if not self.enabled or not is_recorded(message, message.target_mailbox):
+        its mailbox (``delivered``), or failed for good (its intent is abandoned). Done
+        even while the history is off, so that no reserved intent stays pending forever
+        (the coverage is ``unavailable`` then anyway)."""
+        if not is_recorded(message, message.target_mailbox):
             return
         row = conn.execute("SELECT intent, content FROM sent_intents WHERE message_id = ?", (message.id,)).fetchone()
         if row is None:

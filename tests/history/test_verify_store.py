@@ -139,3 +139,37 @@ def test_each_damage_is_refused_at_its_first_bad_position(name: str, damaged_sto
     assert not report.ok, report
     assert report.first_bad == first_bad, report
     assert problem in str(report.problem), report
+
+
+def test_an_intent_duplicating_a_completed_row_is_cleanup_state(open_store: Opener, store_path: Path) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox("agent://b/bob")
+    posted = rt.hub.bind("a", "alice").post("agent://b/bob", "once")
+    rt.stop()
+    from orkeon_actors.history.codec import content_digest, intent_bytes
+    from orkeon_actors.history.endpoint import endpoint_of, parse_sender
+    from orkeon_actors.history.records import SendKind, SentIntent
+
+    assert posted.target_mailbox is not None
+    intent = SentIntent(
+        SendKind.POST, parse_sender("agent://a/alice"), endpoint_of(posted.target_mailbox), None, posted, 1
+    )
+    conn = apsw.Connection(str(store_path))
+    conn.execute(
+        "INSERT INTO sent_intents (message_id, sender, recipient, idempotency_key, content, intent, created_ms)"
+        " VALUES (?, ?, ?, NULL, ?, ?, 1)",
+        (posted.id, SENDER, intent.to.key, content_digest(SendKind.POST, intent.to, posted), intent_bytes(intent)),
+    )
+    conn.close()
+    from orkeon_actors.history.view import CoverageState
+    from orkeon_actors.store.sent_reads import read_history
+
+    reader = apsw.Connection(str(store_path), flags=apsw.SQLITE_OPEN_READONLY)
+    left = read_history(reader, parse_sender("agent://a/alice"))
+    reader.close()
+    assert (left.coverage.state, left.coverage.pending, len(left.rows)) == (CoverageState.COMPLETE, 0, 1)
+    again = open_store()  # the boot removes it
+    assert again.hub.verify_sent("agent://a/alice").ok
+    check = apsw.Connection(str(store_path), flags=apsw.SQLITE_OPEN_READONLY)
+    assert check.execute("SELECT count(*) FROM sent_intents").fetchone() == (0,)
+    check.close()
