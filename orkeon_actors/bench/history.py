@@ -124,10 +124,12 @@ def catalog_reads(directory: str, agents: int, sends_per_agent: int, reads: int)
         _, code = _timed(argv)  # warm-up
         if code != 0:
             raise RuntimeError(f"{' '.join(argv)} failed with status {code}")
-    sent_times, ls_times = [], []
+    start = [sys.executable, "-m", "orkeon_actors.cli.main", "--version"]
+    sent_times, ls_times, start_times = [], [], []
     for _ in range(reads):
         sent_times.append(_timed(sent)[0])
         ls_times.append(_timed(ls)[0])
+        start_times.append(_timed(start)[0])
     owner = MailboxAddress.parse(broken)
     _, ls_broken = _timed([*cli, "ls", broken, "--json", "--store", path])
     _, sent_of_broken = _timed([*cli, "sent", str(owner), "--json", "--store", path])
@@ -136,6 +138,7 @@ def catalog_reads(directory: str, agents: int, sends_per_agent: int, reads: int)
         "sent_p95_s": _p95(sent_times),
         "ls_p95_s": _p95(ls_times),
         "sent_vs_ls_p95": _p95(sent_times) / _p95(ls_times),
+        "cli_start_p95_s": _p95(start_times),
         "unreadable_ls_refused": float(ls_broken != 0 and sent_of_broken == 0),
     }
 
@@ -237,6 +240,7 @@ def bench_history(quick: bool) -> BenchResult:
         "sent_p95_s": f"s, whole process, p95 of {READS} (target < 1.0)",
         "ls_p95_s": f"s, whole process, p95 of {READS}",
         "sent_vs_ls_p95": "ratio (target < 2.0)",
+        "cli_start_p95_s": "s, whole process `orkeon --version`: the floor of both reads",
         "unreadable_ls_refused": "1 = ls of the broken box fails, sent of its owner does not",
         "write_cost_us_at_10": "µs per send, history work, after 10 rows",
         "write_cost_us_at_100k": "µs per send, history work, after 100,000 rows",

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 from loguru import logger
 
-from orkeon_actors.errors import IdempotencyKeyConflictError
+from orkeon_actors.errors import IdempotencyKeyConflictError, SentHistoryUnavailableError
 from orkeon_actors.history.codec import (
     SentRecordError,
     content_digest,
@@ -157,8 +157,6 @@ class SqliteSentHistory:
         content, ``MailboxNotFoundError`` for a mailbox no longer registered."""
         if not self.enabled or not is_recorded(message, to):
             if key is not None:
-                from orkeon_actors.errors import SentHistoryUnavailableError
-
                 raise SentHistoryUnavailableError(
                     "idempotency_key needs the sent history of an agent: bind the client to an agent "
                     "(hub.bind(crew, agent)) on a store opened with sent_history=True, and send to a mailbox"
