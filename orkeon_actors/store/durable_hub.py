@@ -46,6 +46,7 @@ from orkeon_actors.history.endpoint import Endpoint, endpoint_of, parse_sender
 from orkeon_actors.history.ledger import LedgerReport
 from orkeon_actors.history.view import SentHistory
 from orkeon_actors.hub.memory import HubCore
+from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import (
     CallerContext,
     DispatchObserver,
@@ -53,7 +54,6 @@ from orkeon_actors.hub.port import (
     MailboxRegistration,
 )
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId

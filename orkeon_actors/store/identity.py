@@ -57,6 +57,10 @@ def _has_live_wal(path: str) -> bool:
         return False
 
 
+_READER_BUSY_MS = 5_000
+"""How long the identity check waits for a live owner's WAL lock before reporting it."""
+
+
 def _read_only(path: str, immutable: bool) -> apsw.Connection:
     """A connection that cannot write ``path``. ``immutable`` also tells SQLite not to
     lock it nor look for a WAL (nothing is created beside it); without it, the WAL of a
@@ -64,7 +68,11 @@ def _read_only(path: str, immutable: bool) -> apsw.Connection:
     if immutable:
         uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
         return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    # A live owner may hold the WAL index for a moment (a checkpoint, its close): wait
+    # for it rather than calling a healthy store unreadable.
+    conn.set_busy_timeout(_READER_BUSY_MS)
+    return conn
 
 
 def _store_bytes(path: str) -> int:
