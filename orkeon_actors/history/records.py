@@ -1,6 +1,6 @@
 """The values of the sent history: a completed :class:`SentRecord` (one per successful
 post, send or reply of an agent) and a pending :class:`SentIntent` (a send reserved and
-not completed yet). Their bytes are the business of :mod:`orkeon_actors.history.codec`.
+not completed yet). Their bytes are the business of :mod:`orkeon_actors.wire.sent_history`.
 
 Both carry ``version`` (:data:`RECORD_VERSION`): it changes whenever the meaning of an
 existing field changes or a field is added (sender-owned history requirements,

@@ -23,7 +23,6 @@ import attrs
 
 from orkeon_actors.errors import IdempotencyKeyConflictError, MailboxNotFoundError, StoreCorruptError
 from orkeon_actors.history import ledger
-from orkeon_actors.history.codec import content_digest, record_bytes, record_of
 from orkeon_actors.history.ledger import LedgerHead, LedgerUnreadableError
 from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
 from orkeon_actors.model.address import MailboxAddress
@@ -31,6 +30,7 @@ from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, mailboxes, sent_rows
 from orkeon_actors.store.writer import WriteGroup
+from orkeon_actors.wire.sent_history import content_digest, record_bytes, record_of
 
 __all__ = ["PreparedSend", "SentGroup", "original_message"]
 

@@ -46,12 +46,6 @@ import apsw
 from loguru import logger
 
 from orkeon_actors.errors import IdempotencyKeyConflictError, SentHistoryUnavailableError
-from orkeon_actors.history.codec import (
-    SentRecordError,
-    content_digest,
-    intent_from_bytes,
-    record_of,
-)
 from orkeon_actors.history.endpoint import Endpoint, agent_endpoint, endpoint_of
 from orkeon_actors.history.ledger import LedgerReport
 from orkeon_actors.history.records import SendKind, SentIntent
@@ -62,6 +56,12 @@ from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup, original_message
 from orkeon_actors.store.sent_reads import read_history, verify_history
+from orkeon_actors.wire.sent_history import (
+    SentRecordError,
+    content_digest,
+    intent_from_bytes,
+    record_of,
+)
 
 if TYPE_CHECKING:
     from orkeon_actors.store.durable_hub import SqliteEventHub

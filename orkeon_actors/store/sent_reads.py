@@ -9,11 +9,11 @@ from __future__ import annotations
 import apsw
 import attrs
 
-from orkeon_actors.history.codec import SentRecordError, intent_from_bytes
 from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.history.ledger import LedgerReport, verify
 from orkeon_actors.history.view import CoverageState, SentHistory
 from orkeon_actors.store import sent_rows
+from orkeon_actors.wire.sent_history import SentRecordError, intent_from_bytes
 
 __all__ = ["read_history", "verify_history", "verify_intents"]
 

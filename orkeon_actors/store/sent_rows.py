@@ -27,18 +27,18 @@ from typing import Final
 import apsw
 
 from orkeon_actors.history import ledger
-from orkeon_actors.history.codec import (
+from orkeon_actors.history.endpoint import Endpoint
+from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
+from orkeon_actors.history.records import SentIntent, SentRecord
+from orkeon_actors.history.view import Coverage, CoverageState
+from orkeon_actors.store import faults
+from orkeon_actors.wire.sent_history import (
     SentRecordError,
     intent_bytes,
     intent_from_bytes,
     record_bytes,
     record_from_bytes,
 )
-from orkeon_actors.history.endpoint import Endpoint
-from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
-from orkeon_actors.history.records import SentIntent, SentRecord
-from orkeon_actors.history.view import Coverage, CoverageState
-from orkeon_actors.store import faults
 
 __all__ = [
     "SCHEMA",

@@ -12,16 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import orkeon_actors as ok
-from orkeon_actors.history.codec import (
+from orkeon_actors.history.endpoint import Endpoint, EndpointKind, parse_sender
+from orkeon_actors.history.records import RECORD_VERSION, SendKind, SentIntent, SentRecord
+from orkeon_actors.model.ids import MessageId
+from orkeon_actors.wire.sent_history import (
     SentRecordError,
     intent_bytes,
     intent_from_bytes,
     record_bytes,
     record_from_bytes,
 )
-from orkeon_actors.history.endpoint import Endpoint, EndpointKind, parse_sender
-from orkeon_actors.history.records import RECORD_VERSION, SendKind, SentIntent, SentRecord
-from orkeon_actors.model.ids import MessageId
 
 texts = st.text(min_size=1, max_size=12)
 metadata = st.none() | st.dictionaries(texts, st.text(max_size=12), max_size=3)

@@ -146,9 +146,9 @@ def test_an_intent_duplicating_a_completed_row_is_cleanup_state(open_store: Open
     rt.hub.register_mailbox("agent://b/bob")
     posted = rt.hub.bind("a", "alice").post("agent://b/bob", "once")
     rt.stop()
-    from orkeon_actors.history.codec import content_digest, intent_bytes
     from orkeon_actors.history.endpoint import endpoint_of, parse_sender
     from orkeon_actors.history.records import SendKind, SentIntent
+    from orkeon_actors.wire.sent_history import content_digest, intent_bytes
 
     assert posted.target_mailbox is not None
     intent = SentIntent(

@@ -1,5 +1,10 @@
-"""The bytes of the sent history: rows, intents and their JSON view, through one
-``cattrs`` converter (sender-owned history requirements, MESSAGE-R04).
+"""The sent history's format: its rows and intents (sender-owned history requirements,
+MESSAGE-R04), on a :func:`~orkeon_actors.wire.base.base_converter` configured by
+:func:`configure_sent_history`.
+
+Datetime rule: the tool format's (:data:`~orkeon_actors.wire.tool_json.TOOL_DATETIMES`,
+ISO 8601 UTC with microseconds and ``Z``) for the ``published_at`` of an intent's
+message; a row's instant is its ``sent_at_ms`` (unix milliseconds).
 
 * :func:`record_bytes` is the *canonical* form of a :class:`SentRecord`: compact JSON,
   keys sorted, the body in base64. The ledger hashes exactly these bytes, so they must
@@ -11,8 +16,7 @@
   so resumption materialises and records the very bytes that were reserved.
 
 Decoding raises :class:`SentRecordError` for bytes that are not a record of a known
-version: a reader never guesses. This module is the history's whole wire format, kept
-apart so that it moves into the project's wire-format owner as one piece.
+version: a reader never guesses.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ import cattrs
 
 from orkeon_actors.history.endpoint import Endpoint, EndpointKind
 from orkeon_actors.history.records import RECORD_VERSION, SendKind, SentIntent, SentRecord
-from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.clock import format_utc
-from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
-from orkeon_actors.model.message import FrozenMap, Message
+from orkeon_actors.model.message import Message
+from orkeon_actors.wire.base import base_converter
+from orkeon_actors.wire.tool_json import TOOL_DATETIMES
 
 __all__ = [
     "SentRecordError",
+    "configure_sent_history",
+    "sent_history_converter",
     "content_digest",
     "intent_bytes",
     "intent_from_bytes",
@@ -47,21 +52,23 @@ class SentRecordError(ValueError):
     """Bytes that are not a sent record or intent this release can read."""
 
 
-_converter = cattrs.Converter(omit_if_default=False)
-_converter.register_unstructure_hook(bytes, lambda value: base64.b64encode(value).decode("ascii"))
-_converter.register_structure_hook(bytes, lambda value, _: base64.b64decode(value, validate=True))
-_converter.register_unstructure_hook(EndpointKind, lambda value: value.value)
-_converter.register_unstructure_hook(SendKind, lambda value: value.value)
-_converter.register_unstructure_hook(datetime, format_utc)
-_converter.register_structure_hook(datetime, lambda value, _: datetime.fromisoformat(value.replace("Z", "+00:00")))
-_converter.register_unstructure_hook(FrozenMap, dict)
-_converter.register_structure_hook(FrozenMap, lambda value, _: FrozenMap({str(k): str(v) for k, v in value.items()}))
-_converter.register_unstructure_hook(MailboxAddress, str)
-_converter.register_structure_hook(MailboxAddress, lambda value, _: MailboxAddress.parse(value))
-_converter.register_structure_hook(CrewId, lambda value, _: CrewId.SYSTEM if value == CrewId.SYSTEM else CrewId(value))
-_converter.register_structure_hook(AgentId, lambda value, _: AgentId(value))
-_converter.register_structure_hook(MessageId, lambda value, _: MessageId(value))
-_converter.register_structure_hook(CorrelationId, lambda value, _: CorrelationId(value))
+def configure_sent_history(converter: cattrs.Converter) -> cattrs.Converter:
+    """Register the sent history's hooks on ``converter`` (a
+    :func:`~orkeon_actors.wire.base.base_converter` with ``TOOL_DATETIMES``): bytes as
+    base64 text, the endpoint and send kinds by value. Returns ``converter``."""
+    converter.register_unstructure_hook(bytes, lambda value: base64.b64encode(value).decode("ascii"))
+    converter.register_structure_hook(bytes, lambda value, _: base64.b64decode(value, validate=True))
+    converter.register_unstructure_hook(EndpointKind, lambda value: value.value)
+    converter.register_unstructure_hook(SendKind, lambda value: value.value)
+    return converter
+
+
+def sent_history_converter() -> cattrs.Converter:
+    """A new converter of the sent history's records (unknown keys refused)."""
+    return configure_sent_history(base_converter(TOOL_DATETIMES, forbid_extra_keys=True))
+
+
+_converter = sent_history_converter()
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
