@@ -1,5 +1,5 @@
 """``SqliteSentHistory``: the embedded store's sender-owned sent history, the hub core's
-:class:`~orkeon_actors.hub.memory.SentRecorder` (sender-owned history requirements,
+:class:`~orkeon_actors.hub.collaborators.SentRecorder` (sender-owned history requirements,
 MESSAGE-R01..R08, R11).
 
 Which sends are recorded: every post, send (request) and reply to a mailbox by a caller
