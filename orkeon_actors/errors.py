@@ -53,6 +53,9 @@ __all__ = [
     "ModelConfigError",
     "FleetControlError",
     "FleetTimeoutError",
+    "IdempotencyKeyConflictError",
+    "SentCoverageError",
+    "SentHistoryUnavailableError",
 ]
 
 
@@ -358,3 +361,30 @@ class CrewConfigError(InvalidArgumentError):
 class UndeclaredPublishError(EventAclError):
     """A crew whose ``event.publish`` list is declared, with
     ``undeclared_publish: refuse``, published a topic the list does not declare."""
+
+
+class IdempotencyKeyConflictError(EventHubError):
+    """An ``idempotency_key`` was reused by the same sender for the same recipient with
+    different content (sender-owned history, MESSAGE-R07). The first message stands;
+    send the new content with a new key (or without one)."""
+
+    def __init__(self, message: str, *, key: str = "", original_id: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+        self.original_id = original_id
+
+
+class SentHistoryUnavailableError(EventHubError):
+    """The sent history cannot be read or written here: the hub keeps none (an in-memory
+    hub, or a store opened with ``sent_history=False``), or the caller is not an agent."""
+
+
+class SentCoverageError(EventHubError):
+    """A count was asked of a sent history whose coverage is not ``complete``
+    (``unavailable``, or ``partial`` while sends are pending): a number would claim a
+    completeness the index cannot prove (MESSAGE-R03). ``state`` and ``pending`` say why."""
+
+    def __init__(self, message: str, *, state: str = "", pending: int = 0) -> None:
+        super().__init__(message)
+        self.state = state
+        self.pending = pending

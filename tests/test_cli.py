@@ -47,10 +47,10 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "choices"),
     [
-        (["bench", "nonsense"], "'hub', 'store', 'sim', 'lifecycle', 'wakecost'"),
+        (["bench", "nonsense"], "'hub', 'store', 'sim', 'lifecycle', 'wakecost', 'history'"),
         (["simulate", "nonsense"], "'all', 'sequential', 'hierarchical'"),
         (["store", "x.db", "nonsense"], "'crews', 'waits', 'mailboxes', 'outbox', 'last-values', 'show', 'purge'"),
-        (["nonsense"], "'demo', 'simulate', 'mcp', 'crew', 'bench', 'store', 'studio'"),
+        (["nonsense"], "'demo', 'simulate', 'mcp', 'crew', 'bench', 'store', 'message', 'studio'"),
     ],
 )
 def test_an_unknown_choice_prints_the_choices_with_exit_status_2(

@@ -98,6 +98,7 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
 LAYERS: list[set[str]] = [
     {"errors", "testing", "logs"},
     {"model"},
+    {"history"},
     {"wire"},
     {"actors"},
     {"hub"},
@@ -106,7 +107,7 @@ LAYERS: list[set[str]] = [
     {"crew"},
     {"orchestration", "models", "mcp"},
     {"lifecycle"},
-    {"store", "history"},
+    {"store"},
     {"runtime"},
     {"config"},
     {"sim", "studio", "aio"},

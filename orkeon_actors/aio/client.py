@@ -83,9 +83,12 @@ class AsyncHubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """As :meth:`HubClient.post`."""
-        return await self._run(lambda: self.client.post(to, payload, metadata, cancel=cancel))
+        return await self._run(
+            lambda: self.client.post(to, payload, metadata, cancel=cancel, idempotency_key=idempotency_key)
+        )
 
     async def request(
         self,
@@ -95,9 +98,12 @@ class AsyncHubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """As :meth:`HubClient.request`: the request message, at once."""
-        return await self._run(lambda: self.client.request(to, request, timeout, metadata, cancel=cancel))
+        return await self._run(
+            lambda: self.client.request(to, request, timeout, metadata, cancel=cancel, idempotency_key=idempotency_key)
+        )
 
     async def send(
         self,
@@ -107,12 +113,13 @@ class AsyncHubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Post ``request`` and await its reply, as :meth:`HubClient.send`: ``timeout``
         is mandatory and finite (``FOREVER`` raises ``InvalidArgumentError``); no reply
         in time raises ``SendTimeoutError``. Cancelling the task (or ``cancel`` firing)
         withdraws the request: a late reply is refused with ``UnknownCorrelationError``."""
-        sent = await self.request(to, request, timeout, metadata, cancel=cancel)
+        sent = await self.request(to, request, timeout, metadata, cancel=cancel, idempotency_key=idempotency_key)
         correlation_id = sent.correlation_id
         assert correlation_id is not None  # the hub stamps every request with one
         hub = self.client.hub
@@ -128,9 +135,12 @@ class AsyncHubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """As :meth:`HubClient.reply`."""
-        return await self._run(lambda: self.client.reply(correlation_id, payload, metadata, cancel=cancel))
+        return await self._run(
+            lambda: self.client.reply(correlation_id, payload, metadata, cancel=cancel, idempotency_key=idempotency_key)
+        )
 
     async def wait_for(
         self,

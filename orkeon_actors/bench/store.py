@@ -5,8 +5,9 @@
   own ``post`` until its transaction committed. Group commit only pays off with
   concurrency: the writer commits whatever the threads queued meanwhile in one
   transaction. The writer's batch sizes are recorded.
-* **raw apsw**: the same rows (the ``mailboxes`` rows those posts wrote, same columns,
-  same schema and indexes), inserted with ``executemany`` in transactions of exactly the
+* **raw apsw**: the same rows (the ``mailboxes`` rows those posts wrote and, the
+  posters being agents, their sent-history rows, nodes and heads; same columns, same
+  schema and indexes), inserted with ``executemany`` in transactions of exactly the
   batch sizes the writer achieved, on a connection with the same durability, in a file
   of the same directory (same disk). No hub, no actor, no thread.
 
@@ -41,6 +42,19 @@ MAILBOX = "agent://bench-store/sink"
 _ROWS = (
     "SELECT mailbox_address, message_id, payload, metadata, received_at, seq, topic, source_crew_id, "
     "source_agent_id, target_crew_id, correlation_id, published_at, schema_id FROM mailboxes ORDER BY seq"
+)
+_SENT_ROWS = (
+    "SELECT r.sender, r.seq, r.message_id, r.recipient, r.sent_ms, r.idempotency_key, r.content, r.record,"
+    " n.row_hash, n.link, n.version FROM sent_rows r JOIN sent_nodes n USING (sender, seq)"
+)
+_RAW_SENT_ROW = (
+    "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_RAW_SENT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
+_RAW_SENT_HEAD = (
+    "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, 0, ?)"
+    " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
 )
 _RAW_INSERT = (
     "INSERT INTO mailboxes (mailbox_address, message_id, payload, metadata, received_at, seq, topic, "
@@ -84,13 +98,18 @@ def durable_posts(
         batches = hub.writer.stats.batch_sizes - before
         with hub.readers.connection() as conn:
             rows = [tuple(row) for row in conn.execute(_ROWS)]
+            sent = {str(row[2]): tuple(row) for row in conn.execute(_SENT_ROWS)}
+        # Each post's sent row (the agents' history, on by default) rides with its mailbox row.
+        rows = [(*row, sent.get(str(row[1]))) for row in rows]
     flat = [latency for mine in latencies for latency in mine]
     return threads * per_thread / elapsed, flat, batches, rows
 
 
 def raw_batched_inserts(directory: str, rows: list[tuple[Any, ...]], batches: Counter[int]) -> float:
     """Rows/s of plain apsw: ``BEGIN; executemany(INSERT ...); COMMIT`` per batch, with
-    the batch sizes of ``batches`` (smallest first), WAL and ``synchronous=FULL``."""
+    the batch sizes of ``batches`` (smallest first), WAL and ``synchronous=FULL``. A row
+    carrying its sender's history (an agent's post) also writes its sent row, ledger node
+    and the sender's head, as the durable post did."""
     config = StoreConfig(os.path.join(directory, "raw.db"))
     conn = open_connection(config)
     try:
@@ -106,7 +125,13 @@ def raw_batched_inserts(directory: str, rows: list[tuple[Any, ...]], batches: Co
         began = time.perf_counter()
         for chunk in plan:
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(_RAW_INSERT, chunk)
+            conn.executemany(_RAW_INSERT, [row[:13] for row in chunk])
+            history = [row[13] for row in chunk if row[13] is not None]
+            if history:
+                conn.executemany(_RAW_SENT_ROW, [h[:8] for h in history])
+                conn.executemany(_RAW_SENT_NODE, [(h[0], h[1], h[8], h[9], h[10]) for h in history])
+                heads = {h[0]: (h[0], h[1], h[9], h[10]) for h in history}
+                conn.executemany(_RAW_SENT_HEAD, list(heads.values()))
             conn.execute("COMMIT")
         elapsed = time.perf_counter() - began
     finally:

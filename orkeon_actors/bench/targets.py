@@ -43,6 +43,11 @@ TARGETS: dict[str, dict[str, Target]] = {
         "post_receive_full_sampling_vs_autogen": Target(">=", 5.0),
     },
     "store": {"durable_post_vs_raw": Target(">=", 0.50)},
+    "history": {
+        "sent_p95_s": Target("<", 1.0),
+        "sent_vs_ls_p95": Target("<", 2.0),
+        "unreadable_ls_refused": Target(">=", 1.0),
+    },
     "lifecycle": {
         "boot_ms": Target("<", 3000),
         "boot_rss_mb": Target("<", 300),

@@ -6,6 +6,7 @@ orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded,
 orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
 orkeon bench lifecycle --soak SECS  a supervisor under churn: RSS and its maps over time
 orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
+orkeon message sent|ls|verify       an agent's sent history, a mailbox's held messages (read-only)
 orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
 orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
@@ -120,6 +121,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
 
     add_store_parser(sub, common)
+    from orkeon_actors.cli.message_cmd import add_message_parser
+
+    add_message_parser(sub, common)
 
     from orkeon_actors.studio import cli as studio_cli
 
@@ -199,6 +203,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_bench(list(args.suites), quick=args.quick, as_json=args.json, check=args.check, directory=args.dir)
     if args.command == "store":
         return run_store(args, parser)
+    if args.command == "message":
+        from orkeon_actors.cli.message_cmd import run_message
+
+        return run_message(args, parser)
     if args.command == "studio":
         from orkeon_actors.studio.cli import run_studio
 

@@ -86,6 +86,8 @@ def start(runtime: AgentRuntime, call: ToolCall) -> Ready | Park:
     sreq = structure_request(arguments, SendRequestRequest)
     target = send_target(sreq)
     seconds = sreq.timeout_ms / 1000
-    sent = runtime.client.request(target, sreq.payload, seconds, sreq.metadata, cancel=runtime.budget.token)
+    sent = runtime.client.request(
+        target, sreq.payload, seconds, sreq.metadata, cancel=runtime.budget.token, idempotency_key=sreq.idempotency_key
+    )
     assert sent.correlation_id is not None  # the hub stamps every request with one
     return Park(WaitOnReply(sent.correlation_id), FiniteWaitTimeout(seconds))

@@ -36,6 +36,7 @@ __all__ = [
     "LedgerSource",
     "LedgerUnreadableError",
     "append",
+    "append_hash",
     "link_of",
     "verify",
 ]
@@ -107,11 +108,16 @@ def link_of(previous: bytes, seq: int, row_hash: bytes) -> bytes:
 def append(head: LedgerHead | None, sender: str, row_bytes: bytes, now_ms: int) -> tuple[LedgerHead, LedgerNode]:
     """The head and the node after one more completed row (constant work: the head and
     the row only). ``head`` is ``None`` for a sender's first indexed send."""
+    return append_hash(head, sender, hashlib.sha256(row_bytes).digest(), now_ms)
+
+
+def append_hash(head: LedgerHead | None, sender: str, row_hash: bytes, now_ms: int) -> tuple[LedgerHead, LedgerNode]:
+    """:func:`append` for a row whose SHA-256 ``row_hash`` was computed already (off the
+    writer's thread)."""
     if head is not None and head.version != LEDGER_VERSION:
         raise ValueError(f"the head of {sender} is version {head.version}; this code writes {LEDGER_VERSION}")
     previous = GENESIS if head is None else head.tip
     seq = 1 if head is None else head.count + 1
-    row_hash = hashlib.sha256(row_bytes).digest()
     node = LedgerNode(seq, row_hash, link_of(previous, seq, row_hash))
     since = now_ms if head is None else head.since_ms
     return LedgerHead(sender, seq, node.link, since), node

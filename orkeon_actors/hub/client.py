@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.boundary import (
@@ -24,6 +25,10 @@ from orkeon_actors.hub.boundary import (
     check_publish_topic,
 )
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
+
+if TYPE_CHECKING:
+    from orkeon_actors.history.endpoint import Endpoint
+    from orkeon_actors.history.view import SentHistory
 from orkeon_actors.model.address import MailboxAddress, Scheme, validate_topic, validate_topic_pattern
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId
@@ -110,15 +115,23 @@ class HubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Fire-and-forget to a mailbox. Raises ``MailboxNotFoundError`` if nobody
         registered it. Posting to ``topic://name`` publishes on ``name`` (a reserved
-        ``_system.`` name raises ``ReservedTopicError``)."""
+        ``_system.`` name raises ``ReservedTopicError``).
+
+        ``idempotency_key`` (an agent on a durable store): reusing it for the same
+        recipient with the same content returns the original message, after any crash,
+        without posting again; with other content raises ``IdempotencyKeyConflictError``
+        (docs/history.md). Without a key, identical posts are distinct posts."""
         address = MailboxAddress.parse(to)
         if address.scheme is Scheme.TOPIC:
             check_publish_topic(self.caller, address.name or "")
         check_metadata(metadata)
-        return self.hub.post(self.caller, address, self._payload(payload), metadata, cancel)
+        return self.hub.post(
+            self.caller, address, self._payload(payload), metadata, cancel, idempotency_key=idempotency_key
+        )
 
     def send(
         self,
@@ -128,13 +141,18 @@ class HubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Post ``request`` and block for its reply. ``timeout`` is mandatory and finite
         (``FOREVER`` raises ``InvalidArgumentError``); no reply in time raises
-        ``SendTimeoutError`` (a ``TimeoutError``)."""
+        ``SendTimeoutError`` (a ``TimeoutError``). With a reused ``idempotency_key``
+        (see :meth:`post`) the original request stands and this waits for its reply."""
         seconds = _send_timeout(timeout)
         check_metadata(metadata)
-        return self.hub.send(self.caller, MailboxAddress.parse(to), self._payload(request), seconds, metadata, cancel)
+        address = MailboxAddress.parse(to)
+        return self.hub.send(
+            self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
+        )
 
     def request(
         self,
@@ -144,14 +162,17 @@ class HubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Like :meth:`send` but returns at once with the request message; wait for the
         reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
-        stays answerable until ``timeout`` passes."""
+        stays answerable until ``timeout`` passes. ``idempotency_key``: see :meth:`post`."""
         seconds = _send_timeout(timeout)
         check_metadata(metadata)
         address = MailboxAddress.parse(to)
-        return self.hub.request(self.caller, address, self._payload(request), seconds, metadata, cancel)
+        return self.hub.request(
+            self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
+        )
 
     def reply(
         self,
@@ -160,11 +181,54 @@ class HubClient:
         metadata: Mapping[str, str] | None = None,
         *,
         cancel: CancelToken | None = None,
+        idempotency_key: str | None = None,
     ) -> Message:
         """Answer a pending request. Raises ``UnknownCorrelationError`` when the id is
-        unknown, already answered or expired, or the request went to another crew."""
+        unknown, already answered or expired, or the request went to another crew.
+        ``idempotency_key``: see :meth:`post`."""
         check_metadata(metadata)
-        return self.hub.reply(self.caller, CorrelationId(correlation_id), self._payload(payload), metadata, cancel)
+        return self.hub.reply(
+            self.caller,
+            CorrelationId(correlation_id),
+            self._payload(payload),
+            metadata,
+            cancel,
+            idempotency_key=idempotency_key,
+        )
+
+    # -- the sent history (docs/history.md) ---------------------------------------------
+
+    def _sender(self) -> Endpoint:
+        from orkeon_actors.errors import SentHistoryUnavailableError
+        from orkeon_actors.history.endpoint import agent_endpoint
+
+        if self.caller.agent_id is None or self.caller.is_system:
+            raise SentHistoryUnavailableError(
+                f"only agents own a sent history; this client is bound to crew {self.caller.crew_id} without an "
+                "agent: use hub.bind(crew, agent)"
+            )
+        return agent_endpoint(self.caller.crew_id, self.caller.agent_id)
+
+    def sent(
+        self,
+        to: MailboxAddress | str | None = None,
+        since: int | None = None,
+        include_body: bool = False,
+    ) -> SentHistory:
+        """What this agent sent (posts, sends, replies), oldest first, under its
+        coverage: ``complete`` since a boundary, ``partial`` while sends are pending, or
+        ``unavailable`` (a hub that keeps no history: never an empty complete list).
+        ``to`` keeps one recipient; ``since`` (unix ms) keeps rows strictly after it;
+        bodies only with ``include_body``. Reads the sender's own rows, never a mailbox."""
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or since < 0):
+            raise InvalidArgumentError(f"since must be a non-negative int of unix milliseconds, got {since!r}")
+        address = None if to is None else MailboxAddress.parse(to)
+        return self.hub.sent_history(self._sender(), address, since, include_body)
+
+    def sent_count(self, to: MailboxAddress | str | None = None, since: int | None = None) -> int:
+        """How many rows :meth:`sent` holds; raises ``SentCoverageError`` unless the
+        coverage is ``complete``."""
+        return self.sent(to, since).count()
 
     def subscribe(
         self,

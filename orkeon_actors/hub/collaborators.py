@@ -1,7 +1,8 @@
 """The collaborators a hub core takes instead of being subclassed
 (:class:`~orkeon_actors.hub.memory.HubCore`): where an adapter keeps its mailboxes and
-its retained last values beyond the live ones. The in-memory adapter has none; the
-SQLite adapter (:mod:`orkeon_actors.store`) implements both. The third collaborator,
+its retained last values beyond the live ones, and where it records what its agents
+sent. The in-memory adapter has none; the SQLite adapter (:mod:`orkeon_actors.store`)
+implements all three. The third collaborator,
 the :class:`~orkeon_actors.hub.port.DispatchObserver`, is part of the port.
 """
 
@@ -15,7 +16,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
-__all__ = ["LastValueStore", "MailboxStore"]
+__all__ = ["LastValueStore", "MailboxStore", "SentRecorder"]
 
 
 class MailboxStore(Protocol):
@@ -72,4 +73,20 @@ class LastValueStore(Protocol):
     def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
         """Keep ``message`` as the last value of ``(scope, key)``, then ``remember()`` it
         in memory (before returning)."""
+        ...
+
+
+class SentRecorder(Protocol):
+    """Where an adapter keeps its senders' sent history (docs/history.md;
+    ``orkeon_actors.store.sent_history`` on SQLite). The core hands it every post and
+    send to a mailbox and every reply, at the end of the publish stages."""
+
+    def deliver(
+        self, message: Message, to: MailboxAddress | None, key: str | None, terminal: Callable[[Message], Message]
+    ) -> Message:
+        """Deliver ``message`` to ``to`` (``terminal`` is the core's own delivery) and
+        record it in its sender's history when it belongs there; for a reused
+        idempotency ``key`` with the same content, return the original message instead.
+        Raises what ``terminal`` raises, ``IdempotencyKeyConflictError``, and
+        ``SentHistoryUnavailableError`` for a ``key`` on a send it does not record."""
         ...

@@ -39,9 +39,10 @@ from orkeon_actors.errors import (
     InvalidArgumentError,
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
+    SentHistoryUnavailableError,
     UnknownCorrelationError,
 )
-from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore
+from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
 from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, TopicWait, WaitRegistration
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
@@ -92,6 +93,7 @@ __all__ = [
     "LastValueStore",
     "MailboxStore",
     "MemorySubscription",
+    "SentRecorder",
     "WaitRegistration",
     "note_crew_finished",
 ]
@@ -101,6 +103,12 @@ WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
 
 FINISHED_CREWS_REMEMBERED = 10_000
 """How many finished crews a hub remembers to explain a refused post (see ``crew_finished``)."""
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key or len(key) > 200:
+        raise InvalidArgumentError(f"idempotency_key must be a non-empty string of at most 200 characters, got {key!r}")
+    return key
 
 
 class HubCore(EventHub):
@@ -127,8 +135,10 @@ class HubCore(EventHub):
         mailbox_store: MailboxStore | None = None,
         observer: DispatchObserver | None = None,
         last_value_store: LastValueStore | None = None,
+        sent_recorder: SentRecorder | None = None,
     ) -> None:
         self.clock = clock
+        self._sent = sent_recorder
         self._store = mailbox_store
         self._observer = observer
         self._last_value_store = last_value_store
@@ -229,6 +239,11 @@ class HubCore(EventHub):
         return message
 
     def _deliver_to_mailbox(self, message: Message) -> Message:
+        if self._sent is not None:
+            return self._sent.deliver(message, message.target_mailbox, None, self._append_to_mailbox)
+        return self._append_to_mailbox(message)
+
+    def _append_to_mailbox(self, message: Message) -> Message:
         if self._store is not None:
             self._store.append(message)
             return message
@@ -238,6 +253,19 @@ class HubCore(EventHub):
             raise MailboxNotFoundError(address)
         handle.deliver(message)
         return message
+
+    def _keyed(
+        self, operation: str, key: str, to: MailboxAddress | None, terminal: Callable[[Message], Message]
+    ) -> Next:
+        """The publish stages of ``operation`` ending in a keyed delivery (composed per
+        call: only calls with an idempotency key pay for it)."""
+        sent = self._sent
+        if sent is None:
+            raise SentHistoryUnavailableError(
+                "idempotency_key needs the sent history of a durable store: Runtime.start(store=...)"
+            )
+        _check_key(key)
+        return self.pipeline.publish_chain(operation, lambda m: sent.deliver(m, to, key, terminal))
 
     def _deliver_reply(self, message: Message) -> Message:
         assert message.correlation_id is not None
@@ -446,15 +474,26 @@ class HubCore(EventHub):
         payload: object,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
         if to.scheme is Scheme.TOPIC:
+            if idempotency_key is not None:
+                raise InvalidArgumentError(
+                    f"{to} is a topic: a broadcast has no sent history, so it takes no idempotency_key"
+                )
             message = self.stamp(caller, to.name or "", payload, metadata, None, to)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
             raise self._missing(to)
-        return self._post_chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+        chain = (
+            self._post_chain
+            if idempotency_key is None
+            else self._keyed("post", idempotency_key, to, self._append_to_mailbox)
+        )
+        return chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
 
     def _open_request(
         self,
@@ -464,6 +503,7 @@ class HubCore(EventHub):
         timeout: float,
         metadata: Mapping[str, str] | None,
         listener: Waiter[Message] | None = None,
+        idempotency_key: str | None = None,
     ) -> tuple[Message, PendingRequest]:
         if to.scheme is Scheme.TOPIC:
             raise InvalidArgumentError(
@@ -478,11 +518,38 @@ class HubCore(EventHub):
         self._replies.open(request, self.limits.max_pending_requests)
         request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
         try:
-            self._send_chain(message)
+            if idempotency_key is None:
+                self._send_chain(message)
+                return message, request
+            sent = self._keyed("send", idempotency_key, to, self._append_to_mailbox)(message)
         except BaseException:
             self._replies.forget(correlation_id)
             raise
-        return message, request
+        if sent.id == message.id or sent.correlation_id is None:
+            return sent, request
+        return sent, self._await_original(sent.correlation_id, caller, to, timeout, listener, correlation_id)
+
+    def _await_original(
+        self,
+        original: CorrelationId,
+        caller: CallerContext,
+        to: MailboxAddress,
+        timeout: float,
+        listener: Waiter[Message] | None,
+        replaced: CorrelationId,
+    ) -> PendingRequest:
+        """A keyed request replayed: its original stands (the recipient holds it, with
+        its correlation id), so the caller waits for the original's reply instead."""
+        self._replies.forget(replaced)
+        request = self._replies.get(original)
+        if request is not None:
+            if listener is not None:
+                request.listen(listener)
+            return request
+        request = PendingRequest(original, caller.crew_id, to, listener, caller.agent_id)
+        self._replies.open(request, self.limits.max_pending_requests)
+        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(original, timeout))
+        return request
 
     def request(
         self,
@@ -492,10 +559,12 @@ class HubCore(EventHub):
         timeout: float,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        message, _ = self._open_request(caller, to, payload, timeout, metadata)
+        message, _ = self._open_request(caller, to, payload, timeout, metadata, None, idempotency_key)
         return message
 
     def send(
@@ -506,11 +575,13 @@ class HubCore(EventHub):
         timeout: float,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
         waiter: Waiter[Message] = Waiter()
-        _, request = self._open_request(caller, to, payload, timeout, metadata, waiter)
+        _, request = self._open_request(caller, to, payload, timeout, metadata, waiter, idempotency_key)
         try:
             return self.block(waiter, "on_reply", cancel)
         finally:
@@ -528,12 +599,29 @@ class HubCore(EventHub):
         payload: object,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id, caller)
         message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
-        return self._reply_chain(message)
+        if self._sent is None or caller.agent_id is None or request.requester_crew.is_system:
+            if idempotency_key is not None:
+                raise SentHistoryUnavailableError(
+                    "idempotency_key needs the sent history of an agent: reply from a client bound to an agent "
+                    "(hub.bind(crew, agent)) on a durable store (Runtime.start(store=...))"
+                )
+            return self._reply_chain(message)
+        agent = request.requester_agent
+        crew = request.requester_crew
+        requester = MailboxAddress.crew(crew) if agent is None else MailboxAddress.agent(crew, agent)
+        if idempotency_key is not None:
+            return self._keyed("reply", idempotency_key, requester, self._deliver_reply)(message)
+        sent = self._sent
+        return self.pipeline.publish_chain("reply", lambda m: sent.deliver(m, requester, None, self._deliver_reply))(
+            message
+        )
 
     def subscribe(
         self,

@@ -24,6 +24,9 @@ from orkeon_actors.model.message import FrozenMap, Message
 from orkeon_actors.model.options import PublishOptions, WaitDescriptor, WaitTimeout
 
 if TYPE_CHECKING:
+    from orkeon_actors.history.endpoint import Endpoint
+    from orkeon_actors.history.ledger import LedgerReport
+    from orkeon_actors.history.view import SentHistory
     from orkeon_actors.hub.client import HubClient
     from orkeon_actors.hub.quotas import CallerQuotas
     from orkeon_actors.hub.scheduler import Scheduler
@@ -276,6 +279,10 @@ class EventHub(abc.ABC):
         self, caller: CallerContext, topic: str, payload: object, options: PublishOptions, cancel: CancelToken | None
     ) -> Message: ...
 
+    # post, request, send and reply take ``idempotency_key``: on a hub that keeps a sent
+    # history, a reused key of the same sender to the same recipient with the same content
+    # returns the original message instead of sending again, with other content raises
+    # IdempotencyKeyConflictError; a hub without one raises SentHistoryUnavailableError.
     @abc.abstractmethod
     def post(
         self,
@@ -284,6 +291,8 @@ class EventHub(abc.ABC):
         payload: object,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message: ...
 
     @abc.abstractmethod
@@ -295,6 +304,8 @@ class EventHub(abc.ABC):
         timeout: float,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message: ...
 
     @abc.abstractmethod
@@ -306,6 +317,8 @@ class EventHub(abc.ABC):
         timeout: float,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message: ...
 
     @abc.abstractmethod
@@ -316,6 +329,8 @@ class EventHub(abc.ABC):
         payload: object,
         metadata: Mapping[str, str] | None,
         cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
     ) -> Message: ...
 
     @abc.abstractmethod
@@ -349,6 +364,24 @@ class EventHub(abc.ABC):
     @abc.abstractmethod
     def pending_waits(self) -> dict[str, int]:
         """Waits in progress per kind (``on_topic``, ``on_mailbox``, ``on_reply``)."""
+
+    def sent_history(
+        self, sender: Endpoint, to: MailboxAddress | None, since_ms: int | None, include_body: bool
+    ) -> SentHistory:
+        """``sender``'s sent history (``client.sent``). This default, for a hub that keeps
+        none, is an ``unavailable`` coverage without rows (never an empty complete one)."""
+        from orkeon_actors.history.view import Coverage, CoverageState, SentHistory
+
+        return SentHistory(sender, Coverage(CoverageState.UNAVAILABLE, None), (), include_body)
+
+    def verify_sent(self, sender: str | MailboxAddress | Endpoint) -> LedgerReport:
+        """Walk ``sender``'s sent ledger to genesis (``agent://crew/agent``). Raises
+        ``SentHistoryUnavailableError`` on a hub that keeps no sent history."""
+        from orkeon_actors.errors import SentHistoryUnavailableError
+
+        raise SentHistoryUnavailableError(
+            "this hub keeps no sent history: start the runtime on a store (Runtime.start(store=...))"
+        )
 
     @abc.abstractmethod
     def stop(self) -> None:

@@ -113,6 +113,9 @@ class StoreConfig:
       copies the WAL into the database (see :mod:`orkeon_actors.store.checkpointer`);
       commits never checkpoint themselves. Small (200 pages, 0.8 MB) so that each
       checkpoint's writes delay a concurrent commit's fsync little (docs/store.md).
+    * ``sent_history`` (default on): every agent keeps a verifiable record of what it
+      sent (docs/history.md). Off, the store keeps no sent index and every coverage
+      reads ``unavailable`` (it is never reported complete across the gap).
     """
 
     path: str = attrs.field(converter=_path)
@@ -123,6 +126,7 @@ class StoreConfig:
     registry_cache: int = 65_536
     checkpoint_pages: int = 200
     purge: PurgePolicy = attrs.field(factory=PurgePolicy)
+    sent_history: bool = True
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1:

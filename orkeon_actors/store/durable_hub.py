@@ -38,9 +38,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import apsw
 from loguru import logger
 
 from orkeon_actors.errors import HubStoppedError
+from orkeon_actors.history.endpoint import Endpoint, endpoint_of, parse_sender
+from orkeon_actors.history.ledger import LedgerReport
+from orkeon_actors.history.view import SentHistory
 from orkeon_actors.hub.memory import HubCore
 from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import (
@@ -54,7 +58,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
-from orkeon_actors.store import last_values, mailboxes
+from orkeon_actors.store import faults, last_values, mailboxes
 from orkeon_actors.store.acks import ConsumedLedger
 from orkeon_actors.store.checkpointer import Checkpointer
 from orkeon_actors.store.codec import format_time
@@ -69,6 +73,7 @@ from orkeon_actors.store.purge import Purger, PurgeReport, purgeable_rows_exist
 from orkeon_actors.store.reader import ReaderPool
 from orkeon_actors.store.records import PendingWaitRecord, SnapshotRecord, pending_wait_from_row, snapshot_from_row
 from orkeon_actors.store.schema import migrate
+from orkeon_actors.store.sent_history import SqliteSentHistory
 from orkeon_actors.store.unit_of_work import UnitOfWork
 from orkeon_actors.store.writer import StoreWriter
 
@@ -129,6 +134,8 @@ class SqliteEventHub(HubCore, DurableEventHub):
     def __init__(self, config: StoreConfig, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None):
         self.mailbox_store = SqliteMailboxStore(self)
         """The durable mailboxes (the hub core's mailbox store)."""
+        self.sent = SqliteSentHistory(self, config.sent_history)
+        """The agents' sent history (the hub core's sent recorder, docs/history.md)."""
         self._outbox_chains: dict[str, Next] = {}
         self._outbox_pipeline: Pipeline | None = None
         super().__init__(
@@ -138,6 +145,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
             mailbox_store=self.mailbox_store,
             observer=_Dispatch(self),
             last_value_store=_LastValues(self),
+            sent_recorder=self.sent,
         )
         self.config = config
         self._store_closed = False
@@ -173,6 +181,8 @@ class SqliteEventHub(HubCore, DurableEventHub):
         conn = open_connection(config)
         try:
             self.schema_migrated_from, self.schema_version = migrate(conn, config.path)
+            faults.arm_from_environment()
+            self.sent.open(conn)
             self._seq = mailboxes.next_sequence(conn)
             registry = mailboxes.RegistryCache(config.registry_cache)
             for (scope, key), message in last_values.load_all(conn).items():
@@ -269,6 +279,9 @@ class SqliteEventHub(HubCore, DurableEventHub):
     def route_live(self, message: Message) -> None:
         self._route(message)
 
+    def sent_outgoing(self, conn: apsw.Connection, message: Message, *, delivered: bool) -> None:
+        self.sent.complete_outgoing(conn, message, delivered)
+
     def outbox_dispatched(self) -> None:
         self.purger.arm()
 
@@ -362,6 +375,17 @@ class SqliteEventHub(HubCore, DurableEventHub):
     def purge_now(self) -> PurgeReport:
         """Run the §11.4 purge now (it also runs every ``PurgePolicy.interval``)."""
         return self.purger.purge_now()
+
+    def sent_history(
+        self, sender: Endpoint, to: MailboxAddress | None, since_ms: int | None, include_body: bool
+    ) -> SentHistory:
+        return self.sent.read(sender, None if to is None else endpoint_of(to), since_ms, include_body)
+
+    def verify_sent(self, sender: str | MailboxAddress | Endpoint) -> LedgerReport:
+        """Walk ``sender``'s sent ledger (``agent://crew/agent``) to genesis, with its
+        pending intents; the report names the first bad position (docs/history.md)."""
+        endpoint = sender if isinstance(sender, Endpoint) else parse_sender(str(sender))
+        return self.sent.verify(endpoint)
 
     def is_registered(self, address: MailboxAddress | str) -> bool:
         """Whether ``address`` is durably registered (live in this runtime or not), as

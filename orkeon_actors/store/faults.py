@@ -18,6 +18,15 @@ Points:
     inside a dispatch transaction, after its first row was handed to a mailbox.
 ``outbox.after_route``
     a published outbox message was routed to live subscribers, not yet marked dispatched.
+``send.intent_reserved`` ... ``send.intent_cleaned``
+    the steps of one send of an agent's sent history (:data:`SEND_POINTS`, in order; see
+    :mod:`orkeon_actors.store.sent_history`).
+
+A child process can arm one of them without code: with ``ORKEON_TEST_HOOKS=1`` set,
+``ORKEON_TEST_SEND_FAIL_AFTER=<point>`` (a send point, without the ``send.`` prefix, or
+any point above) and optionally ``ORKEON_TEST_SEND_FAIL_NTH=<n>`` make
+:func:`arm_from_environment` (called when a store opens) SIGKILL the process there.
+Without ``ORKEON_TEST_HOOKS=1`` the variables are never read.
 """
 
 from __future__ import annotations
@@ -27,7 +36,17 @@ import signal
 import threading
 from collections.abc import Callable
 
-__all__ = ["POINTS", "hit", "install", "uninstall", "kill_at"]
+__all__ = ["POINTS", "SEND_POINTS", "arm_from_environment", "hit", "install", "uninstall", "kill_at"]
+
+SEND_POINTS = (
+    "send.intent_reserved",
+    "send.recipient_materialised",
+    "send.row_written",
+    "send.node_written",
+    "send.head_replaced",
+    "send.intent_cleaned",
+)
+"""The crash points of a send, in the order a send reaches them."""
 
 POINTS = (
     "writer.before_commit",
@@ -35,6 +54,7 @@ POINTS = (
     "outbox.before_dispatch",
     "outbox.mid_dispatch",
     "outbox.after_route",
+    *SEND_POINTS,
 )
 
 _hook: Callable[[str], None] | None = None
@@ -77,3 +97,16 @@ def kill_at(point: str, nth: int = 1) -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
 
     install(hook)
+
+
+def arm_from_environment() -> None:
+    """Arm the crash point named by ``ORKEON_TEST_SEND_FAIL_AFTER`` (see the module
+    docstring), only when ``ORKEON_TEST_HOOKS=1``; otherwise read nothing."""
+    if os.environ.get("ORKEON_TEST_HOOKS") != "1":
+        return
+    point = os.environ.get("ORKEON_TEST_SEND_FAIL_AFTER")
+    if not point:
+        return
+    if point not in POINTS and f"send.{point}" in POINTS:
+        point = f"send.{point}"
+    kill_at(point, int(os.environ.get("ORKEON_TEST_SEND_FAIL_NTH", "1")))

@@ -31,6 +31,7 @@ __all__ = [
     "insert_message",
     "insert_params",
     "insert_prepared",
+    "insert_rows",
     "load_messages",
     "delete_message",
     "delete_messages",
@@ -152,6 +153,14 @@ class InsertGroup(WriteGroup[tuple[str, tuple[Any, ...]], int]):
 
     def atomic(self, items: list[tuple[str, tuple[Any, ...]]]) -> bool:
         return len(items) <= _ROWS_PER_STATEMENT
+
+
+def insert_rows(conn: apsw.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert mailbox rows (each :func:`insert_params` plus its ``seq`` and its
+    ``published_at``), many per statement, for a caller that checked the registry."""
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        chunk = rows[start : start + _ROWS_PER_STATEMENT]
+        conn.execute(_insert_rows_sql(len(chunk)), [value for row in chunk for value in row])
 
 
 class AckGroup(WriteGroup[tuple[str, str], None]):

@@ -5,8 +5,9 @@ same transaction as its ``processed_messages`` row and its state. Once that comm
 :class:`OutboxDispatcher` actor delivers them:
 
 * a **post** moves into the target's durable mailbox and its outbox row becomes
-  ``Dispatched`` *in one transaction*: a crash leaves it either still pending (it is
-  dispatched again at the next boot) or delivered, never both, never neither. Then it
+  ``Dispatched`` *in one transaction* (with its sender's sent row, for an agent's
+  post): a crash leaves it either still pending (it is dispatched again at the next
+  boot) or delivered, never both, never neither. Then it
   is handed to the live mailbox, in commit order. A post whose mailbox is no longer
   registered is marked ``Failed`` (with the reason in ``error``) and logged;
 * a **publish** is routed to the live subscribers, then marked ``Dispatched`` (with its
@@ -128,6 +129,12 @@ class OutboxHost(Protocol):
 
     def outbox_dispatched(self) -> None: ...
 
+    def sent_outgoing(self, conn: apsw.Connection, message: Message, *, delivered: bool) -> None:
+        """In the dispatch transaction: the post ``message`` was kept in its mailbox
+        (``delivered``) or failed for good; its sender's history completes (or drops) the
+        intent its unit of work reserved."""
+        ...
+
 
 @attrs.frozen
 class _Dispatch:
@@ -167,7 +174,9 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
                         (reason, message.id),
                     )
                     failed.append((record, reason))
+                    host.sent_outgoing(conn, message, delivered=False)
                     continue
+                host.sent_outgoing(conn, message, delivered=True)
                 delivered.append((message, seq))
                 if len(delivered) == 1:
                     faults.hit("outbox.mid_dispatch")

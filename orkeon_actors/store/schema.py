@@ -16,6 +16,9 @@ kept for their retention so a result survives a restart. Version 6 adds the mail
 high-water marks of supervised crews (``mailbox_marks``, one row per crew and mailbox,
 see :mod:`orkeon_actors.store.marks`), which replace their per-post
 ``processed_messages`` rows; rows written by earlier versions stay and still answer.
+Version 7 adds the sender-owned sent history (``sent_index``, ``sent_heads``,
+``sent_rows``, ``sent_nodes``, ``sent_intents``, ``sent_abandoned``, see
+:mod:`orkeon_actors.store.sent_rows`).
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -31,6 +34,7 @@ import apsw
 import attrs
 
 from orkeon_actors.errors import StoreVersionError
+from orkeon_actors.store.sent_rows import SCHEMA as _V7
 
 __all__ = [
     "APPLICATION_ID",
@@ -240,6 +244,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
     Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
     Migration(6, "mailbox high-water marks of supervised crews instead of a row per post", _script(_V6)),
+    Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(_V7)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -267,6 +267,30 @@ class PublishEventResponse:
 
 # -- post_message ---------------------------------------------------------------------
 
+_IDEMPOTENCY_DOC = (
+    "Optional. A key of yours for this exact message (e.g. order-42): sending again with the same key "
+    "to the same recipient and the same content returns the original message instead of sending twice; "
+    "other content with a used key is an error. Omit it for an ordinary send."
+)
+
+
+def _idempotency_key(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > 200:
+        raise ToolValidationError(
+            "idempotency_key must be a non-empty string of at most 200 characters (or omitted)",
+            field="idempotency_key",
+        )
+    return value
+
+
+def _key_field() -> Any:
+    return attrs.field(
+        default=None, converter=_idempotency_key, metadata=doc(_IDEMPOTENCY_DOC, minLength=1, maxLength=200)
+    )
+
+
 _MAILBOX_DOC = (
     "Mailbox address: agent://{crew}/{agent} (an agent), crew://{crew} (a crew), "
     "client://{name} (an external client) or topic://{topic} (publishes on that topic)."
@@ -280,6 +304,7 @@ class PostMessageRequest:
     target_mailbox: MailboxAddress = attrs.field(converter=_target_mailbox, metadata=doc(_MAILBOX_DOC))
     payload: Any = attrs.field(converter=_payload, metadata=doc(_PAYLOAD_DOC))
     metadata: FrozenMap | None = attrs.field(default=None, converter=_metadata, metadata=doc(_METADATA_DOC))
+    idempotency_key: str | None = _key_field()
 
 
 @attrs.frozen
@@ -318,6 +343,7 @@ class SendRequestRequest:
         ),
     )
     metadata: FrozenMap | None = attrs.field(default=None, converter=_metadata, metadata=doc(_METADATA_DOC))
+    idempotency_key: str | None = _key_field()
 
 
 @attrs.frozen
@@ -347,6 +373,7 @@ class ReplyToRequest:
         ),
     )
     payload: Any = attrs.field(converter=_payload, metadata=doc("The reply body: any JSON value."))
+    idempotency_key: str | None = _key_field()
 
 
 @attrs.frozen

@@ -222,7 +222,13 @@ class EventHubTools:
         req = structure_request(request, PostMessageRequest)
         if req.target_mailbox.scheme is Scheme.TOPIC:
             _refuse_reserved(req.target_mailbox.name or "", "post_message")
-        message = self.client.post(req.target_mailbox, req.payload, req.metadata, cancel=self._token(cancel))
+        message = self.client.post(
+            req.target_mailbox,
+            req.payload,
+            req.metadata,
+            cancel=self._token(cancel),
+            idempotency_key=req.idempotency_key,
+        )
         return PostMessageResponse(message.id, message.published_at)
 
     def send_request(
@@ -238,7 +244,9 @@ class EventHubTools:
         target = send_target(req)
         token = self._token(cancel)
         seconds = req.timeout_ms / 1000
-        sent = self.client.request(target, req.payload, seconds, req.metadata, cancel=token)
+        sent = self.client.request(
+            target, req.payload, seconds, req.metadata, cancel=token, idempotency_key=req.idempotency_key
+        )
         correlation_id = sent.correlation_id
         assert correlation_id is not None  # the hub stamps every request with one
         outcome: Message | SendTimeoutError | UnknownCorrelationError
@@ -256,7 +264,9 @@ class EventHubTools:
         req = structure_request(request, ReplyToRequest)
         # The hub decides, with one error for every id this caller may not answer
         # (unknown, answered, expired, or a request another crew received).
-        message = self.client.reply(req.correlation_id, req.payload, cancel=self._token(cancel))
+        message = self.client.reply(
+            req.correlation_id, req.payload, cancel=self._token(cancel), idempotency_key=req.idempotency_key
+        )
         return ReplyToResponse(message.published_at)
 
     def receive_message(

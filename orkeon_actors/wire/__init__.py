@@ -9,7 +9,8 @@ rule in its docstring:
 * :mod:`~orkeon_actors.wire.tool_json`: what a model reads and writes (UTC ``Z``, an
   offset required on input), with :mod:`~orkeon_actors.wire.payload` for payload bytes;
 * :mod:`~orkeon_actors.wire.studio_feed`: a message in the Studio's live feed (UTC ``Z``);
-* :mod:`~orkeon_actors.wire.amqp`: the envelope of a message on an AMQP broker (UTC ``Z``).
+* :mod:`~orkeon_actors.wire.amqp`: the envelope of a message on an AMQP broker (UTC ``Z``);
+* :mod:`~orkeon_actors.wire.sent_history`: the agents' sent rows and intents (UTC ``Z``).
 
 The layers that own a format's records register them on the format's converter: the
 crew its snapshot, the store its rows, the tools their DTOs.

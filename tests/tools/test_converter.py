@@ -109,7 +109,13 @@ def test_publish_requests_round_trip(
 @settings(max_examples=100, deadline=None)
 @given(address=addresses, timeout_ms=st.integers(1, 2**31 - 1), payload=json_values)
 def test_send_requests_round_trip(address: ok.MailboxAddress, timeout_ms: int, payload: Any) -> None:
-    wire = {"target_mailbox": str(address), "payload": payload, "timeout_ms": timeout_ms, "metadata": None}
+    wire = {
+        "target_mailbox": str(address),
+        "payload": payload,
+        "timeout_ms": timeout_ms,
+        "metadata": None,
+        "idempotency_key": None,
+    }
     request = structure_request(wire, SendRequestRequest)
     assert request.target_mailbox == address
     assert unstructure(request) == wire

@@ -22,11 +22,11 @@ from orkeon_actors.tools.definitions import spec_for
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 
-INPUTS = {  # spec §5: the input fields of each tool, in order
+INPUTS = {  # spec §5: the input fields of each tool, in order (+ the sent history's optional idempotency_key)
     "publish_event": ["topic", "payload", "target_crew_id", "metadata", "retain_as_last_value", "last_value_key"],
-    "post_message": ["target_mailbox", "payload", "metadata"],
-    "send_request": ["target_mailbox", "payload", "timeout_ms", "metadata"],
-    "reply_to": ["correlation_id", "payload"],
+    "post_message": ["target_mailbox", "payload", "metadata", "idempotency_key"],
+    "send_request": ["target_mailbox", "payload", "timeout_ms", "metadata", "idempotency_key"],
+    "reply_to": ["correlation_id", "payload", "idempotency_key"],
     "receive_message": ["timeout_ms", "wait_forever", "mailbox"],
     "wait_for_event": ["topic", "timeout_ms", "wait_forever", "metadata_match"],
     "get_last_value": ["key", "crew_scope"],

@@ -1,0 +1,261 @@
+"""``orkeon bench history``: what the sent history costs and how fast it reads
+(sender-owned history requirements, MESSAGE-R08, R10).
+
+* **catalog read (R10)**: a store generated through the hub with ``AGENTS`` (557)
+  agents, each with real sent rows (posts to other agents' mailboxes, so recipient
+  mailboxes hold varied depths) and one recipient mailbox made structurally unreadable
+  (its row's metadata is not JSON). Then, as whole processes (``python -m
+  orkeon_actors.cli.main ...``), one warm-up and ``READS`` timed runs each of ``orkeon
+  message sent --json`` and ``orkeon message ls --json`` for the same agent. Targets:
+  ``sent_p95_s`` < 1.0 and ``sent_vs_ls_p95`` < 2.0. ``unreadable_ls_refused`` is 1 when
+  ``ls`` of the broken mailbox fails while ``sent`` of its sender still succeeds (the
+  read never scans recipient mailboxes).
+* **write cost per send (R08)**: the history's own write work, one send per
+  transaction on a plain connection (``synchronous=NORMAL``: no fsync, so the figure is
+  the work, not the disk), after 10 and after 100,000 prior rows of the same sender
+  (generated with the same codec and ledger). ``write_cost_ratio_100k_vs_10`` ≈ 1 is
+  constant work.
+* **durable post (the history's cost)**: ``THREADS`` agents posting (the ``orkeon bench
+  store`` workload) on stores with ``sent_history`` off and on, rounds interleaved, best
+  of each: ``post_history_on_vs_off``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+
+import apsw
+
+from orkeon_actors.bench.context import progress, scratch_directory
+from orkeon_actors.bench.registry import BenchResult, register
+from orkeon_actors.history.endpoint import agent_endpoint, endpoint_of
+from orkeon_actors.history.records import SendKind, SentIntent
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import AgentId, CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.runtime import Runtime
+from orkeon_actors.store import SqliteEventHub, StoreConfig
+from orkeon_actors.store.config import Durability
+from orkeon_actors.store.connection import open_connection
+from orkeon_actors.store.mailboxes import RegistryCache, register_many
+from orkeon_actors.store.schema import migrate
+from orkeon_actors.store.sent_group import PreparedSend, SentGroup
+
+__all__ = ["catalog_reads", "durable_post_rate", "write_cost_per_send"]
+
+AGENTS = 557
+READS = 10
+THREADS = 8
+
+
+def _agent(i: int) -> str:
+    return f"agent://crew-{i % 37}/agent-{i}"
+
+
+def generate_catalog(path: str, agents: int, sends_per_agent: int) -> tuple[str, str]:
+    """Build the catalog store; returns the address of the agent whose reads are timed
+    and the address of the recipient mailbox made unreadable."""
+    with Runtime.start(store=StoreConfig(path, durability=Durability.NORMAL)) as rt:
+        hub = rt.hub
+        assert isinstance(hub, SqliteEventHub)
+        hub.register_mailboxes([_agent(i) for i in range(agents)])
+
+        def send_from(indices: range) -> None:
+            for i in indices:
+                address = MailboxAddress.parse(_agent(i))
+                assert address.crew_id is not None and address.agent_id is not None
+                client = hub.bind(address.crew_id, address.agent_id)
+                for k in range(sends_per_agent):
+                    # Varied depth: low-numbered agents receive far more than the others.
+                    to = _agent(int(agents * (k / sends_per_agent) ** 3) % agents)
+                    client.post(to, {"from": i, "k": k, "text": "the quarterly numbers are in"})
+
+        step = math.ceil(agents / THREADS)
+        workers = [
+            threading.Thread(target=send_from, args=(range(s, min(agents, s + step)),)) for s in range(0, agents, step)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    conn = apsw.Connection(path)
+    try:
+        row = conn.execute(
+            "SELECT mailbox_address FROM mailboxes WHERE mailbox_address != ? GROUP BY 1 ORDER BY count(*) LIMIT 1",
+            (_agent(0),),
+        ).fetchone()
+        assert row is not None
+        broken = str(row[0])
+        conn.execute(
+            "UPDATE mailboxes SET metadata = 'not json {' WHERE mailbox_address = ? "
+            "AND seq = (SELECT min(seq) FROM mailboxes WHERE mailbox_address = ?)",
+            (broken, broken),
+        )
+    finally:
+        conn.close()
+    return _agent(0), broken
+
+
+def _timed(argv: list[str]) -> tuple[float, int]:
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, check=False)
+    return time.perf_counter() - began, done.returncode
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def catalog_reads(directory: str, agents: int, sends_per_agent: int, reads: int) -> dict[str, float]:
+    path = os.path.join(directory, "catalog.db")
+    sender, broken = generate_catalog(path, agents, sends_per_agent)
+    cli = [sys.executable, "-m", "orkeon_actors.cli.main", "message"]
+    sent = [*cli, "sent", sender, "--json", "--store", path]
+    ls = [*cli, "ls", sender, "--json", "--store", path]
+    for argv in (sent, ls):
+        _, code = _timed(argv)  # warm-up
+        if code != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed with status {code}")
+    start = [sys.executable, "-m", "orkeon_actors.cli.main", "--version"]
+    sent_times, ls_times, start_times = [], [], []
+    for _ in range(reads):
+        sent_times.append(_timed(sent)[0])
+        ls_times.append(_timed(ls)[0])
+        start_times.append(_timed(start)[0])
+    owner = MailboxAddress.parse(broken)
+    _, ls_broken = _timed([*cli, "ls", broken, "--json", "--store", path])
+    _, sent_of_broken = _timed([*cli, "sent", str(owner), "--json", "--store", path])
+    return {
+        "agents": float(agents),
+        "sent_p95_s": _p95(sent_times),
+        "ls_p95_s": _p95(ls_times),
+        "sent_vs_ls_p95": _p95(sent_times) / _p95(ls_times),
+        "cli_start_p95_s": _p95(start_times),
+        "unreadable_ls_refused": float(ls_broken != 0 and sent_of_broken == 0),
+    }
+
+
+def _intent(sender: tuple[str, str], n: int) -> tuple[SentIntent, MailboxAddress]:
+    to = MailboxAddress.parse("agent://bench-history/sink")
+    message = Message(
+        MessageId.new(),
+        "_system.post",
+        CrewId(sender[0]),
+        datetime.now(UTC),
+        b'{"order":42,"amount":"12.50","currency":"EUR","n":%d}' % n,
+        {},
+        AgentId(sender[1]),
+        to.crew_id,
+        to,
+    )
+    endpoint = agent_endpoint(CrewId(sender[0]), AgentId(sender[1]))
+    return SentIntent(SendKind.POST, endpoint, endpoint_of(to), None, message, 0), to
+
+
+def write_cost_per_send(directory: str, prior: int, measured: int) -> float:
+    """Seconds of history write work per send (one send per transaction) after ``prior``
+    rows of the same sender."""
+    config = StoreConfig(os.path.join(directory, f"cost-{prior}.db"), durability=Durability.NORMAL)
+    conn = open_connection(config)
+    try:
+        migrate(conn, config.path)
+        registry = RegistryCache()
+        counter = iter(range(1, 10**9))
+        group = SentGroup(registry, lambda: next(counter))
+        conn.execute("BEGIN")
+        register_many(conn, ["agent://bench-history/sink"], "2026-01-01T00:00:00.000000Z")
+        sender = ("bench-history", "writer")
+        batch = [PreparedSend.of(*_intent(sender, n)) for n in range(prior)]
+        for start in range(0, len(batch), 1000):
+            group.apply(conn, batch[start : start + 1000])
+        conn.execute("COMMIT")
+        sends = [PreparedSend.of(*_intent(sender, prior + n)) for n in range(measured)]
+        began = time.perf_counter()
+        for send in sends:
+            conn.execute("BEGIN IMMEDIATE")
+            group.apply(conn, [send])
+            conn.execute("COMMIT")
+        return (time.perf_counter() - began) / measured
+    finally:
+        conn.close()
+
+
+def durable_post_rate(directory: str, history: bool, per_thread: int) -> float:
+    path = os.path.join(directory, f"posts-{history}-{time.monotonic_ns()}.db")
+    with Runtime.start(store=StoreConfig(path, sent_history=history)) as rt:
+        hub = rt.hub
+        hub.register_mailbox("agent://bench-history/sink")
+        start = threading.Barrier(THREADS + 1)
+
+        def post_all(index: int) -> None:
+            client = hub.bind(f"bench-poster-{index}", "poster")
+            start.wait()
+            for _ in range(per_thread):
+                client.post("agent://bench-history/sink", b'{"order":42,"amount":"12.50","currency":"EUR"}')
+
+        workers = [threading.Thread(target=post_all, args=(i,)) for i in range(THREADS)]
+        for worker in workers:
+            worker.start()
+        start.wait()
+        began = time.perf_counter()
+        for worker in workers:
+            worker.join()
+        return THREADS * per_thread / (time.perf_counter() - began)
+
+
+@register("history")
+def bench_history(quick: bool) -> BenchResult:
+    directory = scratch_directory("orkeon-bench-history-")
+    try:
+        progress("catalog store and timed reads")
+        figures = catalog_reads(directory, AGENTS, 3 if quick else 6, READS)
+        progress("write cost per send")
+        measured = 300 if quick else 2000
+        small = write_cost_per_send(directory, 10, measured)
+        large = write_cost_per_send(directory, 100_000, measured)
+        figures["write_cost_us_at_10"] = small * 1e6
+        figures["write_cost_us_at_100k"] = large * 1e6
+        figures["write_cost_ratio_100k_vs_10"] = large / small
+        progress("durable posts with the history off and on")
+        per_thread = 150 if quick else 600
+        off = on = 0.0
+        for _ in range(2 if quick else 3):
+            off = max(off, durable_post_rate(directory, False, per_thread))
+            on = max(on, durable_post_rate(directory, True, per_thread))
+        figures["post_history_off_per_s"] = off
+        figures["post_history_on_per_s"] = on
+        figures["post_history_on_vs_off"] = on / off
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    units = {
+        "agents": "agents in the generated store",
+        "sent_p95_s": f"s, whole process, p95 of {READS} (target < 1.0)",
+        "ls_p95_s": f"s, whole process, p95 of {READS}",
+        "sent_vs_ls_p95": "ratio (target < 2.0)",
+        "cli_start_p95_s": "s, whole process `orkeon --version`: the floor of both reads",
+        "unreadable_ls_refused": "1 = ls of the broken box fails, sent of its owner does not",
+        "write_cost_us_at_10": "µs per send, history work, after 10 rows",
+        "write_cost_us_at_100k": "µs per send, history work, after 100,000 rows",
+        "write_cost_ratio_100k_vs_10": "ratio (≈ 1: constant work)",
+        "post_history_off_per_s": f"posts/s, {THREADS} agents, sent_history=False",
+        "post_history_on_per_s": f"posts/s, {THREADS} agents, sent_history=True",
+        "post_history_on_vs_off": "ratio, same run",
+    }
+    return BenchResult(
+        "history",
+        figures,
+        units,
+        notes=(
+            f"catalog: {AGENTS} agents posting through the hub (durability normal), one recipient box broken; "
+            f"reads as whole processes; write cost on a plain connection, synchronous=NORMAL; "
+            f"posts with synchronous=FULL, best of interleaved rounds; sqlite {apsw.sqlite_lib_version()}"
+        ),
+    )

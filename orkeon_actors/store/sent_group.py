@@ -1,0 +1,209 @@
+"""The write group of agents' posts and sends: the recipient copy, the sender's row,
+its ledger node and the replaced head of many sends, in one writer transaction
+(sender-owned history requirements, MESSAGE-R05, R07, R08).
+
+The caller's thread prepares everything that does not depend on the store (the
+mailbox row, the record's canonical bytes and their SHA-256, the content digest), so
+the writer only checks keys and the registry, links each node to its sender's head and
+inserts: one multi-row statement for the mailbox rows, one prepared statement each for
+rows, nodes and heads, each head read once per batch and written once per batch.
+Every send still does constant history-dependent work; a sender's sends in one batch
+chain in their queue order. The crash points of a send are reached once per send, in
+order, for the whole batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+import attrs
+
+from orkeon_actors.errors import IdempotencyKeyConflictError, MailboxNotFoundError, StoreCorruptError
+from orkeon_actors.history import ledger
+from orkeon_actors.history.ledger import LedgerHead, LedgerUnreadableError
+from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import faults, mailboxes, sent_rows
+from orkeon_actors.store.writer import WriteGroup
+from orkeon_actors.wire.sent_history import content_digest, record_bytes, record_of
+
+__all__ = ["PreparedSend", "SentGroup", "original_message"]
+
+_INSERT_ROW = (
+    "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
+_UPSERT_HEAD = (
+    "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
+)
+
+
+@attrs.frozen
+class PreparedSend:
+    """One post or send, prepared off the writer's thread."""
+
+    intent: SentIntent
+    to: MailboxAddress
+    address: str
+    params: tuple[Any, ...]
+    content: bytes
+    raw: bytes
+    row_hash: bytes
+    sent_ms: int
+
+    @classmethod
+    def of(cls, intent: SentIntent, to: MailboxAddress) -> PreparedSend:
+        address = str(to)
+        record = record_of(intent)
+        raw = record_bytes(record)
+        return cls(
+            intent,
+            to,
+            address,
+            mailboxes.insert_params(address, intent.message),
+            content_digest(intent.kind, intent.to, intent.message),
+            raw,
+            hashlib.sha256(raw).digest(),
+            record.sent_at_ms,
+        )
+
+
+class SentGroup(WriteGroup[PreparedSend, Message | None]):
+    """Each item's outcome: ``None`` (sent and recorded), the original message (its key
+    was used with the same content: nothing written), or the error failing it alone
+    (``IdempotencyKeyConflictError``, ``MailboxNotFoundError``, ``StoreCorruptError``
+    for a damaged head)."""
+
+    def __init__(self, registry: mailboxes.RegistryCache, next_seq: Any) -> None:
+        self._registry = registry
+        self._next_seq = next_seq
+
+    def apply(self, conn: apsw.Connection, items: list[PreparedSend]) -> list[Message | BaseException | None]:
+        outcomes: list[Message | BaseException | None] = []
+        accepted: list[PreparedSend] = []
+        in_batch: dict[tuple[str, str, str], PreparedSend] = {}
+        for item in items:
+            outcome = self._admit(conn, item, in_batch)
+            outcomes.append(outcome)
+            if outcome is None:
+                accepted.append(item)
+            faults.hit("send.intent_reserved")
+        if not accepted:
+            return outcomes
+        mailbox_rows = []
+        for item in accepted:
+            mailbox_rows.append((*item.params, self._next_seq(), item.params[4]))
+        mailboxes.insert_rows(conn, mailbox_rows)
+        for _ in accepted:
+            faults.hit("send.recipient_materialised")
+        tables = sent_rows.LedgerTables(conn)
+        heads: dict[str, LedgerHead | None] = {}
+        rows, nodes = [], []
+        for item in accepted:
+            intent = item.intent
+            sender = intent.sender.id
+            if sender not in heads:
+                try:
+                    heads[sender] = tables.head(sender)
+                except LedgerUnreadableError as exc:
+                    raise StoreCorruptError(
+                        f"the sent-history head of {intent.sender.address} is damaged ({exc}); nothing was sent. "
+                        f"Inspect it with: orkeon message verify {intent.sender.address} --store PATH"
+                    ) from exc
+            try:
+                head, node = ledger.append_hash(heads[sender], sender, item.row_hash, intent.created_ms)
+            except ValueError as exc:  # a head of another version: the group fails, then each send alone
+                raise StoreCorruptError(f"{exc}; nothing was sent") from exc
+            heads[sender] = head
+            message = intent.message
+            rows.append(
+                (
+                    sender,
+                    node.seq,
+                    str(message.id),
+                    intent.to.key,
+                    item.sent_ms,
+                    intent.idempotency_key,
+                    item.content,
+                    item.raw,
+                )
+            )
+            nodes.append((sender, node.seq, node.row_hash, node.link, node.version))
+        conn.executemany(_INSERT_ROW, rows)
+        for _ in accepted:
+            faults.hit("send.row_written")
+        conn.executemany(_INSERT_NODE, nodes)
+        for _ in accepted:
+            faults.hit("send.node_written")
+        conn.executemany(
+            _UPSERT_HEAD,
+            [(s, h.count, h.tip, h.since_ms, h.version) for s, h in heads.items() if h is not None],
+        )
+        for _ in accepted:
+            faults.hit("send.head_replaced")
+        for _ in accepted:
+            faults.hit("send.intent_cleaned")  # no intent row: it would die in this same transaction
+        return outcomes
+
+    def _admit(
+        self, conn: apsw.Connection, item: PreparedSend, in_batch: dict[tuple[str, str, str], PreparedSend]
+    ) -> Message | BaseException | None:
+        intent = item.intent
+        key = intent.idempotency_key
+        if key is not None:
+            scope = (intent.sender.id, intent.to.key, key)
+            earlier = in_batch.get(scope)
+            if earlier is not None:
+                return _replay(intent, key, earlier.content, item.content, earlier.intent.message)
+            found = sent_rows.find_key(conn, intent.sender, intent.to, key)
+            if found is not None:
+                _, original_content, record = found
+                return _replay(intent, key, original_content, item.content, original_message(record))
+            in_batch[scope] = item
+        if not self._registry.contains(conn, item.address):
+            if key is not None:
+                in_batch.pop((intent.sender.id, intent.to.key, key), None)
+            return MailboxNotFoundError(item.to)
+        return None
+
+
+def _replay(
+    intent: SentIntent, key: str, original_content: bytes, content: bytes, original: Message
+) -> Message | BaseException:
+    if original_content != content:
+        return IdempotencyKeyConflictError(
+            f"idempotency_key {key!r} of {intent.sender.address} to {intent.to.address} was used for "
+            f"message {original.id} with other content; use a new key for new content",
+            key=key,
+            original_id=str(original.id),
+        )
+    return original
+
+
+def original_message(found: SentRecord | SentIntent) -> Message:
+    """The message a reused key returns: the intent's own, or rebuilt from the row (its
+    time at millisecond precision)."""
+    if isinstance(found, SentIntent):
+        return found.message
+    crew, _, agent = found.sender.id.partition("/")
+    target = None if found.kind is SendKind.REPLY else MailboxAddress.parse(found.to.address)
+    return Message(
+        MessageId(found.message_id),
+        found.topic,
+        CrewId(crew),
+        datetime.fromtimestamp(found.sent_at_ms / 1000, tz=UTC),
+        found.body or b"",
+        found.metadata or {},
+        AgentId(agent),
+        None if target is None else target.target_crew_id,
+        target,
+        None if found.correlation_id is None else CorrelationId(found.correlation_id),
+        found.schema_id,
+    )

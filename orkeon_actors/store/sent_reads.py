@@ -1,0 +1,75 @@
+"""Reading a sent history from any connection to a store, the hub's reader or a
+read-only one that takes no lock (``orkeon message sent``): one consistent snapshot,
+the sender's own rows only, never a mailbox (sender-owned history requirements,
+MESSAGE-R03, R09, R10).
+"""
+
+from __future__ import annotations
+
+import apsw
+import attrs
+
+from orkeon_actors.history.endpoint import Endpoint
+from orkeon_actors.history.ledger import LedgerReport, verify
+from orkeon_actors.history.view import CoverageState, SentHistory
+from orkeon_actors.store import sent_rows
+from orkeon_actors.wire.sent_history import SentRecordError, intent_from_bytes
+
+__all__ = ["read_history", "verify_history", "verify_intents"]
+
+
+def read_history(
+    conn: apsw.Connection,
+    sender: Endpoint,
+    to: Endpoint | None = None,
+    since_ms: int | None = None,
+    include_body: bool = False,
+) -> SentHistory:
+    """``sender``'s history (to ``to``, strictly after ``since_ms``) and its coverage,
+    read in one snapshot. An unavailable index returns no rows; rows this release cannot
+    decode raise ``SentRecordError`` (never skipped: a gap would pass for completeness)."""
+    conn.execute("BEGIN")
+    try:
+        coverage = sent_rows.coverage(conn, sender.id)
+        if coverage.state is CoverageState.UNAVAILABLE:
+            return SentHistory(sender, coverage, (), include_body)
+        rows = sent_rows.read_rows(conn, sender.id, to, since_ms)
+    finally:
+        conn.execute("COMMIT")
+    if since_ms is not None and coverage.since_ms is not None and since_ms > coverage.since_ms:
+        coverage = attrs.evolve(coverage, since_ms=since_ms)
+    if not include_body:
+        rows = [attrs.evolve(row, body=None) for row in rows]
+    return SentHistory(sender, coverage, tuple(rows), include_body)
+
+
+def verify_intents(conn: apsw.Connection, sender: Endpoint, report: LedgerReport) -> LedgerReport:
+    """Extend a valid ledger report with the sender's pending intents: each must decode
+    as an intent of this release's version and name this sender; the first one that does
+    not fails the report (at the position past the head it would take)."""
+    if not report.ok:
+        return report
+    for message_id, raw in sent_rows.pending_intents(conn, sender.id):
+        try:
+            intent = intent_from_bytes(raw)
+        except SentRecordError as exc:
+            return attrs.evolve(report, ok=False, first_bad=report.rows + 1, problem=f"intent {message_id}: {exc}")
+        if intent.sender.id != sender.id or intent.message_id != message_id:
+            return attrs.evolve(
+                report,
+                ok=False,
+                first_bad=report.rows + 1,
+                problem=f"intent {message_id} names sender {intent.sender.id} and message {intent.message_id}",
+            )
+    return report
+
+
+def verify_history(conn: apsw.Connection, sender: Endpoint) -> LedgerReport:
+    """Walk ``sender``'s ledger to genesis and check its intents, in one snapshot."""
+    if not sent_rows.has_tables(conn):
+        return LedgerReport(sender.id, False, 0, 0, "this store has no sent history (an older schema)")
+    conn.execute("BEGIN")
+    try:
+        return verify_intents(conn, sender, verify(sent_rows.LedgerTables(conn), sender.id))
+    finally:
+        conn.execute("COMMIT")

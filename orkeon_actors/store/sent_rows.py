@@ -1,0 +1,336 @@
+"""The sent history's tables and statements (sender-owned history requirements,
+MESSAGE-R01..R08), on the writer's or a reader's connection; nothing here commits.
+
+* ``sent_index`` (one row): present while the store keeps the index, with the unix ms
+  it started at. Without it the coverage is ``unavailable``.
+* ``sent_heads``: one constant-size head per sender (count, tip link, first send): the
+  local trust root (MESSAGE-A03), replaced in the transaction of each completed send.
+* ``sent_rows``: the canonical record bytes of each completed send, by ``(sender,
+  seq)``; the scoped idempotency key is unique per ``(sender, recipient, key)``.
+* ``sent_nodes``: the immutable ledger node of each row (its hash and link).
+* ``sent_intents``: sends reserved and not completed, with their original bytes.
+* ``sent_abandoned``: intents that can never complete (a reply whose requester died
+  with the process), kept for audit, never counted as rows.
+
+Each completed send does constant history-dependent work (read the head, insert one
+row and one node, replace the head: R08); reads and verification are linear in the
+sender's own rows and never touch a mailbox. ``--to`` filters the sender's rows as it
+reads them (no recipient index: one B-tree less to write per send, and a read stays
+bounded by the sender's own history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+import apsw
+
+from orkeon_actors.history import ledger
+from orkeon_actors.history.endpoint import Endpoint
+from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
+from orkeon_actors.history.records import SentIntent, SentRecord
+from orkeon_actors.history.view import Coverage, CoverageState
+from orkeon_actors.store import faults
+from orkeon_actors.wire.sent_history import (
+    SentRecordError,
+    intent_bytes,
+    intent_from_bytes,
+    record_bytes,
+    record_from_bytes,
+)
+
+__all__ = [
+    "SCHEMA",
+    "LedgerTables",
+    "complete",
+    "coverage",
+    "drop_index",
+    "ensure_index",
+    "find_key",
+    "has_tables",
+    "pending_intents",
+    "read_rows",
+    "reserve",
+]
+
+SCHEMA: Final = """
+CREATE TABLE sent_index (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    since_ms INTEGER NOT NULL
+);
+CREATE TABLE sent_heads (
+    sender   TEXT PRIMARY KEY,
+    count    INTEGER NOT NULL,
+    tip      BLOB NOT NULL,
+    since_ms INTEGER NOT NULL,
+    version  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE sent_rows (
+    sender          TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    message_id      TEXT NOT NULL,
+    recipient       TEXT NOT NULL,
+    sent_ms         INTEGER NOT NULL,
+    idempotency_key TEXT,
+    content         BLOB NOT NULL,
+    record          BLOB NOT NULL,
+    PRIMARY KEY (sender, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX idx_sent_rows_key ON sent_rows(sender, recipient, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE TABLE sent_nodes (
+    sender   TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    row_hash BLOB NOT NULL,
+    link     BLOB NOT NULL,
+    version  INTEGER NOT NULL,
+    PRIMARY KEY (sender, seq)
+) WITHOUT ROWID;
+CREATE TABLE sent_intents (
+    message_id      TEXT PRIMARY KEY,
+    sender          TEXT NOT NULL,
+    recipient       TEXT NOT NULL,
+    idempotency_key TEXT,
+    content         BLOB NOT NULL,
+    intent          BLOB NOT NULL,
+    created_ms      INTEGER NOT NULL
+);
+CREATE INDEX idx_sent_intents_sender ON sent_intents(sender);
+CREATE UNIQUE INDEX idx_sent_intents_key ON sent_intents(sender, recipient, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE TABLE sent_abandoned (
+    message_id   TEXT PRIMARY KEY,
+    sender       TEXT NOT NULL,
+    intent       BLOB NOT NULL,
+    abandoned_ms INTEGER NOT NULL,
+    reason       TEXT NOT NULL
+);
+"""
+
+_TABLES: Final = ("sent_index", "sent_heads", "sent_rows", "sent_nodes", "sent_intents")
+
+
+def has_tables(conn: apsw.Connection) -> bool:
+    """Whether the store has the history's tables (an older store may not)."""
+    marks = ", ".join("?" * len(_TABLES))
+    row = conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", _TABLES
+    ).fetchone()
+    return row is not None and int(row[0]) == len(_TABLES)
+
+
+def ensure_index(conn: apsw.Connection, now_ms: int) -> int:
+    """Start the index (now) unless it runs; returns its start."""
+    conn.execute("INSERT OR IGNORE INTO sent_index (id, since_ms) VALUES (1, ?)", (now_ms,))
+    row = conn.execute("SELECT since_ms FROM sent_index WHERE id = 1").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def drop_index(conn: apsw.Connection) -> None:
+    """The store runs without the index from now on: every coverage is ``unavailable``
+    until it is started again (and then only complete from that new start)."""
+    conn.execute("DELETE FROM sent_index")
+
+
+def _index_since(conn: apsw.Connection) -> int | None:
+    row = conn.execute("SELECT since_ms FROM sent_index WHERE id = 1").fetchone()
+    return None if row is None else int(row[0])
+
+
+# -- the ledger's storage ------------------------------------------------------------------
+
+
+class LedgerTables:
+    """The :class:`~orkeon_actors.history.ledger.LedgerSource` of one connection. A row
+    that does not decode as a record of this release's version, or that names another
+    sender or message, is *unreadable*: the ledger stops there."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def head(self, sender: str) -> LedgerHead | None:
+        row = self.conn.execute(
+            "SELECT count, tip, since_ms, version FROM sent_heads WHERE sender = ?", (sender,)
+        ).fetchone()
+        if row is None:
+            return None
+        count, tip, since_ms, version = row
+        if not isinstance(count, int) or not isinstance(tip, bytes) or len(tip) != 32 or not isinstance(since_ms, int):
+            raise LedgerUnreadableError(f"the head of {sender} holds malformed columns")
+        return LedgerHead(sender, count, tip, since_ms, int(version))
+
+    def node(self, sender: str, seq: int) -> LedgerNode | None:
+        row = self.conn.execute(
+            "SELECT row_hash, link, version FROM sent_nodes WHERE sender = ? AND seq = ?", (sender, seq)
+        ).fetchone()
+        if row is None:
+            return None
+        row_hash, link, version = row
+        if not isinstance(row_hash, bytes) or not isinstance(link, bytes) or len(link) != 32:
+            raise LedgerUnreadableError(f"node {seq} holds malformed columns")
+        return LedgerNode(seq, row_hash, link, int(version))
+
+    def row(self, sender: str, seq: int) -> bytes | None:
+        found = self.conn.execute(
+            "SELECT record, message_id FROM sent_rows WHERE sender = ? AND seq = ?", (sender, seq)
+        ).fetchone()
+        if found is None:
+            return None
+        raw, message_id = found
+        if not isinstance(raw, bytes):
+            raise LedgerUnreadableError(f"row {seq} is not a byte string")
+        try:
+            record = record_from_bytes(raw)
+        except SentRecordError as exc:
+            raise LedgerUnreadableError(f"row {seq}: {exc}") from exc
+        if record.sender.id != sender or record.message_id != message_id:
+            raise LedgerUnreadableError(f"row {seq} names sender {record.sender.id} and message {record.message_id}")
+        return raw
+
+    def max_seq(self, sender: str) -> int:
+        row = self.conn.execute(
+            "SELECT max(coalesce((SELECT max(seq) FROM sent_rows WHERE sender = ?1), 0),"
+            " coalesce((SELECT max(seq) FROM sent_nodes WHERE sender = ?1), 0))",
+            (sender,),
+        ).fetchone()
+        return int(row[0]) if row is not None else 0
+
+
+# -- writing (the writer's connection, inside its transaction) -----------------------------
+
+
+def find_key(
+    conn: apsw.Connection, sender: Endpoint, to: Endpoint, key: str
+) -> tuple[str, bytes, SentRecord | SentIntent] | None:
+    """What already holds ``(sender, to, key)``: ``(message id, content digest, the
+    completed record or the pending intent)``, or ``None``."""
+    found = conn.execute(
+        "SELECT message_id, content, record FROM sent_rows WHERE sender = ? AND recipient = ? AND idempotency_key = ?",
+        (sender.id, to.key, key),
+    ).fetchone()
+    if found is not None:
+        return str(found[0]), bytes(found[1]), record_from_bytes(bytes(found[2]))
+    pending = conn.execute(
+        "SELECT message_id, content, intent FROM sent_intents"
+        " WHERE sender = ? AND recipient = ? AND idempotency_key = ?",
+        (sender.id, to.key, key),
+    ).fetchone()
+    if pending is not None:
+        return str(pending[0]), bytes(pending[1]), intent_from_bytes(bytes(pending[2]))
+    return None
+
+
+def reserve(conn: apsw.Connection, intent: SentIntent, content: bytes) -> None:
+    """Write the durable intent of a send (its original bytes)."""
+    conn.execute(
+        "INSERT INTO sent_intents (message_id, sender, recipient, idempotency_key, content, intent, created_ms)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            intent.message_id,
+            intent.sender.id,
+            intent.to.key,
+            intent.idempotency_key,
+            content,
+            intent_bytes(intent),
+            intent.created_ms,
+        ),
+    )
+
+
+def complete(conn: apsw.Connection, record: SentRecord, content: bytes, now_ms: int) -> int:
+    """Record a completed send: read the head, insert the row and its node, replace the
+    head, drop the intent if one was reserved (constant work). Returns the row's seq.
+    The recipient copy must already exist (in this transaction or before)."""
+    sender = record.sender.id
+    tables = LedgerTables(conn)
+    raw = record_bytes(record)
+    head, node = ledger.append(tables.head(sender), sender, raw, now_ms)
+    conn.execute(
+        "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (sender, node.seq, record.message_id, record.to.key, record.sent_at_ms, record.idempotency_key, content, raw),
+    )
+    faults.hit("send.row_written")
+    conn.execute(
+        "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)",
+        (sender, node.seq, node.row_hash, node.link, node.version),
+    )
+    faults.hit("send.node_written")
+    conn.execute(
+        "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version",
+        (sender, head.count, head.tip, head.since_ms, head.version),
+    )
+    faults.hit("send.head_replaced")
+    conn.execute("DELETE FROM sent_intents WHERE message_id = ?", (record.message_id,))
+    faults.hit("send.intent_cleaned")
+    return node.seq
+
+
+def abandon(conn: apsw.Connection, intent: SentIntent, raw: bytes, now_ms: int, reason: str) -> None:
+    """Move an intent that can never complete to ``sent_abandoned``."""
+    conn.execute(
+        "INSERT OR REPLACE INTO sent_abandoned (message_id, sender, intent, abandoned_ms, reason)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (intent.message_id, intent.sender.id, raw, now_ms, reason),
+    )
+    conn.execute("DELETE FROM sent_intents WHERE message_id = ?", (intent.message_id,))
+
+
+def is_completed(conn: apsw.Connection, sender: str, message_id: str) -> bool:
+    """Whether ``message_id`` is already a completed row of ``sender`` (an intent for it is
+    cleanup state). Uses the recipient index only through the sender's rows."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM sent_rows WHERE sender = ? AND message_id = ? LIMIT 1", (sender, message_id)
+        ).fetchone()
+        is not None
+    )
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def pending_intents(conn: apsw.Connection, sender: str | None = None) -> Iterator[tuple[str, bytes]]:
+    """``(message id, intent bytes)`` of every pending intent (of ``sender``), oldest first."""
+    if sender is None:
+        rows = conn.execute("SELECT message_id, intent FROM sent_intents ORDER BY created_ms, message_id")
+    else:
+        rows = conn.execute(
+            "SELECT message_id, intent FROM sent_intents WHERE sender = ? ORDER BY created_ms, message_id", (sender,)
+        )
+    for message_id, raw in rows:
+        yield str(message_id), bytes(raw)
+
+
+def coverage(conn: apsw.Connection, sender: str) -> Coverage:
+    """The coverage of ``sender``'s history, from the index marker, its head and its
+    pending intents (an intent already completed is cleanup state, not pending)."""
+    if not has_tables(conn):
+        return Coverage(CoverageState.UNAVAILABLE, None)
+    since_index = _index_since(conn)
+    if since_index is None:
+        return Coverage(CoverageState.UNAVAILABLE, None)
+    head = conn.execute("SELECT since_ms FROM sent_heads WHERE sender = ?", (sender,)).fetchone()
+    since = since_index if head is None else max(int(head[0]), since_index)
+    pending = sum(1 for message_id, _ in pending_intents(conn, sender) if not is_completed(conn, sender, message_id))
+    return Coverage(CoverageState.PARTIAL if pending else CoverageState.COMPLETE, since, pending)
+
+
+def read_rows(
+    conn: apsw.Connection, sender: str, to: Endpoint | None = None, since_ms: int | None = None
+) -> list[SentRecord]:
+    """``sender``'s completed rows, oldest first (to one recipient; strictly after
+    ``since_ms``). Raises ``SentRecordError`` for a row this release cannot read."""
+    sql = "SELECT record FROM sent_rows WHERE sender = ?"
+    params: list[object] = [sender]
+    if to is not None:
+        sql += " AND recipient = ?"
+        params.append(to.key)
+    if since_ms is not None:
+        sql += " AND sent_ms > ?"
+        params.append(since_ms)
+    sql += " ORDER BY seq"
+    return [record_from_bytes(bytes(row[0])) for row in conn.execute(sql, params)]

@@ -1,0 +1,18 @@
+"""``orkeon bench history`` measures what it says (figures only: no thresholds here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orkeon_actors.bench.history import catalog_reads, write_cost_per_send
+
+
+def test_the_catalog_read_times_whole_processes_and_the_broken_box_stays_unread(tmp_path: Path) -> None:
+    figures = catalog_reads(str(tmp_path), agents=12, sends_per_agent=3, reads=2)
+    assert figures["agents"] == 12
+    assert figures["sent_p95_s"] > 0 and figures["ls_p95_s"] > 0
+    assert figures["unreadable_ls_refused"] == 1.0  # ls of the broken box fails, sent of its owner does not
+
+
+def test_the_write_cost_is_measured_after_the_prior_rows(tmp_path: Path) -> None:
+    assert write_cost_per_send(str(tmp_path), prior=50, measured=5) > 0

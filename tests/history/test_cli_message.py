@@ -1,0 +1,192 @@
+"""``orkeon message sent|ls|verify`` on a store file, beside a running runtime that holds
+the writer's lock (MESSAGE-R03, R09, R10): the stable JSON shape, the sender's
+resolution, strict ``--since``, ``--count`` refusing what it cannot prove, and a read
+that never touches a mailbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import orkeon_actors as ok
+from orkeon_actors.cli.main import main
+from orkeon_actors.history.endpoint import parse_sender
+from orkeon_actors.store import faults
+from orkeon_actors.store.sent_reads import read_history
+
+from .conftest import Opener
+
+BOB = "agent://b/bob"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = _run(capsys, *argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def running(open_store: Opener) -> ok.Runtime:
+    rt = open_store()
+    hub = rt.hub
+    hub.register_mailbox(BOB)
+    hub.register_mailbox("client://ui")
+    alice = hub.bind("a", "alice")
+    alice.post(BOB, {"n": 1}, {"k": "v"})
+    alice.post("client://ui", "", idempotency_key="ui-1")
+    hub.bind("b", "carol").post(BOB, "not alice")
+    return rt
+
+
+def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _json(capsys, "message", "sent", "agent://a/alice", "--json", "--store", str(store_path))
+    assert set(out) == {"sender", "coverage", "rows"}
+    assert out["sender"] == {"kind": "agent", "id": "a/alice", "address": "agent://a/alice"}
+    assert out["coverage"]["state"] == "complete" and out["coverage"]["pending"] == 0
+    assert isinstance(out["coverage"]["since_ms"], int)
+    first, second = out["rows"]
+    assert set(first) == {
+        "message_id",
+        "kind",
+        "to",
+        "sent_at",
+        "topic",
+        "correlation_id",
+        "idempotency_key",
+        "metadata",
+    }
+    assert (first["kind"], first["to"], first["metadata"]) == (
+        "post",
+        {"kind": "agent", "id": "b/bob", "address": BOB},
+        {"k": "v"},
+    )
+    assert (second["to"]["kind"], second["idempotency_key"]) == ("client", "ui-1")
+    with_body = _json(
+        capsys, "message", "sent", "agent://a/alice", "--json", "--include-body", "--store", str(store_path)
+    )
+    assert [row["body"] for row in with_body["rows"]] == [{"utf8": '{"n":1}'}, {"utf8": '""'}]
+    counted = _json(capsys, "message", "sent", "agent://a/alice", "--json", "--count", "--store", str(store_path))
+    assert counted["count"] == 2
+
+
+def test_the_sender_is_the_address_then_as_then_the_environment_and_id_excludes_them(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ("--store", str(store_path))
+
+    def sender_of(*argv: str) -> str:
+        return str(_json(capsys, "message", "sent", *argv, "--json", *store)["sender"]["id"])
+
+    monkeypatch.setenv("ORKEON_AGENT", "agent://b/carol")
+    assert sender_of() == "b/carol"
+    assert sender_of("--as", "agent://a/alice") == "a/alice"
+    assert sender_of("agent://a/alice", "--as", "agent://b/carol") == "a/alice"
+    assert sender_of("--id", "a/alice") == "a/alice"
+    with pytest.raises(SystemExit) as exited:
+        main(["message", "sent", "agent://a/alice", "--id", "a/alice", *store])
+    assert exited.value.code == 2
+    monkeypatch.delenv("ORKEON_AGENT")
+    with pytest.raises(SystemExit):
+        main(["message", "sent", *store])
+    code, _, err = _run(capsys, "message", "sent", "client://ui", *store)
+    assert code == 1 and "only agents" in err
+
+
+def test_since_is_strict_and_to_keeps_one_recipient(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    rows = _json(capsys, "message", "sent", "agent://a/alice", "--json", *store)["rows"]
+    boundary = rows[0]["sent_at"]
+    after = _json(capsys, "message", "sent", "agent://a/alice", "--since", str(boundary), "--json", *store)
+    assert [r["message_id"] for r in after["rows"]] == [r["message_id"] for r in rows if r["sent_at"] > boundary]
+    to_ui = _json(capsys, "message", "sent", "agent://a/alice", "--to", "client://ui", "--json", *store)
+    assert [r["to"]["id"] for r in to_ui["rows"]] == ["ui"]
+
+
+def test_ls_lists_a_mailboxs_held_messages_and_filters_by_sender(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    held = _json(capsys, "message", "ls", BOB, "--json", *store)
+    assert held["mailbox"] == {"kind": "agent", "id": "b/bob", "address": BOB}
+    assert [m["from"]["id"] for m in held["messages"]] == ["a/alice", "b/carol"]
+    only = _json(capsys, "message", "ls", BOB, "--from", "agent://b/carol", "--json", *store)
+    assert [m["from"]["id"] for m in only["messages"]] == ["b/carol"]
+
+
+def test_count_refuses_unavailable_and_partial_coverage(
+    open_store: Opener, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    off = open_store(sent_history=False)
+    off.stop()
+    code, _, err = _run(capsys, "message", "sent", "agent://a/alice", "--count", *store)
+    assert code == 1 and "unavailable" in err
+    unavailable = _json(capsys, "message", "sent", "agent://a/alice", "--json", *store)
+    assert unavailable["coverage"] == {"state": "unavailable", "since_ms": None, "pending": 0}
+    assert unavailable["rows"] == []
+
+    rt = open_store()
+    desk = rt.hub.register_mailbox("agent://b/desk")
+    request = rt.hub.bind("a", "alice").request("agent://b/desk", "q", timeout=30)
+    with desk.reader() as reader:
+        reader.receive()
+    assert request.correlation_id is not None
+
+    def fail(point: str) -> None:
+        if point == "send.row_written":
+            raise OSError("injected")
+
+    faults.install(fail)
+    try:
+        with pytest.raises(OSError):
+            rt.hub.bind("b", "bob").reply(request.correlation_id, "a")
+    finally:
+        faults.uninstall()
+    partial = _json(capsys, "message", "sent", "agent://b/bob", "--json", *store)
+    assert partial["coverage"]["state"] == "partial" and partial["coverage"]["pending"] == 1
+    code, _, err = _run(capsys, "message", "sent", "agent://b/bob", "--count", *store)
+    assert code == 1 and "partial" in err
+
+
+def test_verify_reports_every_sender_and_fails_on_a_damaged_ledger(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    report = _json(capsys, "message", "verify", "--json", *store)
+    assert {(r["sender"], r["ok"]) for r in report} == {("a/alice", True), ("b/carol", True)}
+    running.stop()
+    conn = apsw.Connection(str(store_path))
+    conn.execute("DELETE FROM sent_nodes WHERE sender = 'a/alice' AND seq = 1")
+    conn.close()
+    code, out, _ = _run(capsys, "message", "verify", "agent://a/alice", *store)
+    assert code == 1 and "BAD at position 1" in out
+
+
+def test_the_sent_read_never_touches_a_mailbox(running: ok.Runtime, store_path: Path) -> None:
+    conn = apsw.Connection(str(store_path), flags=apsw.SQLITE_OPEN_READONLY)
+    touched: list[str] = []
+
+    def authorizer(op: int, table: str | None, *_: object) -> int:
+        if op == apsw.SQLITE_READ and table in ("mailboxes", "mailbox_registry"):
+            touched.append(table)
+            return apsw.SQLITE_DENY
+        return apsw.SQLITE_OK
+
+    conn.authorizer = authorizer
+    history = read_history(conn, parse_sender("agent://a/alice"), include_body=True)
+    conn.close()
+    assert len(history.rows) == 2 and touched == []
