@@ -9,7 +9,7 @@ the protocol and the ops) and talks to it over pipes. Guarantees:
   ``ready``), or raises ``HostCallError`` with the end of the child's log if it exited
   first or did not come up within the bound.
 * :meth:`HostProcess.call` returns the op's value or raises ``HostCallError`` naming the
-  remote error's type and message; it never waits past its ``timeout``
+  remote error's type and message; it never waits past its ``within`` bound
   (``HostCallError`` then too). Calls may run concurrently (:meth:`call_async`): the child
   serves each op on its own thread.
 * :meth:`HostProcess.kill` is a real ``SIGKILL``: no ``atexit``, no flush, no goodbye to
@@ -127,7 +127,7 @@ class HostProcess:
         if process is None or process.poll() is not None:
             return
         try:
-            self.call("exit", timeout=timeout)
+            self.call("exit", within=timeout)
             process.wait(timeout)
         except (HostCallError, subprocess.TimeoutExpired):
             pass  # not answering: the kill below ends it
@@ -166,13 +166,14 @@ class HostProcess:
             future.set_exception(HostCallError(f"host {self.host_id} died{self._tail()}", "died"))
         return future
 
-    def call(self, op: str, timeout: float = 60.0, **args: Any) -> Any:
-        """Run ``op`` on the host and return its value."""
+    def call(self, op: str, *, within: float = 60.0, **args: Any) -> Any:
+        """Run ``op`` with ``args`` on the host and return its value; ``within`` bounds
+        the wait in seconds (``args`` may have their own ``timeout``, the op's)."""
         future = self.call_async(op, **args)
         try:
-            return future.result(timeout)
+            return future.result(within)
         except FutureTimeout:
-            raise HostCallError(f"host {self.host_id} did not answer {op} within {timeout} s", "timeout") from None
+            raise HostCallError(f"host {self.host_id} did not answer {op} within {within} s", "timeout") from None
 
     # -- plumbing -----------------------------------------------------------------------
 
