@@ -27,6 +27,7 @@ from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from orkeon_actors.fleet.config import FleetConfig
     from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.store.config import Durability, StoreConfig
@@ -73,6 +74,9 @@ class Runtime:
         limits: Limits | None = None,
         studio: int | None = None,
         studio_post: bool = False,
+        broker: str | None = None,
+        host_id: str | None = None,
+        fleet: FleetConfig | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
@@ -100,7 +104,14 @@ class Runtime:
         the front of the chain only while a browser watches: otherwise a message costs
         nothing more. ``studio_post=True`` lets the page post as ``client://studio``
         (``docs/studio.md``).
+
+        ``broker`` (an AMQP URI) with ``host_id`` makes this runtime one host of a fleet
+        on RabbitMQ (``docs/distributed.md``): it needs ``store`` (each host keeps its own
+        crews there) and the fleet's signing keys (``fleet=FleetConfig(...)``, else the
+        file named by ``$ORKEON_FLEET_KEYS``). ``fleet`` alone carries all of it.
+        Raises ``BrokerUnavailableError`` when the broker does not answer in time.
         """
+        fleet = _fleet_config(broker, host_id, fleet, store)
         bounds = limits if limits is not None else DEFAULT_LIMITS
         if max_payload_bytes is not None:
             bounds = attrs.evolve(bounds, max_payload_bytes=max_payload_bytes)
@@ -108,7 +119,7 @@ class Runtime:
         pipeline = Pipeline(middleware)
         registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
-        hub = _make_hub(clock, scheduler, pipeline, store, durability)
+        hub = _make_hub(clock, scheduler, pipeline, store, durability, fleet)
         hub.limits = bounds
         try:
             pipeline.attach(MiddlewareContext(hub, clock, registry))
@@ -190,9 +201,10 @@ def _make_hub(
     pipeline: Pipeline,
     store: str | os.PathLike[str] | StoreConfig | None,
     durability: Durability | str | None,
+    fleet: FleetConfig | None = None,
 ) -> HubCore:
-    """The in-memory hub when ``store`` is ``None``, else the durable hub on that file.
-    Stops ``scheduler`` if the store cannot be opened."""
+    """The in-memory hub when ``store`` is ``None``, else the durable hub on that file
+    (a fleet host's when ``fleet`` is given). Stops ``scheduler`` if it cannot be opened."""
     if store is None:
         if durability is not None:
             from orkeon_actors.errors import InvalidArgumentError
@@ -207,7 +219,40 @@ def _make_hub(
             config = store if durability is None else attrs.evolve(store, durability=durability)
         else:
             config = StoreConfig(store) if durability is None else StoreConfig(store, durability=durability)
+        if fleet is not None:
+            from orkeon_actors.fleet.hub import AmqpEventHub
+
+            return AmqpEventHub(config, fleet, clock, scheduler, pipeline)
         return SqliteEventHub(config, clock, scheduler, pipeline)
     except BaseException:
         scheduler.stop()
         raise
+
+
+def _fleet_config(
+    broker: str | None,
+    host_id: str | None,
+    fleet: FleetConfig | None,
+    store: object,
+) -> FleetConfig | None:
+    """The fleet membership ``Runtime.start`` was asked for, or ``None``."""
+    from orkeon_actors.errors import InvalidArgumentError
+
+    if fleet is None and broker is None and host_id is None:
+        return None
+    if store is None:
+        raise InvalidArgumentError(
+            "a fleet host needs its own durable store for its crews: pass store='host-a.db' with broker=..."
+        )
+    if fleet is not None:
+        if broker is not None or host_id is not None:
+            raise InvalidArgumentError("pass either fleet=FleetConfig(...) or broker= and host_id=, not both")
+        return fleet
+    if broker is None or host_id is None:
+        raise InvalidArgumentError(
+            "a fleet host needs both broker='amqp://user:pass@host:5672/vhost' and host_id='host-a' "
+            "(unique in the fleet)"
+        )
+    from orkeon_actors.fleet.config import FleetConfig, load_keys
+
+    return FleetConfig(broker, host_id, load_keys())

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from orkeon_actors.errors import HubStoppedError
-from orkeon_actors.hub.memory import HubCore
+from orkeon_actors.hub.memory import HubCore, LastValueStore, MailboxStore
 from orkeon_actors.hub.port import (
     CallerContext,
     DispatchObserver,
@@ -126,18 +126,31 @@ class SqliteEventHub(HubCore, DurableEventHub):
     when opening fails.
     """
 
-    def __init__(self, config: StoreConfig, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None):
+    def __init__(
+        self,
+        config: StoreConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        pipeline: Pipeline | None = None,
+        *,
+        mailboxes_around: Callable[[SqliteMailboxStore], MailboxStore] | None = None,
+        last_values_around: Callable[[LastValueStore], LastValueStore] | None = None,
+    ):
+        """``mailboxes_around`` / ``last_values_around`` wrap the SQLite collaborators in
+        the ones the hub core gets (how the distributed adapter routes a post to a mailbox
+        living on another host): each receives the SQLite one and returns its wrapper."""
         self.mailbox_store = SqliteMailboxStore(self)
-        """The durable mailboxes (the hub core's mailbox store)."""
+        """The durable mailboxes (the local ones: what the hub core's mailbox store keeps here)."""
         self._outbox_chains: dict[str, Next] = {}
         self._outbox_pipeline: Pipeline | None = None
+        last_value_store: LastValueStore = _LastValues(self)
         super().__init__(
             clock,
             scheduler,
             pipeline,
-            mailbox_store=self.mailbox_store,
+            mailbox_store=self.mailbox_store if mailboxes_around is None else mailboxes_around(self.mailbox_store),
             observer=_Dispatch(self),
-            last_value_store=_LastValues(self),
+            last_value_store=last_value_store if last_values_around is None else last_values_around(last_value_store),
         )
         self.config = config
         self._store_closed = False

@@ -159,6 +159,8 @@ class BrokerLink:
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
         self._last_error: BaseException | None = None
+        self._failure: BaseException | None = None
+        """Why the link gave up (set once, before :meth:`start` returns)."""
         self.reconnects = 0
         """How many times the link reconnected after losing the broker."""
 
@@ -169,7 +171,11 @@ class BrokerLink:
         if the broker is not reachable within ``timeout`` seconds (the link keeps trying
         in the background until :meth:`stop`)."""
         self._thread.start()
-        if not self._ready.wait(timeout):
+        ready = self._ready.wait(timeout)
+        if self._failure is not None:
+            self.stop()
+            raise self._failure
+        if not ready:
             last = "" if self._last_error is None else f" (last attempt: {_describe(self._last_error)})"
             raise BrokerUnavailableError(
                 f"the broker at {_safe(self.url)} did not answer within {timeout} s{last}: check that RabbitMQ runs "
@@ -268,9 +274,25 @@ class BrokerLink:
         self._ready.set()
 
     def _channel_closed(self, channel: pika.channel.Channel, reason: BaseException) -> None:
-        if channel is self._channel and self._connection is not None and self._connection.is_open:
+        connection = self._connection
+        declaring = self._channel is None and not self._ready.is_set()
+        if declaring and connection is not None and connection.is_open:
+            locked = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == _RESOURCE_LOCKED
+            if locked:  # another connection holds this slice's exclusive queues: fail start() loudly
+                self._failure = ExclusiveConsumerError(
+                    f"declaring the topology failed: {reason}. Another gateway for the same host holds its "
+                    "exclusive queues; stop the other one, two would split the stream"
+                )
+                with self._lock:
+                    self._stopping = True
+                self._ready.set()
+            else:
+                _log.warning("declaring the topology failed ({}); reconnecting", reason)
+            connection.close()
+            return
+        if channel is self._channel and connection is not None and connection.is_open:
             _log.warning("the broker closed the publishing channel ({}); reconnecting", reason)
-            self._connection.close()
+            connection.close()
 
     # -- publishing -----------------------------------------------------------------------
 

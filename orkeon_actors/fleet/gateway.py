@@ -1,0 +1,392 @@
+"""One host's gateway to the broker: its slice of the topology, signed publishing, and
+verified, consume-and-hold delivery (cross-host messaging design, §2 invariant 6, §4, §8).
+
+The gateway owns the host's :class:`~orkeon_actors.hub.amqp.link.BrokerLink` (one
+connection, one I/O thread), its :class:`~orkeon_actors.fleet.signing.Signer` and
+:class:`~orkeon_actors.fleet.signing.Verifier`, and its
+:class:`~orkeon_actors.fleet.roster.Roster`. On every (re)connect it declares, in order:
+the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
+(``topics.<host>``), its answers queue (``answers.<host>``), every inbox it opened, then
+the extra steps given to :meth:`Gateway.add_topology`.
+
+Guarantees:
+
+* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.hub.amqp.envelope`
+  signed by this host; a post or a request is ``mandatory`` and :meth:`Gateway.publish`
+  returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox is bound to
+  the recipient, ``BrokerUnavailableError`` if no confirm came within
+  ``FleetConfig.publish_timeout``). A sender seen for the first time is announced on the
+  roster before its message is published.
+* **Verified in.** Each delivery is decoded and verified in the design's order
+  (signature; the claimed sender lives on the signing host by signed presence, waiting
+  up to ``presence_ttl`` for a presence not heard yet; the recipient matches the routing
+  key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
+  the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
+  ERROR log naming the message and the reason; the queue never wedges.
+* **Consume-and-hold.** A delivery is acknowledged only after the sink returned, i.e.
+  after the local store committed the message (an inbox) or the local router took it (a
+  topic): a crash in between makes the broker redeliver it.
+* **FIFO per inbox.** Deliveries of one queue are handled in order, on one worker thread
+  per lane (inboxes, topics, answers), never on the I/O thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Final, Protocol
+
+import attrs
+from loguru import logger
+
+from orkeon_actors.errors import (
+    BrokerError,
+    EventHubError,
+    MailboxNotFoundError,
+    SignatureError,
+    UnroutableError,
+)
+from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.roster import GATEWAY, Roster
+from orkeon_actors.fleet.signing import Signer, Verifier
+from orkeon_actors.hub.amqp import envelope as wire
+from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
+from orkeon_actors.hub.amqp.topology import (
+    MSG_EXCHANGE,
+    TOPIC_FAN_IN,
+    Declarer,
+    answer_key,
+    answers_queue,
+    inbox_queue,
+    topics_queue,
+)
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+
+if TYPE_CHECKING:
+    import pika.channel
+
+__all__ = ["SENDER_PREFIX", "Gateway", "GatewaySink", "RejectedDelivery"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
+
+SENDER_PREFIX: Final = "sender:"
+"""Roster entities of senders that have no mailbox here (a client bound to a crew id):
+announced so receivers can check where they live, never mistaken for a mailbox."""
+_PRESENCE_POLL = 0.01
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.frozen
+class RejectedDelivery:
+    """A delivery this gateway dead-lettered, and why (told to ``Gateway.on_rejected``)."""
+
+    queue: str
+    routing_key: str
+    message_id: str | None
+    reason: str
+    headers: Mapping[str, object]
+    body: bytes
+
+
+class GatewaySink(Protocol):
+    """Where verified deliveries go (the adapter). Each call returns once the message is
+    held locally (durably for an inbox) and raises to refuse it (it is dead-lettered)."""
+
+    def take_post(self, envelope: wire.Envelope, address: MailboxAddress) -> None: ...
+
+    def take_topic(self, envelope: wire.Envelope) -> None: ...
+
+    def take_answer(self, envelope: wire.Envelope) -> None: ...
+
+
+class _Lane:
+    """One worker thread handling deliveries in arrival order."""
+
+    def __init__(self, name: str, handle: Callable[[Delivery], None]) -> None:
+        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+        self._handle = handle
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, delivery: Delivery) -> None:
+        self._queue.put(delivery)
+
+    def _run(self) -> None:
+        while (delivery := self._queue.get()) is not None:
+            self._handle(delivery)
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+
+class Gateway:
+    """This host's slice of the fleet (see the module docstring). Build, then
+    :meth:`start`; :meth:`stop` when the hub stops."""
+
+    def __init__(self, config: FleetConfig, sink: GatewaySink) -> None:
+        self.config = config
+        self.host_id = config.host_id
+        self.entity = f"{GATEWAY}@{config.host_id}"
+        """This gateway's roster entity (the sender of system traffic)."""
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._inboxes: set[MailboxAddress] = set()
+        self._consumed: set[MailboxAddress] = set()
+        self._extra: list[Callable[[Declarer], Declarer]] = []
+        self._announced: set[str] = {self.entity}
+        self.on_rejected: list[Callable[[RejectedDelivery], None]] = []
+        """Told of every delivery this gateway dead-lettered (on a worker thread)."""
+        self.rejected = 0
+        """How many deliveries it dead-lettered (a metric)."""
+        self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
+        self.signer = Signer(config.host_id, config.keys)
+        self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
+        self.roster = Roster(
+            config.host_id,
+            self.link,
+            self.signer,
+            self.verifier,
+            kinds=config.kinds,
+            interval=config.presence_interval,
+            ttl=config.presence_ttl,
+        )
+        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_delivery)
+        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._topic_delivery)
+        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._answer_delivery)
+        self._started = False
+
+    # -- topology ---------------------------------------------------------------------
+
+    def add_topology(self, step: Callable[[Declarer], Declarer]) -> None:
+        """Declare more on every (re)connect, after this gateway's slice (e.g. the
+        control queue). Call before :meth:`start`."""
+        self._extra.append(step)
+
+    def _slice(self) -> Declarer:
+        host = self.host_id
+        declarer = Declarer().shared().roster(host)
+        declarer.listener(topics_queue(host), TOPIC_FAN_IN).listener(answers_queue(host), [answer_key(host)])
+        with self._lock:
+            inboxes = sorted(self._inboxes, key=str)
+        for address in inboxes:
+            declarer.inbox(address)
+        for step in self._extra:
+            declarer = step(declarer)
+        return declarer
+
+    def _declare(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        self._slice().run(channel, done)
+
+    def _run_declarer(self, declarer: Declarer) -> None:
+        """Run ``declarer`` on the I/O thread and wait until the broker answered it."""
+        finished: Future[None] = Future()
+
+        def run() -> None:
+            channel = self.link.channel
+            if channel is None:
+                finished.set_exception(MailboxNotFoundError("the broker link has no channel (reconnecting)"))
+                return
+            declarer.run(channel, lambda: finished.set_result(None))
+
+        self.link.run_on_io_thread(run)
+        finished.result(self.config.connect_timeout)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> Gateway:
+        """Connect, declare the slice, consume the topic fan-in and the answers, start
+        the roster. Raises ``BrokerUnavailableError`` if the broker does not answer
+        within ``connect_timeout``."""
+        self.link.start(self.config.connect_timeout)
+        self.link.consume(topics_queue(self.host_id), self._topic_lane.put, prefetch=self.config.prefetch)
+        self.link.consume(answers_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
+        self.roster.add([self.entity])
+        self.roster.start()
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop heartbeating, close the link (unacknowledged deliveries return to their
+        queues), end the workers. Idempotent."""
+        self.roster.stop()
+        self.link.stop()
+        for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
+            lane.stop()
+
+    # -- inboxes ------------------------------------------------------------------------
+
+    def open_inbox(self, address: MailboxAddress) -> None:
+        """Declare ``address``'s durable inbox bound to its mailbox key, consume it
+        (exclusive, manual acks, bounded prefetch) and announce it. Idempotent.
+        ``ExclusiveConsumerError`` if another gateway holds it."""
+        with self._lock:
+            new_binding = address not in self._inboxes
+            self._inboxes.add(address)
+            new_consumer = address not in self._consumed
+            self._consumed.add(address)
+        if new_binding:
+            self._run_declarer(Declarer().inbox(address))
+        if new_consumer:
+            try:
+                self.link.consume(inbox_queue(address), self._inbox_lane.put, prefetch=self.config.prefetch)
+            except BaseException:
+                with self._lock:
+                    self._consumed.discard(address)
+                raise
+        self.roster.add([str(address)])
+        if new_binding:
+            self.roster.heartbeat()
+
+    def close_inbox(self, address: MailboxAddress) -> None:
+        """Take ``address`` off its mailbox key and the roster: later posts to it fail at
+        their poster (unroutable); what its inbox still holds is refused by the sink and
+        dead-lettered (so reported, never lost silently)."""
+        with self._lock:
+            if address not in self._inboxes:
+                return
+            self._inboxes.discard(address)
+        self.roster.remove([str(address)])
+        self._run_declarer(Declarer().unbind_inbox(address))
+
+    def lives_on(self, address: MailboxAddress) -> str | None:
+        """The host announcing ``address`` now (this one included), or ``None``."""
+        return self.roster.lives_on(str(address))
+
+    def sender_host(self, sender: str) -> str | None:
+        """Where ``sender`` lives by signed presence (a mailbox, or a sender announced
+        without one)."""
+        return self.roster.lives_on(sender) or self.roster.lives_on(SENDER_PREFIX + sender)
+
+    # -- publishing ---------------------------------------------------------------------
+
+    def _announce_sender(self, sender: str) -> None:
+        with self._lock:
+            if sender in self._announced:
+                return
+            self._announced.add(sender)
+        if self.roster.lives_on(sender) != self.host_id:
+            self.roster.add([SENDER_PREFIX + sender])
+            self.roster.heartbeat()
+
+    def outgoing(
+        self,
+        message: Message,
+        *,
+        kind: str,
+        routing_key: str,
+        expires_at_ms: int,
+        retain: tuple[CrewId | None, str] | None = None,
+    ) -> Outgoing:
+        """The signed AMQP message for ``message`` (announcing its sender if new)."""
+        sender = wire.sender_of(message, self.entity)
+        self._announce_sender(sender)
+        headers, body = wire.encode(
+            message, kind=kind, to=routing_key, sender=sender, expires_at_ms=expires_at_ms, retain=retain
+        )
+        signed = self.signer.sign(headers, body)
+        return Outgoing(
+            MSG_EXCHANGE, routing_key, body, str(message.id), signed, mandatory=kind != "topic", persistent=True
+        )
+
+    def publish(self, outgoing: Outgoing) -> None:
+        """Publish and wait for the broker's confirm (see the module docstring)."""
+        try:
+            self.link.publish_and_wait(outgoing, self.config.publish_timeout)
+        except UnroutableError:
+            raise MailboxNotFoundError(
+                f"{outgoing.routing_key.removeprefix('mbox.')} (no host's inbox is bound to it: its crew closed "
+                "the mailbox or its host is gone)"
+            ) from None
+
+    def publish_nowait(self, outgoing: Outgoing, what: str) -> None:
+        """Publish without waiting for the confirm (topic fan-out, answers); a failure
+        is logged as an ERROR naming ``what``."""
+        future = self.link.publish(outgoing)
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is not None:
+                _log.error("{} {} was not published: {}", what, outgoing.message_id, error)
+
+        future.add_done_callback(settled)
+
+    # -- receiving ----------------------------------------------------------------------
+
+    def _verified(self, delivery: Delivery) -> wire.Envelope:
+        headers, body = delivery.headers, delivery.body
+        self.verifier.signing_host(headers, body)
+        sender = str(headers.get("from", ""))
+        deadline = time.monotonic() + self.config.presence_ttl
+        while self.sender_host(sender) is None and time.monotonic() < deadline:
+            time.sleep(_PRESENCE_POLL)  # a first message may outrun its sender's announcement
+        self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
+        return wire.decode(headers, body)
+
+    def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
+        try:
+            envelope = self._verified(delivery)
+            take(envelope)
+        except (SignatureError, EventHubError, BrokerError) as exc:
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        except Exception as exc:  # a bug must not wedge the queue: dead-letter, loudly
+            _log.opt(exception=True).error("handling delivery {} failed", delivery.message_id)
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        self.link.ack(delivery)
+
+    def _reject(self, delivery: Delivery, reason: str) -> None:
+        _log.error(
+            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx",
+            self.host_id,
+            delivery.message_id,
+            delivery.headers.get("from"),
+            delivery.queue,
+            delivery.routing_key,
+            reason,
+        )
+        self.link.reject(delivery)
+        self.rejected += 1
+        rejected = RejectedDelivery(
+            delivery.queue, delivery.routing_key, delivery.message_id, reason, dict(delivery.headers), delivery.body
+        )
+        for listener in list(self.on_rejected):
+            listener(rejected)
+
+    def _inbox_delivery(self, delivery: Delivery) -> None:
+        address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
+
+        def take(envelope: wire.Envelope) -> None:
+            if envelope.kind != "post" or envelope.message.target_mailbox != address:
+                raise SignatureError(
+                    f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
+                )
+            self._sink.take_post(envelope, address)
+
+        self._settle(delivery, take)
+
+    def _topic_delivery(self, delivery: Delivery) -> None:
+        def take(envelope: wire.Envelope) -> None:
+            if envelope.kind != "topic":
+                raise SignatureError(f"a {envelope.kind} arrived on the topic fan-in")
+            if envelope.host != self.host_id:  # our own publishes were routed here already
+                self._sink.take_topic(envelope)
+
+        self._settle(delivery, take)
+
+    def _answer_delivery(self, delivery: Delivery) -> None:
+        def take(envelope: wire.Envelope) -> None:
+            if envelope.kind != "answer":
+                raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
+            self._sink.take_answer(envelope)
+
+        self._settle(delivery, take)

@@ -1,0 +1,291 @@
+"""The distributed adapter of the EventHub port on RabbitMQ: one host of a fleet.
+
+``AmqpEventHub`` is the SQLite durable hub of this host (its own store: its crews'
+mailboxes, snapshots, waits, timers, processed ids) composed with a
+:class:`~orkeon_actors.fleet.gateway.Gateway` through the hub core's collaborators, not
+by overriding the core: a mailbox store that keeps local mailboxes in SQLite and hands a
+post for a mailbox another host announces to the gateway, a last-value store that marks
+what is retained, and a route listener that fans every topic publish out to the broker.
+Create it with ``Runtime.start(store="host-a.db", broker="amqp://...", host_id="host-a")``.
+
+What crosses hosts (cross-host messaging design §3-§8; spec §17):
+
+* **post / send** to a mailbox no local registration holds but a host announces on the
+  roster: published on ``fleet.msg`` keyed by the recipient, signed, mandatory, and the
+  call returns once the broker confirmed it. The receiving gateway verifies it, re-checks
+  the ACL against the verified sender, keeps it in its own store (a sleeping crew's
+  parked mailbox included: the wake path fires as for a local post) and only then
+  acknowledges it. A mailbox nobody announces: ``MailboxNotFoundError`` at once.
+* **send / reply**: the request carries its ``expires_at`` (the requester's deadline);
+  the receiving hub opens the request locally (:meth:`HubCore.expect_reply`), so the
+  replier's ``reply`` is checked and staged as for a local request, and the reply travels
+  back to the requester's ``answers.<host>`` queue. A request already expired at
+  delivery is dead-lettered (its sender is told by the DLQ consumer); the requester's
+  own timeout stays authoritative.
+* **publish**: routed locally, and published on ``fleet.msg`` keyed ``topic.<topic>``
+  (or ``scoped.<crew>.<topic>``); every host's ``topics.<host>`` queue takes them all and
+  routes them through its local router, which enforces crew scoping (spec §10.1) before
+  any subscriber sees a message. Subscriptions, ``wait_for`` on a topic and the sleeping
+  crews' wake triggers thus see events published on any host.
+* **last values**: a retained publish carries its ``(scope, key)``; every host that
+  receives it keeps it in its own store and memory. A host started after the publish does
+  not see that value until it is retained again (no broker-side last-value cache).
+
+Limits: a unit of work's (outbox) post to a mailbox on another host is not forwarded
+(the outbox marks it ``Failed`` and logs it); a pending request does not survive a
+restart of the host that received it (as locally, requests are live).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from loguru import logger
+
+from orkeon_actors.acl.stage import AclMiddleware
+from orkeon_actors.errors import MailboxNotFoundError, StoreError
+from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.gateway import Gateway, now_ms
+from orkeon_actors.fleet.roster import Presence
+from orkeon_actors.hub.amqp.envelope import Envelope
+from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.memory import LastValueStore
+from orkeon_actors.hub.replies import PendingRequest
+from orkeon_actors.hub.scheduler import Scheduler
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.middleware.pipeline import Pipeline
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import last_values
+from orkeon_actors.store.config import StoreConfig
+from orkeon_actors.store.durable_hub import SqliteEventHub
+from orkeon_actors.store.mailbox_store import SqliteMailboxStore
+
+__all__ = ["AmqpEventHub"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
+
+
+class _FleetMailboxes:
+    """The hub core's mailbox store: local mailboxes in SQLite, posts for a mailbox
+    another host announces to the gateway; registrations open and close inboxes."""
+
+    def __init__(self, hub: AmqpEventHub, local: SqliteMailboxStore) -> None:
+        self.hub = hub
+        self.local = local
+
+    def _is_local(self, address: MailboxAddress) -> bool:
+        return address in self.local.live or self.local.exists(address)
+
+    def exists(self, address: MailboxAddress) -> bool:
+        return self._is_local(address) or self.hub.where(address) not in (None, self.hub.host_id)
+
+    def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        self.local.opened(handles)
+        for handle in handles:
+            self.hub.gateway.open_inbox(handle.address)
+
+    def unregister(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        leftovers = self.local.unregister(handles, close_live)
+        for handle in handles:
+            self.hub.gateway.close_inbox(handle.address)
+        return leftovers
+
+    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
+        self.local.park(handles, unlive)  # the inbox stays consumed: posts land in the store
+
+    def append(self, message: Message) -> None:
+        address = message.target_mailbox
+        if address is None or self._is_local(address):
+            self.local.append(message)
+        else:
+            self.hub.forward(message, address)
+
+    def consumed(self, message: Message, consumed: Message | None) -> None:
+        self.local.consumed(message, consumed)
+
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        self.local.reader_closed(handle)
+
+    def receiving(self, address: MailboxAddress) -> None:
+        self.local.receiving(address)
+
+
+class _MarkRetained:
+    """The hub core's last-value store: the SQLite one, noting which message is retained
+    under which key so that its fan-out carries it."""
+
+    def __init__(self, hub: AmqpEventHub, inner: LastValueStore) -> None:
+        self.hub = hub
+        self.inner = inner
+
+    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
+        self.hub.retaining[message.id] = (scope, key)
+        self.inner.retain(scope, key, message, remember)
+
+
+class AmqpEventHub(SqliteEventHub):
+    """One host of a fleet (see the module docstring).
+
+    Raises, when opening: the store's errors (``StoreLockedError``, ...),
+    ``BrokerUnavailableError`` (no broker within ``FleetConfig.connect_timeout``),
+    ``ExclusiveConsumerError`` (another gateway for this host id runs). Nothing is left
+    running when opening fails.
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        fleet: FleetConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        pipeline: Pipeline | None = None,
+    ) -> None:
+        self.fleet_config = fleet
+        self.host_id = fleet.host_id
+        self.retaining: dict[MessageId, tuple[CrewId | None, str]] = {}
+        """Messages being retained, until their fan-out picks the key up."""
+        self._inbound: set[MessageId] = set()
+        self._inbound_lock = threading.Lock()
+        self.gateway = Gateway(fleet, self)
+        """This host's gateway: broker link, signer, verifier, roster."""
+        try:
+            super().__init__(
+                config,
+                clock,
+                scheduler,
+                pipeline,
+                mailboxes_around=lambda local: _FleetMailboxes(self, local),
+                last_values_around=lambda inner: _MarkRetained(self, inner),
+            )
+        except BaseException:
+            self.gateway.stop()
+            raise
+        self.route_listeners.append(self._fan_out)
+        try:
+            self.gateway.start()
+            for address in sorted(self.durable_mailboxes, key=str):
+                self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- who is where -------------------------------------------------------------------
+
+    def roster(self) -> list[Presence]:
+        """Who is where: every live presence entry of the fleet (this host's included),
+        by host then entity."""
+        return self.gateway.roster.entries()
+
+    def where(self, address: MailboxAddress | str) -> str | None:
+        """The host announcing ``address`` now, or ``None``."""
+        return self.gateway.lives_on(MailboxAddress.parse(address))
+
+    # -- outgoing -----------------------------------------------------------------------
+
+    def forward(self, message: Message, address: MailboxAddress) -> None:
+        """Publish a post or request for ``address`` (on another host) and wait for the
+        broker's confirm. ``MailboxNotFoundError`` if no host announces it or no inbox is
+        bound to it."""
+        if self.where(address) in (None, self.host_id):
+            raise MailboxNotFoundError(address)
+        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+        if message.correlation_id is not None:
+            request = self.pending_request(message.correlation_id)
+            if request is not None and request.timer is not None:
+                remaining = request.timer.deadline - self.clock.monotonic()
+                expires = now_ms() + max(0, int(remaining * 1000))
+        gateway = self.gateway
+        gateway.publish(gateway.outgoing(message, kind="post", routing_key=mailbox_key(address), expires_at_ms=expires))
+
+    def _fan_out(self, message: Message) -> None:
+        """Route listener: publish a local topic message to the other hosts."""
+        retain = self.retaining.pop(message.id, None)
+        with self._inbound_lock:
+            if message.id in self._inbound:
+                return
+        scope = message.target_crew_id
+        key = topic_key(message.topic) if scope is None else scoped_topic_key(scope, message.topic)
+        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+        gateway = self.gateway
+        outgoing = gateway.outgoing(message, kind="topic", routing_key=key, expires_at_ms=expires, retain=retain)
+        gateway.publish_nowait(outgoing, "topic publish")
+
+    def _answer_remotely(self, request: PendingRequest, host: str, expires_at_ms: int) -> None:
+        """A remote request was settled here: send its reply home (a timeout: nothing,
+        the requester's own deadline fires there)."""
+        self.forget_request(request.correlation_id)
+        outcome = request.outcome
+        if not isinstance(outcome, Message):
+            return
+        gateway = self.gateway
+        outgoing = gateway.outgoing(outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms)
+        gateway.publish_nowait(outgoing, "reply")
+
+    # -- incoming (the gateway's sink, on its worker threads) ------------------------------
+
+    def _recheck_acl(self, message: Message, operation: str) -> None:
+        """Defence in depth: the ACL stages of this host judge the verified sender again."""
+        for stage in self.pipeline.stages:
+            if isinstance(stage, AclMiddleware):
+                stage.policy.decide(message, operation).raise_if_denied()
+
+    def take_post(self, envelope: Envelope, address: MailboxAddress) -> None:
+        message = envelope.message
+        if not self.mailbox_store.exists(address):
+            raise MailboxNotFoundError(address)
+        correlation_id = message.correlation_id
+        self._recheck_acl(message, "post" if correlation_id is None else "send")
+        if correlation_id is not None:
+            waiter: Waiter[Message] = Waiter()
+            request = PendingRequest(correlation_id, message.source_crew_id, address, waiter, message.source_agent_id)
+            waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
+            self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
+        try:
+            self.mailbox_store.append(message)
+        except StoreError:
+            if any(kept.id == message.id for kept in self.kept_messages(address)):
+                return  # a redelivery of a message already kept: held, acknowledge it
+            raise
+        except BaseException:
+            if correlation_id is not None:
+                self.forget_request(correlation_id)
+            raise
+
+    def take_topic(self, envelope: Envelope) -> None:
+        message = envelope.message
+        self._recheck_acl(message, "publish")
+        with self._inbound_lock:
+            self._inbound.add(message.id)
+        try:
+            if envelope.retain is not None:
+                scope, key = envelope.retain
+                self.writer.execute(
+                    lambda conn: last_values.retain(conn, scope, key, message),
+                    after_commit=lambda _: self.remember_last_value(scope, key, message),
+                    single_statement=True,
+                )
+            self.route_live(message)
+        finally:
+            with self._inbound_lock:
+                self._inbound.discard(message.id)
+
+    def take_answer(self, envelope: Envelope) -> None:
+        self.answer(envelope.message)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the gateway (unacknowledged deliveries return to their queues), then the
+        local hub and its store. Idempotent."""
+        self.gateway.stop()
+        super().stop()
+
+    def __repr__(self) -> str:
+        return f"AmqpEventHub({self.host_id!r}, {self.config.path!r})"
