@@ -29,7 +29,8 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
     hosts: list[HostProcess] = []
     try:
         for name in names:
-            hosts.append(HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys).start())
+            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=(0.5, 5.0))
+            hosts.append(host.start())
     except BaseException:
         for host in hosts:
             host.stop()

@@ -228,11 +228,17 @@ def _serve(state: HostState, answers: _Answers, request: dict[str, Any]) -> None
 def _boot(args: argparse.Namespace) -> Runtime:
     if args.url is None:
         return Runtime.start(store=args.store)
-    if args.keys is not None:
-        os.environ["ORKEON_FLEET_KEYS"] = args.keys
-    start: Any = Runtime.start  # broker=/host_id= come with the distributed hub adapter
-    runtime: Runtime = start(store=args.store, broker=args.url, host_id=args.host_id)
-    return runtime
+    from orkeon_actors.fleet.config import FleetConfig, load_keys
+
+    fleet = FleetConfig(
+        args.url,
+        args.host_id,
+        load_keys(args.keys),
+        presence_interval=args.presence_interval,
+        presence_ttl=args.presence_ttl,
+        kinds=tuple(args.kinds),
+    )
+    return Runtime.start(store=args.store, fleet=fleet)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", required=True)
     parser.add_argument("--url", default=None, help="the broker's AMQP URI (none: a local host)")
     parser.add_argument("--keys", default=None, help="the fleet's host keys file (JSON)")
+    parser.add_argument("--presence-interval", type=float, default=2.0, help="seconds between heartbeats")
+    parser.add_argument("--presence-ttl", type=float, default=7.0, help="seconds a heartbeat stays valid")
+    parser.add_argument("--kinds", nargs="*", default=[], help="crew kinds this host can spawn")
     args = parser.parse_args(argv)
     answers = _Answers(sys.stdout)
     sys.stdout = sys.stderr  # nothing but the protocol on the real standard output

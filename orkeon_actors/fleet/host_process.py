@@ -60,10 +60,23 @@ def write_keys(path: Path, hosts: Sequence[str]) -> HostKeys:
 
 class HostProcess:
     """One host in a child process (see the module docstring). ``url`` ``None`` runs a
-    host without a broker (its local durable hub only)."""
+    host without a broker (its local durable hub only); ``keys_file`` is the fleet's keys
+    (:func:`write_keys`); ``presence`` the heartbeat interval and TTL in seconds;
+    ``kinds`` the crew kinds it can spawn."""
 
-    def __init__(self, host_id: str, store: Path, *, url: str | None = None, keys_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        host_id: str,
+        store: Path,
+        *,
+        url: str | None = None,
+        keys_file: Path | None = None,
+        presence: tuple[float, float] = (2.0, 7.0),
+        kinds: Sequence[str] = (),
+    ) -> None:
         self.host_id = host_id
+        self.presence = presence
+        self.kinds = tuple(kinds)
         self.store = store
         self.url = url
         self.keys_file = keys_file
@@ -85,6 +98,9 @@ class HostProcess:
             command += ["--url", self.url]
         if self.keys_file is not None:
             command += ["--keys", str(self.keys_file)]
+        command += ["--presence-interval", str(self.presence[0]), "--presence-ttl", str(self.presence[1])]
+        if self.kinds:
+            command += ["--kinds", *self.kinds]
         self._ready = Future()
         with open(self.log_path, "a") as log:
             process = subprocess.Popen(
