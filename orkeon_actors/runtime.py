@@ -28,6 +28,7 @@ from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from orkeon_actors.fleet.config import FleetConfig
+    from orkeon_actors.fleet.operations import Fleet
     from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.store.config import Durability, StoreConfig
@@ -47,6 +48,9 @@ class Runtime:
     _pipeline: Pipeline | None = None
     _studio_watcher: LifecycleWatcher | None = None
     _studio_tap: StudioTap | None = None
+    fleet: Fleet | None = None
+    """A fleet host's cross-host operations (spawn, stop, dead-letter reports), when
+    started with a broker (``docs/distributed.md``); ``None`` otherwise."""
 
     def __init__(self, hub: EventHub, scheduler: Scheduler, clock: Clock) -> None:
         self.hub = hub
@@ -130,6 +134,8 @@ class Runtime:
         runtime = cls(hub, scheduler, clock)
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
+        if fleet is not None:
+            runtime._start_fleet()
         if studio is not None:
             try:
                 runtime._start_studio(port=studio, allow_post=studio_post)
@@ -137,6 +143,17 @@ class Runtime:
                 runtime.stop()
                 raise
         return runtime
+
+    def _start_fleet(self) -> None:
+        from orkeon_actors.fleet.hub import AmqpEventHub
+        from orkeon_actors.fleet.operations import Fleet
+
+        assert isinstance(self.hub, AmqpEventHub)
+        try:
+            self.fleet = Fleet(self.hub).start()
+        except BaseException:
+            self.stop()
+            raise
 
     def lifecycle_backend(self) -> LifecycleBackend:
         """What :class:`~orkeon_actors.lifecycle.CrewSupervisor` runs on: the durable hub
@@ -180,6 +197,8 @@ class Runtime:
             self._studio_watcher.stop()
         if self._studio_tap is not None:
             self._studio_tap.uninstall()
+        if self.fleet is not None:
+            self.fleet.close()
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:

@@ -29,6 +29,7 @@ is logged, counted ``reported=false`` and acked. Callbacks run on a worker threa
 
 from __future__ import annotations
 
+import json
 import queue as queue_module
 import threading
 from collections import Counter
@@ -42,14 +43,33 @@ from loguru import logger
 from opentelemetry import metrics
 from opentelemetry.metrics import MeterProvider
 
-from orkeon_actors.errors import BrokerError, BrokerUnavailableError, EventHubError, SignatureError
+from orkeon_actors.errors import (
+    BrokerError,
+    BrokerUnavailableError,
+    EventHubError,
+    InvalidArgumentError,
+    SignatureError,
+)
 from orkeon_actors.fleet.signing import Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery
 from orkeon_actors.hub.amqp.topology import DLX
+from orkeon_actors.hub.port import EventHub
+from orkeon_actors.model.message import Message
 
-__all__ = ["METER_NAME", "REPORTS_QUEUE", "DeadLetter", "DeadLetterReporter", "DeadLetterStats"]
+__all__ = [
+    "DELIVERY_FAILED",
+    "METER_NAME",
+    "REPORTS_QUEUE",
+    "DeadLetter",
+    "DeadLetterReporter",
+    "DeadLetterStats",
+    "DeliveryFailed",
+    "mailbox_reporter",
+]
 
 REPORTS_QUEUE: Final = "fleet.dlq.reports"
+DELIVERY_FAILED: Final = "delivery_failed"
+"""The ``type`` of a :class:`DeliveryFailed` payload (and its ``orkeon.type`` metadata)."""
 METER_NAME: Final = "orkeon_actors.fleet"
 _log = logger.bind(component="orkeon_actors.fleet")
 
@@ -88,6 +108,47 @@ class DeadLetter:
             headers,
             delivery.body,
         )
+
+
+@attrs.frozen
+class DeliveryFailed:
+    """What a sender's mailbox receives when one of its messages was dead-lettered: a
+    system message whose JSON payload is ``{"type": "delivery_failed", "message_id",
+    "to", "reason", "queue"}`` and whose metadata has ``orkeon.type = delivery_failed``.
+    Read one with :meth:`of_message`."""
+
+    message_id: str
+    to: str
+    reason: str
+    queue: str
+
+    def payload(self) -> bytes:
+        body = {"type": DELIVERY_FAILED, **attrs.asdict(self)}
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    @classmethod
+    def of_message(cls, message: Message) -> DeliveryFailed | None:
+        """The failure ``message`` reports, or ``None`` if it is not such a report."""
+        if message.metadata.get("orkeon.type") != DELIVERY_FAILED:
+            return None
+        body = json.loads(message.payload)
+        return cls(str(body["message_id"]), str(body["to"]), str(body["reason"]), str(body["queue"]))
+
+
+def mailbox_reporter(hub: EventHub) -> Callable[[DeadLetter], None]:
+    """``report`` for :class:`DeadLetterReporter`: post a :class:`DeliveryFailed` to the
+    sender's mailbox through ``hub`` as the system (local or on its host: the hub routes
+    it). A sender that is not a mailbox (a gateway's own traffic) raises
+    ``InvalidArgumentError``; one without a mailbox ``MailboxNotFoundError``."""
+    client = hub.system
+
+    def report(dead: DeadLetter) -> None:
+        if not dead.sender.startswith(("agent://", "crew://", "client://")):
+            raise InvalidArgumentError(f"the sender {dead.sender!r} of {dead.message_id} has no mailbox to report to")
+        failure = DeliveryFailed(dead.message_id, dead.recipient.removeprefix("mbox."), dead.reason, dead.queue)
+        client.post(dead.sender, failure.payload(), {"orkeon.type": DELIVERY_FAILED})
+
+    return report
 
 
 class DeadLetterStats:
