@@ -120,6 +120,6 @@ def test_a_dead_letter_report_reaches_the_senders_mailbox_on_its_host(hosts: Hos
         report = reader.receive()
     failure = DeliveryFailed.of_message(report)
     assert failure == DeliveryFailed(
-        str(posted.id), "mbox.agent://ledger/elsewhere", "rejected", "inbox.agent://ledger/book"
+        str(posted.id), "agent://ledger/elsewhere", "rejected", "inbox.agent://ledger/book"
     )
     assert report.source_crew_id.is_system
