@@ -41,6 +41,8 @@ class HostState:
         self.host_id = host_id
         self.registrations: dict[str, MailboxRegistration] = {}
         self.readers: dict[str, MailboxReader] = {}
+        self.supervisor: Any = None
+        """The :class:`~orkeon_actors.lifecycle.CrewSupervisor` of ``serve_crews``."""
         self.lock = threading.Lock()
 
     def reader(self, address: str) -> MailboxReader:
@@ -185,6 +187,76 @@ def op_spawn(state: HostState, blueprint: str, host: str, crew_id: str | None = 
     return str(fleet.spawn(blueprint, host=host, crew_id=crew_id, timeout=timeout))
 
 
+def op_depth(state: HostState, address: str) -> int:
+    with state.lock:
+        registration = state.registrations.get(address)
+    if registration is None:
+        raise InvalidArgumentError(f"{address} is not registered on {state.host_id}: call register first")
+    return registration.depth()
+
+
+def op_post_stream(
+    state: HostState, to: str, count: int, crew: str = "poster", agent: str | None = None
+) -> dict[str, list[str]]:
+    """Post ``count`` messages one after the other, going on past failures: ``accepted``
+    are the ids whose ``post`` returned (the broker confirmed them), ``failed`` the
+    errors of the others."""
+    client = state.runtime.hub.bind(crew, agent)
+    accepted: list[str] = []
+    failed: list[str] = []
+    for index in range(count):
+        try:
+            accepted.append(str(client.post(to, str(index).encode()).id))
+        except EventHubError as exc:
+            failed.append(f"{type(exc).__name__}: {exc}")
+    return {"accepted": accepted, "failed": failed}
+
+
+def _supervisor(state: HostState) -> Any:
+    if state.supervisor is None:
+        raise InvalidArgumentError(f"host {state.host_id} runs no supervisor: call serve_crews first")
+    return state.supervisor
+
+
+def op_serve_crews(state: HostState) -> list[str]:
+    """Start a supervisor with the bench's crew kinds (``forever``: an agent parked on
+    ``receive_message`` until a message comes, then done) and serve remote spawns."""
+    from orkeon_actors.bench.lifecycle import FACTORIES
+    from orkeon_actors.lifecycle import CrewSupervisor
+
+    with state.lock:
+        if state.supervisor is None:
+            state.supervisor = CrewSupervisor(state.runtime, factories=FACTORIES)
+    if state.runtime.fleet is not None:
+        state.runtime.fleet.serve(state.supervisor)
+    return sorted(FACTORIES)
+
+
+def op_spawn_local(state: HostState, kind: str, crew_id: str | None = None) -> str:
+    return str(_supervisor(state).spawn(kind, crew_id))
+
+
+def op_sleep_crew(state: HostState, crew_id: str, timeout: float = 30.0) -> bool:
+    """Wait until the crew waits for a message, then put it to sleep."""
+    from orkeon_actors.crew import CrewStatus
+
+    supervisor = _supervisor(state)
+    deadline = time.monotonic() + timeout
+    while supervisor.status(crew_id) is not CrewStatus.WAITING:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"crew {crew_id} was not waiting for a message within {timeout} s")
+        time.sleep(0.005)
+    return bool(supervisor.sleep(crew_id, timeout=timeout))
+
+
+def op_crew_state(state: HostState, crew_id: str) -> str:
+    return str(_supervisor(state).state(crew_id).name)
+
+
+def op_wait_finished(state: HostState, crew_id: str, timeout: float = 30.0) -> str:
+    return str(_supervisor(state).wait_finished(crew_id, timeout).status.name)
+
+
 OPS: dict[str, Callable[..., Any]] = {
     "ping": op_ping,
     "register": op_register,
@@ -198,6 +270,13 @@ OPS: dict[str, Callable[..., Any]] = {
     "publish": op_publish,
     "roster": op_roster,
     "spawn": op_spawn,
+    "depth": op_depth,
+    "post_stream": op_post_stream,
+    "serve_crews": op_serve_crews,
+    "spawn_local": op_spawn_local,
+    "sleep_crew": op_sleep_crew,
+    "crew_state": op_crew_state,
+    "wait_finished": op_wait_finished,
 }
 """Every op a host process serves: name -> ``fn(state, **args)``; the value must be JSON."""
 
@@ -264,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                 break
             threading.Thread(target=_serve, args=(state, answers, request), daemon=True).start()
     finally:
+        if state.supervisor is not None:
+            state.supervisor.stop()
         runtime.stop()
     return 0
 

@@ -169,6 +169,9 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
+            # announced from the first heartbeat on: a restarted host's durable inboxes
+            # never vanish from the others' rosters while it reopens them
+            self.gateway.roster.add(str(address) for address in self.durable_mailboxes)
             self.gateway.start()
             for address in sorted(self.durable_mailboxes, key=str):
                 self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
