@@ -167,7 +167,9 @@ def inbox_policy(caps: InboxCaps = InboxCaps()) -> list[tuple[str, str, dict[str
                 "expires": caps.orphan_expiry_ms,
             },
         ),
-        ("orkeon-dlq", r"^fleet\.dlq$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
+        # fleet.dlq and the reporters' copy, fleet.dlq.reports: both capped (anything with
+        # broker write access could otherwise fill them), oldest dropped first
+        ("orkeon-dlq", r"^fleet\.dlq(\.reports)?$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
     ]
 
 
