@@ -17,7 +17,11 @@ median of the per-round ratios (the ``hub`` suite's reasoning, ``docs/bench.md``
   (another child process, own store), drained there through a held reader; from A's first post to B's last delivery.
 * ``send_reply_per_s``: A makes M sequential ``send``\\ s to a mailbox of B, whose thread
   ``reply``-s to each.
-* ``wake_latency_p50/p99_ms`` and the scale-out figures: see :mod:`orkeon_actors.bench.amqp_fleet`.
+* ``wake_latency_p50/p99_ms``: crews asleep on host B, each woken in turn by a post from
+  host A (:func:`~orkeon_actors.bench.amqp_fleet.wake_latency_ms`).
+* scale-out: wakes by posts from A, and expiries at one instant, of crews shared by one,
+  then two worker hosts (fresh hosts and stores each time); ``*_scale_out`` is two over one
+  (:func:`~orkeon_actors.bench.amqp_fleet.wake_rate`, :func:`~orkeon_actors.bench.amqp_fleet.expiry_rate`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from orkeon_actors.bench.amqp_fleet import expiry_rate, hub_rows, wake_latency_ms, wake_rate
 from orkeon_actors.bench.amqp_raw import raw_post_receive_per_s, raw_rpc_per_s
 from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
@@ -54,9 +59,9 @@ def broker_url(vhost: str) -> str:
 
 
 @contextmanager
-def _removed(directory: Path) -> Iterator[None]:
+def _removed(directory: Path) -> Iterator[Path]:
     try:
-        yield
+        yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -74,8 +79,6 @@ def _hub_rows() -> HubRows | None:
     adapter); ``None`` otherwise, and the result's notes say so."""
     if "broker" not in inspect.signature(Runtime.start).parameters:
         return None
-    from orkeon_actors.bench.amqp_fleet import hub_rows
-
     return hub_rows
 
 
@@ -121,4 +124,35 @@ def bench_amqp(quick: bool) -> BenchResult:
         }
     else:
         notes += "; the hub's rows need the distributed hub adapter, absent from this build"
+        return BenchResult("amqp", figures, units, notes)
+    sleepers = 20 if quick else 200
+    shared = 100 if quick else 1_000
+    with scratch_vhost("orkeon-bench") as vhost, _removed(Path(scratch_directory("orkeon-bench-fleet-"))) as scratch:
+        url = broker_url(vhost)
+        progress("wake latency")
+        latencies = sorted(wake_latency_ms(url, _fresh(scratch), sleepers))
+        rates: dict[str, float] = {}
+        for workers in (1, 2):
+            progress(f"wakes on {workers} worker host(s)")
+            rates[f"wake_per_s_{workers}"] = wake_rate(url, _fresh(scratch), workers, shared)
+            progress(f"expiries on {workers} worker host(s)")
+            rates[f"expiries_per_s_{workers}"] = expiry_rate(url, _fresh(scratch), workers, shared)
+    figures |= {
+        "wake_latency_p50_ms": statistics.median(latencies),
+        "wake_latency_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "wakes_per_s_1_host": rates["wake_per_s_1"],
+        "wakes_per_s_2_hosts": rates["wake_per_s_2"],
+        "wake_scale_out": rates["wake_per_s_2"] / rates["wake_per_s_1"],
+        "expiries_per_s_1_host": rates["expiries_per_s_1"],
+        "expiries_per_s_2_hosts": rates["expiries_per_s_2"],
+        "expiry_scale_out": rates["expiries_per_s_2"] / rates["expiries_per_s_1"],
+    }
+    units |= {"wake_latency_p50_ms": "ms", "wake_latency_p99_ms": "ms", "wake_scale_out": "ratio"}
+    units |= {"wakes_per_s_1_host": "crews/s", "wakes_per_s_2_hosts": "crews/s", "expiry_scale_out": "ratio"}
+    units |= {"expiries_per_s_1_host": "crews/s", "expiries_per_s_2_hosts": "crews/s"}
+    notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
+
+
+def _fresh(scratch: Path) -> Path:
+    return Path(tempfile.mkdtemp(dir=scratch))

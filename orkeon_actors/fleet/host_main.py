@@ -41,6 +41,7 @@ class HostState:
         self.host_id = host_id
         self.registrations: dict[str, MailboxRegistration] = {}
         self.readers: dict[str, MailboxReader] = {}
+        self.expected: dict[str, threading.Event] = {}
         self.supervisor: Any = None
         """The :class:`~orkeon_actors.lifecycle.CrewSupervisor` of ``serve_crews``."""
         self.lock = threading.Lock()
@@ -218,18 +219,65 @@ def _supervisor(state: HostState) -> Any:
     return state.supervisor
 
 
-def op_serve_crews(state: HostState) -> list[str]:
+def op_serve_crews(state: HostState, expire_at_ms: int | None = None) -> list[str]:
     """Start a supervisor with the bench's crew kinds (``forever``: an agent parked on
-    ``receive_message`` until a message comes, then done) and serve remote spawns."""
-    from orkeon_actors.bench.lifecycle import FACTORIES
+    ``receive_message`` until a message comes, then done; with ``expire_at_ms`` also
+    ``expiring``, whose wait times out at that unix instant) and serve remote spawns."""
+    from orkeon_actors.bench.amqp_crews import bench_factories
     from orkeon_actors.lifecycle import CrewSupervisor
 
+    factories = bench_factories(expire_at_ms)
     with state.lock:
         if state.supervisor is None:
-            state.supervisor = CrewSupervisor(state.runtime, factories=FACTORIES)
+            state.supervisor = CrewSupervisor(state.runtime, factories=factories)
     if state.runtime.fleet is not None:
         state.runtime.fleet.serve(state.supervisor)
-    return sorted(FACTORIES)
+    return sorted(factories)
+
+
+def op_sleepers(state: HostState, kind: str, crews: list[str], timeout: float = 60.0) -> int:
+    """Spawn ``crews`` of ``kind`` and put each to sleep once it waits for a message."""
+    for crew in crews:
+        op_spawn_local(state, kind, crew)
+    for crew in crews:
+        if not op_sleep_crew(state, crew, timeout):
+            raise TimeoutError(f"crew {crew} did not sleep")
+    return len(crews)
+
+
+def op_expect(state: HostState, crews: list[str]) -> int:
+    """Arm the delivery events of ``crews`` (before what delivers to them)."""
+    from orkeon_actors.bench.lifecycle import DELIVERIES
+
+    with state.lock:
+        for crew in crews:
+            state.expected[crew] = DELIVERIES.expect(crew)
+    return len(crews)
+
+
+def op_delivered(state: HostState, crews: list[str], timeout: float = 60.0) -> dict[str, float]:
+    """Wait until each of ``crews`` (armed by ``expect``) had its delivery; returns the
+    ``time.perf_counter()`` of each (``CLOCK_MONOTONIC``: comparable across processes)."""
+    from orkeon_actors.bench.lifecycle import DELIVERIES
+
+    deadline = time.monotonic() + timeout
+    for crew in crews:
+        with state.lock:
+            event = state.expected.pop(crew)
+        if not event.wait(max(0.0, deadline - time.monotonic())):
+            raise TimeoutError(f"crew {crew} had no delivery within {timeout} s")
+    with DELIVERIES.lock:
+        return {crew: DELIVERIES.at[crew][0] for crew in crews}
+
+
+def op_post_timed(state: HostState, to: list[str], crew: str = "poster") -> list[float]:
+    """Post to each of ``to`` in turn; the ``time.perf_counter()`` just before each post."""
+    client = state.runtime.hub.bind(crew, "timed")
+    stamps = []
+    for address in to:
+        stamps.append(time.perf_counter())
+        client.post(address, b'{"wake": true}')
+    return stamps
 
 
 def op_spawn_local(state: HostState, kind: str, crew_id: str | None = None) -> str:
@@ -257,6 +305,34 @@ def op_wait_finished(state: HostState, crew_id: str, timeout: float = 30.0) -> s
     return str(_supervisor(state).wait_finished(crew_id, timeout).status.name)
 
 
+def op_post_all(state: HostState, to: list[str], threads: int = 8, crew: str = "poster") -> float:
+    """Post once to each of ``to`` from ``threads`` threads; the ``time.perf_counter()``
+    when they started."""
+    hub = state.runtime.hub
+    barrier = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
+
+    def run(index: int) -> None:
+        client = hub.bind(crew, f"poster-{index}")
+        barrier.wait()
+        try:
+            for address in to[index::threads]:
+                client.post(address, b'{"wake": true}')
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    if errors:
+        raise errors[0]
+    return started
+
+
 OPS: dict[str, Callable[..., Any]] = {
     "ping": op_ping,
     "register": op_register,
@@ -277,6 +353,11 @@ OPS: dict[str, Callable[..., Any]] = {
     "sleep_crew": op_sleep_crew,
     "crew_state": op_crew_state,
     "wait_finished": op_wait_finished,
+    "sleepers": op_sleepers,
+    "expect": op_expect,
+    "delivered": op_delivered,
+    "post_timed": op_post_timed,
+    "post_all": op_post_all,
 }
 """Every op a host process serves: name -> ``fn(state, **args)``; the value must be JSON."""
 
