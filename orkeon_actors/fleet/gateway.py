@@ -168,8 +168,10 @@ class Gateway:
 
     def add_topology(self, step: Callable[[Declarer], Declarer]) -> None:
         """Declare more on every (re)connect, after this gateway's slice (e.g. the
-        control queue). Call before :meth:`start`."""
+        control queue); once started, also at once (returns when the broker answered)."""
         self._extra.append(step)
+        if self._started:
+            self._run_declarer(step(Declarer()))
 
     def _slice(self) -> Declarer:
         host = self.host_id

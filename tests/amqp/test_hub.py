@@ -14,13 +14,16 @@ import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink, RestrictiveCrewLinkPolicy
+from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError, SendTimeoutError
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.signing import HostKeys
 from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import DLQ, mailbox_key
 from orkeon_actors.hub.port import POST_TOPIC, CallerContext
+from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
 from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
 
 from .conftest import url
@@ -312,3 +315,42 @@ def test_a_second_gateway_for_the_same_host_fails_loudly(fleet: Fleet, tmp_path:
     fleet.register_on_b("agent://billing/scorer")
     with pytest.raises(ok.errors.ExclusiveConsumerError, match=r"(?i)another gateway"):
         start_host(fleet.vhost, fleet.b_id, tmp_path / "b-again.db", fleet.keys)
+
+
+def test_a_failure_report_reaches_the_sender_on_its_own_host(fleet: Fleet) -> None:
+    sender_box = fleet.a.hub.register_mailbox("agent://c1/x")
+    wait_until(lambda: fleet.hub_b.where("agent://c1/x") == fleet.a_id, what="b seeing a's sender")
+    fleet.register_on_b("agent://billing/scorer")
+    original = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "lost")
+    report = fleet.hub_b.report_failure(original, "maxlen")
+    assert report is not None
+    with sender_box.reader() as reader:
+        got = reader.receive()
+    assert got.id == report.id and got.source_crew_id.is_system
+    assert got.json() == {
+        "message_id": original.id,
+        "to": "agent://billing/scorer",
+        "topic": POST_TOPIC,
+        "reason": "maxlen",
+    }
+    assert got.metadata["orkeon.delivery"] == "failed"
+
+
+# -- crews ----------------------------------------------------------------------------------
+
+
+def test_a_sleeping_crew_on_b_is_woken_by_a_post_from_a(fleet: Fleet) -> None:
+    agent = Agent("a", ScriptedModel([call("receive_message", {"wait_forever": True}), respond("done")]))  # type: ignore[list-item]
+    blueprint = CrewBlueprint(agents=[agent], orchestration=Sequential([Task("go", agent.agent_id)]))
+    supervisor = CrewSupervisor(fleet.b, factories={"c": lambda _: blueprint})
+    try:
+        supervisor.spawn("c", "c1")
+        wait_until(lambda: supervisor.status("c1") is CrewStatus.WAITING, what="the crew waiting for mail")
+        assert supervisor.sleep("c1") is True
+        assert supervisor.state("c1") is LifecycleState.ASLEEP
+        wait_until(lambda: fleet.hub_a.where("agent://c1/a") == fleet.b_id, what="a seeing the sleeper's mailbox")
+        fleet.a.hub.bind("other", "x").post("agent://c1/a", {"hello": 1})
+        wait_until(lambda: supervisor.status("c1") is CrewStatus.COMPLETED, what="the crew woken and done")
+        assert supervisor.stats.wakes == 1
+    finally:
+        supervisor.stop()
