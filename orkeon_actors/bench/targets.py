@@ -38,6 +38,12 @@ TARGETS: dict[str, dict[str, Target]] = {
         "post_receive_all_stages_vs_tell": Target(">=", 0.20),
     },
     "store": {"durable_post_vs_raw": Target(">=", 0.50)},
+    "amqp": {
+        "post_receive_vs_raw": Target(">=", 0.70),
+        "send_reply_vs_raw_rpc": Target(">=", 0.50),
+        "expiry_scale_out": Target(">=", 1.8),
+        "wake_scale_out": Target(">=", 1.8),
+    },
     "lifecycle": {
         "boot_ms": Target("<", 3000),
         "boot_rss_mb": Target("<", 300),

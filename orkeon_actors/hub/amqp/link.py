@@ -52,6 +52,7 @@ from orkeon_actors.errors import (
     ExclusiveConsumerError,
     UnroutableError,
 )
+from orkeon_actors.hub.amqp.uri import connection_parameters, redacted
 
 __all__ = ["BrokerLink", "Delivery", "Outgoing"]
 
@@ -121,8 +122,9 @@ class BrokerLink:
     """A connection to one broker (see the module docstring).
 
     ``url`` is an AMQP URI (``amqp://user:pass@host:port/vhost``, ``amqps://`` with TLS
-    options in its query). ``on_connected(channel)`` runs on the I/O thread after every
-    (re)connect, before publishes resume and consumers come back: declare the topology
+    options in its query: :mod:`~orkeon_actors.hub.amqp.uri`); a malformed one raises
+    ``InvalidArgumentError`` here, before any thread starts. ``on_connected(channel)`` runs
+    on the I/O thread after every (re)connect, before publishes resume and consumers come back: declare the topology
     there, synchronously chained through pika callbacks, and call ``done()`` when it is
     declared (it receives the publishing channel and ``done``).
     """
@@ -139,7 +141,7 @@ class BrokerLink:
         self.url = url
         self.name = name
         self._on_connected = on_connected
-        self._parameters = pika.URLParameters(url)
+        self._parameters = connection_parameters(url)
         self._parameters.client_properties = {"connection_name": name}
         self._backoff = backoff
         self._max_backoff = max_backoff
@@ -156,6 +158,7 @@ class BrokerLink:
         self._consumers: list[_Consumer] = []
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
+        self._last_error: BaseException | None = None
         self._failure: BaseException | None = None
         """Why the link gave up (set once, before :meth:`start` returns)."""
         self.reconnects = 0
@@ -173,8 +176,9 @@ class BrokerLink:
             self.stop()
             raise self._failure
         if not ready:
+            last = "" if self._last_error is None else f" (last attempt: {_describe(self._last_error)})"
             raise BrokerUnavailableError(
-                f"the broker at {_safe(self.url)} did not answer within {timeout} s: check that RabbitMQ runs "
+                f"the broker at {_safe(self.url)} did not answer within {timeout} s{last}: check that RabbitMQ runs "
                 "there and that the URI's host, port, vhost and login are right"
             )
         return self
@@ -230,6 +234,7 @@ class BrokerLink:
         connection.channel(on_open_callback=self._channel_opened)
 
     def _open_failed(self, connection: pika.SelectConnection, error: BaseException) -> None:
+        self._last_error = error
         _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), error)
         connection.ioloop.stop()
 
@@ -533,9 +538,14 @@ class BrokerLink:
         return self._channel
 
 
+def _describe(error: BaseException) -> str:
+    if isinstance(error, pika.exceptions.ProbableAuthenticationError | pika.exceptions.AuthenticationError):
+        return f"the broker refused the login ({error}): check the URI's user and password"
+    if isinstance(error, pika.exceptions.ProbableAccessDeniedError):
+        return f"the login may not open this vhost ({error}): rabbitmqctl set_permissions -p VHOST USER ..."
+    return f"{type(error).__name__}: {error}"
+
+
 def _safe(url: str) -> str:
     """``url`` without its password, for messages and logs."""
-    params = pika.URLParameters(url)
-    vhost = params.virtual_host
-    scheme = "amqps" if params.ssl_options is not None else "amqp"
-    return f"{scheme}://{params.credentials.username}@{params.host}:{params.port}/{vhost}"
+    return redacted(url)
