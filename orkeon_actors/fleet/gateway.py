@@ -113,6 +113,7 @@ class _Lane:
     def __init__(self, name: str, handle: Callable[[Delivery], None]) -> None:
         self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self._handle = handle
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -121,9 +122,13 @@ class _Lane:
 
     def _run(self) -> None:
         while (delivery := self._queue.get()) is not None:
-            self._handle(delivery)
+            if not self._stopping:  # after stop nothing can be acknowledged: the broker redelivers it
+                self._handle(delivery)
 
     def stop(self) -> None:
+        """Finish the delivery in hand, skip the rest (unacknowledged, so redelivered to
+        the next gateway of this host), end the thread."""
+        self._stopping = True
         self._queue.put(None)
         self._thread.join(timeout=10)
 
@@ -139,6 +144,7 @@ class Gateway:
         """This gateway's roster entity (the sender of system traffic)."""
         self._sink = sink
         self._lock = threading.Lock()
+        self._verify_lock = threading.Lock()
         self._inboxes: set[MailboxAddress] = set()
         self._consumed: set[MailboxAddress] = set()
         self._extra: list[Callable[[Declarer], Declarer]] = []
@@ -217,12 +223,12 @@ class Gateway:
         return self
 
     def stop(self) -> None:
-        """Stop heartbeating, close the link (unacknowledged deliveries return to their
-        queues), end the workers. Idempotent."""
+        """Stop heartbeating, end the workers (the delivery in hand is finished), close
+        the link (unacknowledged deliveries return to their queues). Idempotent."""
         self.roster.stop()
-        self.link.stop()
         for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
             lane.stop()
+        self.link.stop()
 
     # -- inboxes ------------------------------------------------------------------------
 
@@ -330,7 +336,8 @@ class Gateway:
         deadline = time.monotonic() + self.config.presence_ttl
         while self.sender_host(sender) is None and time.monotonic() < deadline:
             time.sleep(_PRESENCE_POLL)  # a first message may outrun its sender's announcement
-        self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
+        with self._verify_lock:  # the seen-set is shared by the three lanes
+            self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
         return wire.decode(headers, body)
 
     def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:

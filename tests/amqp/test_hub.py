@@ -354,3 +354,15 @@ def test_a_sleeping_crew_on_b_is_woken_by_a_post_from_a(fleet: Fleet) -> None:
         assert supervisor.stats.wakes == 1
     finally:
         supervisor.stop()
+
+
+def test_a_message_already_expired_at_delivery_is_dead_lettered(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://billing/scorer")
+    hub = fleet.hub_a
+    to = ok.MailboxAddress.parse("agent://billing/scorer")
+    message = hub.stamp(CallerContext(CrewId("c1"), AgentId("x")), POST_TOPIC, "stale", None, to.crew_id, to)
+    expired = int(message.published_at.timestamp() * 1000) - 1
+    outgoing = hub.gateway.outgoing(message, kind="post", routing_key=mailbox_key(to), expires_at_ms=expired)
+    raw_publish(fleet.vhost, outgoing)
+    assert dead_lettered(fleet.vhost, outgoing.message_id)
+    assert registration.depth() == 0
