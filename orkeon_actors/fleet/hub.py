@@ -31,9 +31,11 @@ What crosses hosts (cross-host messaging design §3-§8; spec §17):
   receives it keeps it in its own store and memory. A host started after the publish does
   not see that value until it is retained again (no broker-side last-value cache).
 
-Limits: a unit of work's (outbox) post to a mailbox on another host is not forwarded
-(the outbox marks it ``Failed`` and logs it); a pending request does not survive a
-restart of the host that received it (as locally, requests are live).
+A unit of work's post to a mailbox on another host is committed to the outbox with the
+unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
+
+Limits: a pending request does not survive a restart of the host that received it (as
+locally, requests are live).
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ class AmqpEventHub(SqliteEventHub):
                 pipeline,
                 mailboxes_around=lambda local: _FleetMailboxes(self, local),
                 last_values_around=lambda inner: _MarkRetained(self, inner),
+                forward_post=lambda message: self._forward_outbox_post(message),
             )
         except BaseException:
             self.gateway.stop()
@@ -172,6 +175,7 @@ class AmqpEventHub(SqliteEventHub):
             self.gateway.start()
             for address in sorted(self.durable_mailboxes, key=str):
                 self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
+            self.release_outbox()
         except BaseException:
             self.stop()
             raise
@@ -203,6 +207,14 @@ class AmqpEventHub(SqliteEventHub):
                 expires = now_ms() + max(0, int(remaining * 1000))
         gateway = self.gateway
         gateway.publish(gateway.outgoing(message, kind="post", routing_key=mailbox_key(address), expires_at_ms=expires))
+
+    def _forward_outbox_post(self, message: Message) -> bool:
+        """The outbox's hook: forward ``message`` if its mailbox is on another host."""
+        address = message.target_mailbox
+        if address is None or self.mailbox_store.exists(address):
+            return False
+        self.forward(message, address)
+        return True
 
     def _fan_out(self, message: Message) -> None:
         """Route listener: publish a local topic message to the other hosts."""

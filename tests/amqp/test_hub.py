@@ -366,3 +366,21 @@ def test_a_message_already_expired_at_delivery_is_dead_lettered(fleet: Fleet) ->
     raw_publish(fleet.vhost, outgoing)
     assert dead_lettered(fleet.vhost, outgoing.message_id)
     assert registration.depth() == 0
+
+
+def test_a_unit_of_work_posts_to_a_mailbox_on_another_host_through_the_outbox(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://audit/log")
+    totals = fleet.b.hub.bind("audit", "w").subscribe("totals.*")
+    with fleet.hub_a.unit_of_work("billing", "scorer") as uow:
+        sent = uow.post("agent://audit/log", {"total": 3})
+        published = uow.publish("totals.updated", {"total": 3})
+    with registration.reader() as reader:
+        assert reader.receive().id == sent.id
+    assert totals.receive(10).id == published.id
+    wait_until(
+        lambda: (
+            [(r.message.id, r.state.value) for r in fleet.hub_a.outbox_records() if r.message.id == sent.id]
+            == [(sent.id, "Dispatched")]
+        ),
+        what="the outbox row dispatched",
+    )
