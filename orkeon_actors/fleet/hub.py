@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
-from orkeon_actors.errors import MailboxNotFoundError, StoreError
+from orkeon_actors.errors import MailboxNotFoundError, UnroutableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, now_ms
 from orkeon_actors.fleet.roster import Presence
@@ -194,19 +195,36 @@ class AmqpEventHub(SqliteEventHub):
     # -- outgoing -----------------------------------------------------------------------
 
     def forward(self, message: Message, address: MailboxAddress) -> None:
-        """Publish a post or request for ``address`` (on another host) and wait for the
-        broker's confirm. ``MailboxNotFoundError`` if no host announces it or no inbox is
-        bound to it."""
+        """Publish a post or request for ``address`` (on another host).
+        ``MailboxNotFoundError`` at once if no host announces it.
+
+        A post returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox
+        is bound to it any more, ``BrokerUnavailableError`` without a confirm in time). A
+        request returns at once: its requester waits for the reply anyway, and a publish
+        the broker refuses settles the pending request with the error instead (the
+        ``send`` raises it), which saves a round trip per request."""
         if self.where(address) in (None, self.host_id):
             raise MailboxNotFoundError(address)
-        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
-        if message.correlation_id is not None:
-            request = self.pending_request(message.correlation_id)
-            if request is not None and request.timer is not None:
-                remaining = request.timer.deadline - self.clock.monotonic()
-                expires = now_ms() + max(0, int(remaining * 1000))
         gateway = self.gateway
-        gateway.publish(gateway.outgoing(message, kind="post", routing_key=mailbox_key(address), expires_at_ms=expires))
+        key = mailbox_key(address)
+        request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
+        if request is None or request.timer is None:
+            expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+            gateway.publish(gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires))
+            return
+        remaining = request.timer.deadline - self.clock.monotonic()
+        outgoing = gateway.outgoing(
+            message, kind="post", routing_key=key, expires_at_ms=now_ms() + max(0, int(remaining * 1000))
+        )
+        confirmed = gateway.link.publish(outgoing)
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is not None:
+                refusal = MailboxNotFoundError(address) if isinstance(error, UnroutableError) else error
+                request.settle(refusal)
+
+        confirmed.add_done_callback(settled)
 
     def _forward_outbox_post(self, message: Message) -> bool:
         """The outbox's hook: forward ``message`` if its mailbox is on another host."""
@@ -281,27 +299,43 @@ class AmqpEventHub(SqliteEventHub):
             if isinstance(stage, AclMiddleware):
                 stage.policy.decide(message, operation).raise_if_denied()
 
-    def take_post(self, envelope: Envelope, address: MailboxAddress) -> None:
+    def _open_remote_request(self, envelope: Envelope, address: MailboxAddress) -> None:
+        """Open the request ``envelope`` carries here, so that a local reply answers it."""
         message = envelope.message
-        if not self.mailbox_store.exists(address):
-            raise MailboxNotFoundError(address)
-        correlation_id = message.correlation_id
-        self._recheck_acl(message, "post" if correlation_id is None else "send")
-        if correlation_id is not None:
-            waiter: Waiter[Message] = Waiter()
-            request = PendingRequest(correlation_id, message.source_crew_id, address, waiter, message.source_agent_id)
-            waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
-            self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
-        try:
-            self.mailbox_store.append(message)
-        except StoreError:
-            if any(kept.id == message.id for kept in self.kept_messages(address)):
-                return  # a redelivery of a message already kept: held, acknowledge it
-            raise
-        except BaseException:
-            if correlation_id is not None:
+        assert message.correlation_id is not None
+        waiter: Waiter[Message] = Waiter()
+        request = PendingRequest(
+            message.correlation_id, message.source_crew_id, address, waiter, message.source_agent_id
+        )
+        waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
+        self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
+
+    def take_posts(self, posts: list[tuple[Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
+        """Keep verified posts in this host's store (one batch of group commits), each
+        after its ACL re-check; a request is opened here first. The outcome of each."""
+        outcomes: list[BaseException | None] = [None] * len(posts)
+        kept: list[int] = []
+        for index, (envelope, address, redelivered) in enumerate(posts):
+            message = envelope.message
+            try:
+                if not self.mailbox_store.exists(address):
+                    raise MailboxNotFoundError(address)
+                self._recheck_acl(message, "post" if message.correlation_id is None else "send")
+                if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
+                    continue  # kept before the connection dropped: held, acknowledge it
+                if message.correlation_id is not None:
+                    self._open_remote_request(envelope, address)
+            except Exception as exc:  # refused: told to the gateway, which dead-letters it
+                outcomes[index] = exc
+                continue
+            kept.append(index)
+        results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
+        for index, result in zip(kept, results, strict=True):
+            outcomes[index] = result
+            correlation_id = posts[index][0].message.correlation_id
+            if result is not None and correlation_id is not None:
                 self.forget_request(correlation_id)
-            raise
+        return outcomes
 
     def take_topic(self, envelope: Envelope) -> None:
         message = envelope.message

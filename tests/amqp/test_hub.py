@@ -152,6 +152,13 @@ def test_a_closed_remote_mailbox_is_refused_to_its_poster(fleet: Fleet) -> None:
         fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", 1)
 
 
+def test_a_send_to_a_closed_remote_mailbox_fails_with_the_typed_error_not_a_timeout(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://billing/scorer")
+    registration.close()
+    with pytest.raises(MailboxNotFoundError):  # a's roster may still name b: the broker refuses it
+        fleet.a.hub.bind("c1", "x").send("agent://billing/scorer", 1, timeout=30)
+
+
 def test_the_roster_lists_who_is_where(fleet: Fleet) -> None:
     fleet.register_on_b("agent://billing/scorer")
     fleet.a.hub.register_mailbox("crew://front")
