@@ -352,11 +352,12 @@ class Gateway:
 
     def _verified(self, delivery: Delivery) -> wire.Envelope:
         headers, body = delivery.headers, delivery.body
-        self.verifier.signing_host(headers, body)
         sender = str(headers.get("from", ""))
-        deadline = time.monotonic() + self.config.presence_ttl
-        while self.sender_host(sender) is None and time.monotonic() < deadline:
-            time.sleep(_PRESENCE_POLL)  # a first message may outrun its sender's announcement
+        if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
+            self.verifier.signing_host(headers, body)  # only a genuine message is waited for
+            deadline = time.monotonic() + self.config.presence_ttl
+            while self.sender_host(sender) is None and time.monotonic() < deadline:
+                time.sleep(_PRESENCE_POLL)
         with self._verify_lock:  # the seen-set is shared by the three lanes
             self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
         return wire.decode(headers, body)

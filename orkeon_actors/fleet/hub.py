@@ -318,7 +318,7 @@ class AmqpEventHub(SqliteEventHub):
         for index, (envelope, address, redelivered) in enumerate(posts):
             message = envelope.message
             try:
-                if not self.mailbox_store.exists(address):
+                if address not in self.mailbox_store.live and not self.mailbox_store.exists(address):
                     raise MailboxNotFoundError(address)
                 self._recheck_acl(message, "post" if message.correlation_id is None else "send")
                 if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
