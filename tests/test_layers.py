@@ -79,3 +79,17 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
         if name.startswith("_") and not name.startswith("__") and callable(value) and hasattr(HubCore, name)
     )
     assert overridden == []  # no hook of the core is overridden: the collaborators carry the durability
+
+
+def test_the_distributed_hub_adds_collaborators_and_overrides_no_core_hook() -> None:
+    from orkeon_actors.fleet.hub import AmqpEventHub
+    from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
+    from orkeon_actors.store import SqliteEventHub
+
+    assert issubclass(AmqpEventHub, SqliteEventHub) and not issubclass(AmqpEventHub, InMemoryEventHub)
+    overridden = sorted(
+        name
+        for name, value in vars(AmqpEventHub).items()
+        if callable(value) and not name.startswith("__") and (hasattr(HubCore, name) or hasattr(SqliteEventHub, name))
+    )
+    assert overridden == ["stop"]  # the gateway stops first; everything else is the collaborators'

@@ -100,7 +100,10 @@ class GatewaySink(Protocol):
     """Where verified deliveries go (the adapter). Each call returns once the message is
     held locally (durably for an inbox) and raises to refuse it (it is dead-lettered)."""
 
-    def take_post(self, envelope: wire.Envelope, address: MailboxAddress) -> None: ...
+    def take_posts(self, posts: list[tuple[wire.Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
+        """Keep ``(envelope, inbox address, redelivered)`` posts, in order; the outcome of
+        each: ``None`` (held: acknowledge it) or why it is refused."""
+        ...
 
     def take_topic(self, envelope: wire.Envelope) -> None: ...
 
@@ -108,11 +111,14 @@ class GatewaySink(Protocol):
 
 
 class _Lane:
-    """One worker thread handling deliveries in arrival order."""
+    """One worker thread handling deliveries in arrival order, in batches of what has
+    arrived (at most ``batch``): an inbox batch shares the store's group commits."""
 
-    def __init__(self, name: str, handle: Callable[[Delivery], None]) -> None:
+    def __init__(self, name: str, handle: Callable[[list[Delivery]], None], batch: int = 1) -> None:
         self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
         self._handle = handle
+        self._batch = batch
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -121,9 +127,26 @@ class _Lane:
 
     def _run(self) -> None:
         while (delivery := self._queue.get()) is not None:
-            self._handle(delivery)
+            batch = [delivery]
+            end = False
+            while len(batch) < self._batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    end = True
+                    break
+                batch.append(more)
+            if not self._stopping:  # after stop nothing can be acknowledged: the broker redelivers it
+                self._handle(batch)
+            if end:
+                return
 
     def stop(self) -> None:
+        """Finish the delivery in hand, skip the rest (unacknowledged, so redelivered to
+        the next gateway of this host), end the thread."""
+        self._stopping = True
         self._queue.put(None)
         self._thread.join(timeout=10)
 
@@ -139,6 +162,7 @@ class Gateway:
         """This gateway's roster entity (the sender of system traffic)."""
         self._sink = sink
         self._lock = threading.Lock()
+        self._verify_lock = threading.Lock()
         self._inboxes: set[MailboxAddress] = set()
         self._consumed: set[MailboxAddress] = set()
         self._extra: list[Callable[[Declarer], Declarer]] = []
@@ -159,17 +183,19 @@ class Gateway:
             interval=config.presence_interval,
             ttl=config.presence_ttl,
         )
-        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_delivery)
-        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._topic_delivery)
-        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._answer_delivery)
+        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
+        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
+        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
         self._started = False
 
     # -- topology ---------------------------------------------------------------------
 
     def add_topology(self, step: Callable[[Declarer], Declarer]) -> None:
         """Declare more on every (re)connect, after this gateway's slice (e.g. the
-        control queue). Call before :meth:`start`."""
+        control queue); once started, also at once (returns when the broker answered)."""
         self._extra.append(step)
+        if self._started:
+            self._run_declarer(step(Declarer()))
 
     def _slice(self) -> Declarer:
         host = self.host_id
@@ -215,12 +241,12 @@ class Gateway:
         return self
 
     def stop(self) -> None:
-        """Stop heartbeating, close the link (unacknowledged deliveries return to their
-        queues), end the workers. Idempotent."""
+        """Stop heartbeating, end the workers (the delivery in hand is finished), close
+        the link (unacknowledged deliveries return to their queues). Idempotent."""
         self.roster.stop()
-        self.link.stop()
         for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
             lane.stop()
+        self.link.stop()
 
     # -- inboxes ------------------------------------------------------------------------
 
@@ -293,8 +319,11 @@ class Gateway:
             message, kind=kind, to=routing_key, sender=sender, expires_at_ms=expires_at_ms, retain=retain
         )
         signed = self.signer.sign(headers, body)
+        # Only a post outlives its sender's process: requests, replies and publishes are
+        # live (a requester that restarts has given up), so the broker need not write them.
+        durable = kind == "post" and message.correlation_id is None
         return Outgoing(
-            MSG_EXCHANGE, routing_key, body, str(message.id), signed, mandatory=kind != "topic", persistent=True
+            MSG_EXCHANGE, routing_key, body, str(message.id), signed, mandatory=kind != "topic", persistent=durable
         )
 
     def publish(self, outgoing: Outgoing) -> None:
@@ -323,12 +352,14 @@ class Gateway:
 
     def _verified(self, delivery: Delivery) -> wire.Envelope:
         headers, body = delivery.headers, delivery.body
-        self.verifier.signing_host(headers, body)
         sender = str(headers.get("from", ""))
-        deadline = time.monotonic() + self.config.presence_ttl
-        while self.sender_host(sender) is None and time.monotonic() < deadline:
-            time.sleep(_PRESENCE_POLL)  # a first message may outrun its sender's announcement
-        self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
+        if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
+            self.verifier.signing_host(headers, body)  # only a genuine message is waited for
+            deadline = time.monotonic() + self.config.presence_ttl
+            while self.sender_host(sender) is None and time.monotonic() < deadline:
+                time.sleep(_PRESENCE_POLL)
+        with self._verify_lock:  # the seen-set is shared by the three lanes
+            self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
         return wire.decode(headers, body)
 
     def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
@@ -362,17 +393,41 @@ class Gateway:
         for listener in list(self.on_rejected):
             listener(rejected)
 
-    def _inbox_delivery(self, delivery: Delivery) -> None:
-        address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
+    @staticmethod
+    def _each(handle: Callable[[Delivery], None]) -> Callable[[list[Delivery]], None]:
+        def handle_all(deliveries: list[Delivery]) -> None:
+            for delivery in deliveries:
+                handle(delivery)
 
-        def take(envelope: wire.Envelope) -> None:
-            if envelope.kind != "post" or envelope.message.target_mailbox != address:
-                raise SignatureError(
-                    f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
-                )
-            self._sink.take_post(envelope, address)
+        return handle_all
 
-        self._settle(delivery, take)
+    def _inbox_deliveries(self, deliveries: list[Delivery]) -> None:
+        """Verify each delivery, keep the verified ones in one batch, settle each."""
+        verified: list[tuple[Delivery, tuple[wire.Envelope, MailboxAddress, bool]]] = []
+        for delivery in deliveries:
+            try:
+                address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
+                envelope = self._verified(delivery)
+                if envelope.kind != "post" or envelope.message.target_mailbox != address:
+                    raise SignatureError(
+                        f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
+                    )
+            except (SignatureError, EventHubError, BrokerError) as exc:
+                self._reject(delivery, f"{type(exc).__name__}: {exc}")
+                continue
+            verified.append((delivery, (envelope, address, delivery.redelivered)))
+        if not verified:
+            return
+        try:
+            outcomes = self._sink.take_posts([post for _, post in verified])
+        except Exception as exc:  # a bug must not wedge the inboxes: dead-letter, loudly
+            _log.opt(exception=True).error("keeping {} delivered post(s) failed", len(verified))
+            outcomes = [exc] * len(verified)
+        for (delivery, _), outcome in zip(verified, outcomes, strict=True):
+            if outcome is None:
+                self.link.ack(delivery)
+            else:
+                self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
 
     def _topic_delivery(self, delivery: Delivery) -> None:
         def take(envelope: wire.Envelope) -> None:

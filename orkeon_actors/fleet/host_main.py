@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from orkeon_actors.errors import EventHubError, InvalidArgumentError
-from orkeon_actors.hub.port import MailboxReader, MailboxRegistration
+from orkeon_actors.hub.port import MailboxReader, MailboxRegistration, Subscription
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.runtime import Runtime
 
@@ -44,6 +44,7 @@ class HostState:
         self.expected: dict[str, threading.Event] = {}
         self.supervisor: Any = None
         """The :class:`~orkeon_actors.lifecycle.CrewSupervisor` of ``serve_crews``."""
+        self.subscriptions: dict[str, Subscription] = {}
         self.lock = threading.Lock()
 
     def reader(self, address: str) -> MailboxReader:
@@ -333,6 +334,52 @@ def op_post_all(state: HostState, to: list[str], threads: int = 8, crew: str = "
     return started
 
 
+def op_subscribe(state: HostState, pattern: str, crew: str = "subscriber", agent: str | None = None) -> str:
+    """Open a subscription to ``pattern``; its name (for ``next``) is the pattern."""
+    subscription = state.runtime.hub.bind(crew, agent).subscribe(pattern)
+    with state.lock:
+        state.subscriptions[pattern] = subscription
+    return pattern
+
+
+def op_next(state: HostState, pattern: str, timeout: float = 30.0) -> dict[str, Any] | None:
+    """The next message of the subscription to ``pattern`` (``None`` after ``timeout``)."""
+    message = state.subscriptions[pattern].receive(timeout)
+    return None if message.is_timeout else _message(message)
+
+
+def op_wait_topic(state: HostState, pattern: str, timeout: float = 30.0, crew: str = "waiter") -> dict[str, Any] | None:
+    """``wait_for(WaitOnTopic(pattern))``: the first message published after the wait began."""
+    from orkeon_actors.model.options import WaitOnTopic
+
+    message = state.runtime.hub.bind(crew, "w").wait_for(WaitOnTopic(pattern), timeout)
+    return None if message.is_timeout else _message(message)
+
+
+def op_pending_waits(state: HostState) -> dict[str, int]:
+    return state.runtime.hub.pending_waits()
+
+
+def op_retain(state: HostState, topic: str, key: str, payload: str, crew: str = "publisher") -> str:
+    from orkeon_actors.model.options import PublishOptions
+
+    options = PublishOptions(retain_as_last_value=True, last_value_key=key)
+    return str(state.runtime.hub.bind(crew, "p").publish(topic, payload.encode(), options).id)
+
+
+def op_last_value(state: HostState, key: str) -> dict[str, Any] | None:
+    message = state.runtime.hub.bind("reader", "r").get_last_value(key)
+    return None if message is None else _message(message)
+
+
+def op_where(state: HostState, address: str) -> str | None:
+    where = getattr(state.runtime.hub, "where", None)
+    if where is None:
+        raise InvalidArgumentError(f"host {state.host_id} runs without a broker: it knows no other host")
+    found: str | None = where(address)
+    return found
+
+
 OPS: dict[str, Callable[..., Any]] = {
     "ping": op_ping,
     "register": op_register,
@@ -358,6 +405,13 @@ OPS: dict[str, Callable[..., Any]] = {
     "delivered": op_delivered,
     "post_timed": op_post_timed,
     "post_all": op_post_all,
+    "subscribe": op_subscribe,
+    "next": op_next,
+    "wait_topic": op_wait_topic,
+    "pending_waits": op_pending_waits,
+    "retain": op_retain,
+    "last_value": op_last_value,
+    "where": op_where,
 }
 """Every op a host process serves: name -> ``fn(state, **args)``; the value must be JSON."""
 

@@ -31,20 +31,23 @@ What crosses hosts (cross-host messaging design §3-§8; spec §17):
   receives it keeps it in its own store and memory. A host started after the publish does
   not see that value until it is retained again (no broker-side last-value cache).
 
-Limits: a unit of work's (outbox) post to a mailbox on another host is not forwarded
-(the outbox marks it ``Failed`` and logs it); a pending request does not survive a
-restart of the host that received it (as locally, requests are live).
+A unit of work's post to a mailbox on another host is committed to the outbox with the
+unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
+
+Limits: a pending request does not survive a restart of the host that received it (as
+locally, requests are live).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
-from orkeon_actors.errors import MailboxNotFoundError, StoreError
+from orkeon_actors.errors import MailboxNotFoundError, UnroutableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, now_ms
 from orkeon_actors.fleet.roster import Presence
@@ -163,6 +166,7 @@ class AmqpEventHub(SqliteEventHub):
                 pipeline,
                 mailboxes_around=lambda local: _FleetMailboxes(self, local),
                 last_values_around=lambda inner: _MarkRetained(self, inner),
+                forward_post=lambda message: self._forward_outbox_post(message),
             )
         except BaseException:
             self.gateway.stop()
@@ -175,6 +179,7 @@ class AmqpEventHub(SqliteEventHub):
             self.gateway.start()
             for address in sorted(self.durable_mailboxes, key=str):
                 self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
+            self.release_outbox()
         except BaseException:
             self.stop()
             raise
@@ -193,19 +198,44 @@ class AmqpEventHub(SqliteEventHub):
     # -- outgoing -----------------------------------------------------------------------
 
     def forward(self, message: Message, address: MailboxAddress) -> None:
-        """Publish a post or request for ``address`` (on another host) and wait for the
-        broker's confirm. ``MailboxNotFoundError`` if no host announces it or no inbox is
-        bound to it."""
+        """Publish a post or request for ``address`` (on another host).
+        ``MailboxNotFoundError`` at once if no host announces it.
+
+        A post returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox
+        is bound to it any more, ``BrokerUnavailableError`` without a confirm in time). A
+        request returns at once: its requester waits for the reply anyway, and a publish
+        the broker refuses settles the pending request with the error instead (the
+        ``send`` raises it), which saves a round trip per request."""
         if self.where(address) in (None, self.host_id):
             raise MailboxNotFoundError(address)
-        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
-        if message.correlation_id is not None:
-            request = self.pending_request(message.correlation_id)
-            if request is not None and request.timer is not None:
-                remaining = request.timer.deadline - self.clock.monotonic()
-                expires = now_ms() + max(0, int(remaining * 1000))
         gateway = self.gateway
-        gateway.publish(gateway.outgoing(message, kind="post", routing_key=mailbox_key(address), expires_at_ms=expires))
+        key = mailbox_key(address)
+        request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
+        if request is None or request.timer is None:
+            expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+            gateway.publish(gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires))
+            return
+        remaining = request.timer.deadline - self.clock.monotonic()
+        outgoing = gateway.outgoing(
+            message, kind="post", routing_key=key, expires_at_ms=now_ms() + max(0, int(remaining * 1000))
+        )
+        confirmed = gateway.link.publish(outgoing)
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is not None:
+                refusal = MailboxNotFoundError(address) if isinstance(error, UnroutableError) else error
+                request.settle(refusal)
+
+        confirmed.add_done_callback(settled)
+
+    def _forward_outbox_post(self, message: Message) -> bool:
+        """The outbox's hook: forward ``message`` if its mailbox is on another host."""
+        address = message.target_mailbox
+        if address is None or self.mailbox_store.exists(address):
+            return False
+        self.forward(message, address)
+        return True
 
     def _fan_out(self, message: Message) -> None:
         """Route listener: publish a local topic message to the other hosts."""
@@ -231,6 +261,39 @@ class AmqpEventHub(SqliteEventHub):
         outgoing = gateway.outgoing(outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms)
         gateway.publish_nowait(outgoing, "reply")
 
+    def report_failure(self, original: Message, reason: str) -> Message | None:
+        """Tell the sender of ``original`` that it was not delivered (dead-lettered,
+        expired, refused): a system post ``{"message_id", "to", "topic", "reason"}`` with
+        metadata ``{"orkeon.delivery": "failed"}`` to its agent's mailbox (else its
+        crew's), here or on whichever host announces it. Returns the report, or ``None``
+        (logged as an ERROR) when no host has a mailbox of the sender."""
+        if original.source_crew_id.is_system:
+            _log.error("message {} of the system was not delivered: {}", original.id, reason)
+            return None
+        crew = str(original.source_crew_id)
+        candidates = [MailboxAddress.crew(crew)]
+        if original.source_agent_id is not None:
+            candidates.insert(0, MailboxAddress.agent(crew, str(original.source_agent_id)))
+        report = {
+            "message_id": str(original.id),
+            "to": None if original.target_mailbox is None else str(original.target_mailbox),
+            "topic": original.topic,
+            "reason": reason,
+        }
+        for address in candidates:
+            if self.mailbox_exists(address):
+                try:
+                    return self.system.post(address, report, metadata={"orkeon.delivery": "failed"})
+                except MailboxNotFoundError:
+                    continue  # closed meanwhile: try the next
+        _log.error(
+            "message {} from {} was not delivered ({}) and its sender has no mailbox to be told in",
+            original.id,
+            crew,
+            reason,
+        )
+        return None
+
     # -- incoming (the gateway's sink, on its worker threads) ------------------------------
 
     def _recheck_acl(self, message: Message, operation: str) -> None:
@@ -239,27 +302,43 @@ class AmqpEventHub(SqliteEventHub):
             if isinstance(stage, AclMiddleware):
                 stage.policy.decide(message, operation).raise_if_denied()
 
-    def take_post(self, envelope: Envelope, address: MailboxAddress) -> None:
+    def _open_remote_request(self, envelope: Envelope, address: MailboxAddress) -> None:
+        """Open the request ``envelope`` carries here, so that a local reply answers it."""
         message = envelope.message
-        if not self.mailbox_store.exists(address):
-            raise MailboxNotFoundError(address)
-        correlation_id = message.correlation_id
-        self._recheck_acl(message, "post" if correlation_id is None else "send")
-        if correlation_id is not None:
-            waiter: Waiter[Message] = Waiter()
-            request = PendingRequest(correlation_id, message.source_crew_id, address, waiter, message.source_agent_id)
-            waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
-            self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
-        try:
-            self.mailbox_store.append(message)
-        except StoreError:
-            if any(kept.id == message.id for kept in self.kept_messages(address)):
-                return  # a redelivery of a message already kept: held, acknowledge it
-            raise
-        except BaseException:
-            if correlation_id is not None:
+        assert message.correlation_id is not None
+        waiter: Waiter[Message] = Waiter()
+        request = PendingRequest(
+            message.correlation_id, message.source_crew_id, address, waiter, message.source_agent_id
+        )
+        waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
+        self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
+
+    def take_posts(self, posts: list[tuple[Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
+        """Keep verified posts in this host's store (one batch of group commits), each
+        after its ACL re-check; a request is opened here first. The outcome of each."""
+        outcomes: list[BaseException | None] = [None] * len(posts)
+        kept: list[int] = []
+        for index, (envelope, address, redelivered) in enumerate(posts):
+            message = envelope.message
+            try:
+                if address not in self.mailbox_store.live and not self.mailbox_store.exists(address):
+                    raise MailboxNotFoundError(address)
+                self._recheck_acl(message, "post" if message.correlation_id is None else "send")
+                if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
+                    continue  # kept before the connection dropped: held, acknowledge it
+                if message.correlation_id is not None:
+                    self._open_remote_request(envelope, address)
+            except Exception as exc:  # refused: told to the gateway, which dead-letters it
+                outcomes[index] = exc
+                continue
+            kept.append(index)
+        results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
+        for index, result in zip(kept, results, strict=True):
+            outcomes[index] = result
+            correlation_id = posts[index][0].message.correlation_id
+            if result is not None and correlation_id is not None:
                 self.forget_request(correlation_id)
-            raise
+        return outcomes
 
     def take_topic(self, envelope: Envelope) -> None:
         message = envelope.message

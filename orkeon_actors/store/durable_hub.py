@@ -135,6 +135,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
         *,
         mailboxes_around: Callable[[SqliteMailboxStore], MailboxStore] | None = None,
         last_values_around: Callable[[LastValueStore], LastValueStore] | None = None,
+        forward_post: Callable[[Message], bool] | None = None,
     ):
         """``mailboxes_around`` / ``last_values_around`` wrap the SQLite collaborators in
         the ones the hub core gets (how the distributed adapter routes a post to a mailbox
@@ -153,6 +154,11 @@ class SqliteEventHub(HubCore, DurableEventHub):
             last_value_store=last_value_store if last_values_around is None else last_values_around(last_value_store),
         )
         self.config = config
+        self.forward_post = forward_post
+        """For the outbox: forward a post to a mailbox on another host (a fleet host's;
+        see :mod:`orkeon_actors.store.outbox`). With it, the outbox rows left pending by
+        the last run wait for :meth:`release_outbox` (the broker link must be up)."""
+        self._held_outbox: list[OutboxRecord] = []
         self._store_closed = False
         self.dispatch_listeners: list[Callable[[Message], None]] = []
         """Called with every message routed to topics, every reply, and every post kept
@@ -214,9 +220,23 @@ class SqliteEventHub(HubCore, DurableEventHub):
         self._cleanup.append(self.purger.stop)
         if purge_due:
             self.purger.arm()
-        if pending:
+        if pending and self.forward_post is not None:
+            self._held_outbox = pending
+        elif pending:
             logger.info(
                 "store {}: dispatching {} pending outbox message(s) left by the last run", config.path, len(pending)
+            )
+            self.outbox.dispatch(pending)
+
+    def release_outbox(self) -> None:
+        """Dispatch the outbox rows the last run left pending, held at boot because posts
+        are forwarded (``forward_post``) over a link that was not up yet."""
+        pending, self._held_outbox = self._held_outbox, []
+        if pending:
+            logger.info(
+                "store {}: dispatching {} pending outbox message(s) left by the last run",
+                self.config.path,
+                len(pending),
             )
             self.outbox.dispatch(pending)
 

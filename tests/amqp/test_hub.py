@@ -14,13 +14,16 @@ import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink, RestrictiveCrewLinkPolicy
+from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError, SendTimeoutError
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.signing import HostKeys
 from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import DLQ, mailbox_key
 from orkeon_actors.hub.port import POST_TOPIC, CallerContext
+from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
 from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
 
 from .conftest import url
@@ -147,6 +150,13 @@ def test_a_closed_remote_mailbox_is_refused_to_its_poster(fleet: Fleet) -> None:
     wait_until(lambda: fleet.hub_a.where("agent://billing/scorer") is None, what="a hearing of the close")
     with pytest.raises(MailboxNotFoundError):
         fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", 1)
+
+
+def test_a_send_to_a_closed_remote_mailbox_fails_with_the_typed_error_not_a_timeout(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://billing/scorer")
+    registration.close()
+    with pytest.raises(MailboxNotFoundError):  # a's roster may still name b: the broker refuses it
+        fleet.a.hub.bind("c1", "x").send("agent://billing/scorer", 1, timeout=30)
 
 
 def test_the_roster_lists_who_is_where(fleet: Fleet) -> None:
@@ -312,3 +322,72 @@ def test_a_second_gateway_for_the_same_host_fails_loudly(fleet: Fleet, tmp_path:
     fleet.register_on_b("agent://billing/scorer")
     with pytest.raises(ok.errors.ExclusiveConsumerError, match=r"(?i)another gateway"):
         start_host(fleet.vhost, fleet.b_id, tmp_path / "b-again.db", fleet.keys)
+
+
+def test_a_failure_report_reaches_the_sender_on_its_own_host(fleet: Fleet) -> None:
+    sender_box = fleet.a.hub.register_mailbox("agent://c1/x")
+    wait_until(lambda: fleet.hub_b.where("agent://c1/x") == fleet.a_id, what="b seeing a's sender")
+    fleet.register_on_b("agent://billing/scorer")
+    original = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "lost")
+    report = fleet.hub_b.report_failure(original, "maxlen")
+    assert report is not None
+    with sender_box.reader() as reader:
+        got = reader.receive()
+    assert got.id == report.id and got.source_crew_id.is_system
+    assert got.json() == {
+        "message_id": original.id,
+        "to": "agent://billing/scorer",
+        "topic": POST_TOPIC,
+        "reason": "maxlen",
+    }
+    assert got.metadata["orkeon.delivery"] == "failed"
+
+
+# -- crews ----------------------------------------------------------------------------------
+
+
+def test_a_sleeping_crew_on_b_is_woken_by_a_post_from_a(fleet: Fleet) -> None:
+    agent = Agent("a", ScriptedModel([call("receive_message", {"wait_forever": True}), respond("done")]))  # type: ignore[list-item]
+    blueprint = CrewBlueprint(agents=[agent], orchestration=Sequential([Task("go", agent.agent_id)]))
+    supervisor = CrewSupervisor(fleet.b, factories={"c": lambda _: blueprint})
+    try:
+        supervisor.spawn("c", "c1")
+        wait_until(lambda: supervisor.status("c1") is CrewStatus.WAITING, what="the crew waiting for mail")
+        assert supervisor.sleep("c1") is True
+        assert supervisor.state("c1") is LifecycleState.ASLEEP
+        wait_until(lambda: fleet.hub_a.where("agent://c1/a") == fleet.b_id, what="a seeing the sleeper's mailbox")
+        fleet.a.hub.bind("other", "x").post("agent://c1/a", {"hello": 1})
+        wait_until(lambda: supervisor.status("c1") is CrewStatus.COMPLETED, what="the crew woken and done")
+        assert supervisor.stats.wakes == 1
+    finally:
+        supervisor.stop()
+
+
+def test_a_message_already_expired_at_delivery_is_dead_lettered(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://billing/scorer")
+    hub = fleet.hub_a
+    to = ok.MailboxAddress.parse("agent://billing/scorer")
+    message = hub.stamp(CallerContext(CrewId("c1"), AgentId("x")), POST_TOPIC, "stale", None, to.crew_id, to)
+    expired = int(message.published_at.timestamp() * 1000) - 1
+    outgoing = hub.gateway.outgoing(message, kind="post", routing_key=mailbox_key(to), expires_at_ms=expired)
+    raw_publish(fleet.vhost, outgoing)
+    assert dead_lettered(fleet.vhost, outgoing.message_id)
+    assert registration.depth() == 0
+
+
+def test_a_unit_of_work_posts_to_a_mailbox_on_another_host_through_the_outbox(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://audit/log")
+    totals = fleet.b.hub.bind("audit", "w").subscribe("totals.*")
+    with fleet.hub_a.unit_of_work("billing", "scorer") as uow:
+        sent = uow.post("agent://audit/log", {"total": 3})
+        published = uow.publish("totals.updated", {"total": 3})
+    with registration.reader() as reader:
+        assert reader.receive().id == sent.id
+    assert totals.receive(10).id == published.id
+    wait_until(
+        lambda: (
+            [(r.message.id, r.state.value) for r in fleet.hub_a.outbox_records() if r.message.id == sent.id]
+            == [(sent.id, "Dispatched")]
+        ),
+        what="the outbox row dispatched",
+    )

@@ -106,6 +106,10 @@ def _parse_time(text: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+def _crew(text: str) -> CrewId:
+    return CrewId.SYSTEM if text == str(CrewId.SYSTEM) else CrewId(text)
+
+
 def _optional(value: object) -> str | None:
     return None if value is None else str(value)
 
@@ -130,7 +134,7 @@ def decode(headers: Mapping[str, object], body: bytes) -> Envelope:
         message = Message(
             MessageId(meta["id"]),
             str(meta["topic"]),
-            CrewId(meta["source_crew_id"]),
+            _crew(str(meta["source_crew_id"])),
             _parse_time(str(meta["published_at"])),
             payload,
             {str(k): str(v) for k, v in dict(meta["metadata"]).items()},
