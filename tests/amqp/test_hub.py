@@ -411,8 +411,13 @@ def test_a_host_that_lost_the_broker_redeclares_its_slice_and_loses_nothing(vhos
         proxy.cut()
         wait_until(lambda: not hub_b.gateway.link.connected, what="b losing the broker")
         during = a.hub.bind("c1", "x").post("agent://billing/scorer", "during")  # kept by b's durable inbox
+        late = b.hub.register_mailbox("crew://late")  # registered while cut off: opened with the reconnect
         proxy.restore()
         wait_until(lambda: hub_b.gateway.link.connected, timeout=30, what="b reconnecting")
+        wait_until(lambda: hub_a.where("crew://late") == b_id, what="a seeing the mailbox b opened offline")
+        to_late = a.hub.bind("c1", "x").post("crew://late", "hello")
+        with late.reader() as reader:
+            assert reader.receive().id == to_late.id
         after = a.hub.bind("c1", "x").post("agent://billing/scorer", "after")
         with registration.reader() as reader:
             assert [reader.receive().id, reader.receive().id] == [during.id, after.id]

@@ -410,10 +410,13 @@ class BrokerLink:
         prefetch: int,
         exclusive: bool = True,
         timeout: float = 10.0,
+        wait: bool = True,
     ) -> None:
         """Consume ``queue`` with manual acks and at most ``prefetch`` unacknowledged
         deliveries, now and after every reconnect. Blocks until the broker accepted the
-        consumer; raises ``ExclusiveConsumerError`` if another connection holds it."""
+        consumer; raises ``ExclusiveConsumerError`` if another connection holds it.
+        ``wait=False`` returns at once (while the broker is unreachable: the consumer
+        starts with the next connection)."""
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
         consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
@@ -422,6 +425,8 @@ class BrokerLink:
             connection = self._connection
         if connection is not None and self._ready.is_set():
             self._threadsafe(connection, lambda: self._open_consumer(consumer))
+        if not wait:
+            return
         try:
             consumer.registered.result(timeout)
         except BaseException:
