@@ -35,7 +35,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Final, Protocol
@@ -264,9 +264,16 @@ class Gateway:
 
     # -- inboxes ------------------------------------------------------------------------
 
-    def open_inbox(self, address: MailboxAddress) -> None:
+    def preload_inboxes(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Before :meth:`start`: inboxes to declare with the slice itself (a host's
+        durable mailboxes at boot), so that opening them costs no declaration each."""
+        with self._lock:
+            self._inboxes.update(addresses)
+
+    def open_inbox(self, address: MailboxAddress, *, announce: bool = True) -> None:
         """Declare ``address``'s durable inbox bound to its mailbox key, consume it
-        (exclusive, manual acks, bounded prefetch) and announce it. Idempotent.
+        (exclusive, manual acks, bounded prefetch) and announce it (at once unless
+        ``announce`` is false: the next heartbeat carries it). Idempotent.
         ``ExclusiveConsumerError`` if another gateway holds it."""
         with self._lock:
             new_binding = address not in self._inboxes
@@ -289,7 +296,7 @@ class Gateway:
         if not connected:  # declared and consumed with the reconnect (the slice holds it)
             _log.warning("the broker is unreachable: {} is reachable from other hosts once it is back", address)
         self.roster.add([str(address)])
-        if new_binding:
+        if new_binding and announce:
             self.roster.heartbeat()
 
     def close_inbox(self, address: MailboxAddress) -> None:

@@ -173,9 +173,12 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
+            kept = sorted(self.durable_mailboxes, key=str)  # parked and sleeping ones too: their posts land here
+            self.gateway.preload_inboxes(kept)
             self.gateway.start()
-            for address in sorted(self.durable_mailboxes, key=str):
-                self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
+            for address in kept:
+                self.gateway.open_inbox(address, announce=False)
+            self.gateway.roster.heartbeat()
             self.release_outbox()
         except BaseException:
             self.stop()

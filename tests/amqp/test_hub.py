@@ -428,3 +428,13 @@ def test_a_host_that_lost_the_broker_redeclares_its_slice_and_loses_nothing(vhos
         a.stop()
         b.stop()
         proxy.close()
+
+
+def test_a_post_to_a_host_that_is_down_waits_in_its_inbox_for_the_restart(fleet: Fleet, tmp_path: Path) -> None:
+    fleet.register_on_b("agent://billing/scorer")
+    fleet.b.stop()  # the mailbox stays durably registered in b's store; b's roster entry lives on for its ttl
+    sent = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "while you were out")
+    fleet.b = start_host(fleet.vhost, fleet.b_id, tmp_path / "b.db", fleet.keys)
+    registration = fleet.b.hub.register_mailbox("agent://billing/scorer")
+    with registration.reader() as reader:
+        assert reader.receive().id == sent.id
