@@ -326,25 +326,6 @@ def test_a_second_gateway_for_the_same_host_fails_loudly(fleet: Fleet, tmp_path:
         start_host(fleet.vhost, fleet.b_id, tmp_path / "b-again.db", fleet.keys)
 
 
-def test_a_failure_report_reaches_the_sender_on_its_own_host(fleet: Fleet) -> None:
-    sender_box = fleet.a.hub.register_mailbox("agent://c1/x")
-    wait_until(lambda: fleet.hub_b.where("agent://c1/x") == fleet.a_id, what="b seeing a's sender")
-    fleet.register_on_b("agent://billing/scorer")
-    original = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "lost")
-    report = fleet.hub_b.report_failure(original, "maxlen")
-    assert report is not None
-    with sender_box.reader() as reader:
-        got = reader.receive()
-    assert got.id == report.id and got.source_crew_id.is_system
-    assert got.json() == {
-        "message_id": original.id,
-        "to": "agent://billing/scorer",
-        "topic": POST_TOPIC,
-        "reason": "maxlen",
-    }
-    assert got.metadata["orkeon.delivery"] == "failed"
-
-
 # -- crews ----------------------------------------------------------------------------------
 
 
