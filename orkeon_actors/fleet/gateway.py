@@ -11,7 +11,7 @@ the extra steps given to :meth:`Gateway.add_topology`.
 
 Guarantees:
 
-* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.hub.amqp.envelope`
+* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.wire.amqp` envelope
   signed by this host; a post or a request is ``mandatory`` and :meth:`Gateway.publish`
   returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox is bound to
   the recipient, ``BrokerUnavailableError`` if no confirm came within
@@ -54,7 +54,6 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
-from orkeon_actors.hub.amqp import envelope as wire
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
     MSG_EXCHANGE,
@@ -68,6 +67,7 @@ from orkeon_actors.hub.amqp.topology import (
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
+from orkeon_actors.wire import amqp as wire
 
 if TYPE_CHECKING:
     import pika.channel

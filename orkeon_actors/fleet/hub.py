@@ -51,7 +51,6 @@ from orkeon_actors.errors import MailboxNotFoundError, UnroutableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, now_ms
 from orkeon_actors.fleet.roster import Presence
-from orkeon_actors.hub.amqp.envelope import Envelope
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
@@ -67,6 +66,7 @@ from orkeon_actors.store import last_values
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.mailbox_store import SqliteMailboxStore
+from orkeon_actors.wire.amqp import Envelope
 
 __all__ = ["AmqpEventHub"]
 
