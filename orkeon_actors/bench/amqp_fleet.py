@@ -21,6 +21,7 @@ __all__ = ["POST_THREADS", "expiry_rate", "hub_rows", "start_hosts", "wake_laten
 POST_THREADS = 16
 """Threads of host A posting at once (each ``post`` returns on the broker's confirm)."""
 SINK = "agent://bench-sink/consumer"
+CREWS = "orkeon_actors.bench.amqp_crews:bench_factories"
 RESPONDER = "agent://bench-rpc/responder"
 
 
@@ -33,6 +34,7 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
         for name in names:
             host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=(0.5, 5.0))
             hosts.append(host.start())
+            host.call("load_ops", ops="orkeon_actors.bench.amqp_crews:HOST_OPS")
     except BaseException:
         for host in hosts:
             host.stop()
@@ -82,7 +84,7 @@ def wake_latency_ms(url: str, directory: Path, crews: int) -> list[float]:
     from host A: from just before ``post`` on A to B's agent receiving the message."""
     a, b = start_hosts(url, directory, ["lat-a", "lat-b"])
     try:
-        b.call("serve_crews")
+        b.call("serve_crews", factories=CREWS)
         ids = [f"lat{i}" for i in range(crews)]
         b.call("sleepers", within=600, kind="forever", crews=ids, timeout=60)
         _all_announced(a, {box: "lat-b" for box in _mailboxes(ids)})
@@ -110,7 +112,7 @@ def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
     try:
         shares = _split([f"wr{i}" for i in range(crews)], workers)
         for host in work:
-            host.call("serve_crews")
+            host.call("serve_crews", factories=CREWS)
         pending = [h.call_async("sleepers", kind="forever", crews=mine) for h, mine in zip(work, shares, strict=True)]
         for future in pending:
             future.result(600)
@@ -139,7 +141,7 @@ def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> float:
         at_ms = int(time.time() * 1000 + lead_s * 1000)
         at_perf = time.perf_counter() + (at_ms / 1000 - time.time())
         for host in work:
-            host.call("serve_crews", expire_at_ms=at_ms)
+            host.call("serve_crews", factories=CREWS, expire_at_ms=at_ms)
         for host, mine in zip(work, shares, strict=True):
             host.call("expect", crews=mine)
         pending = [h.call_async("sleepers", kind=EXPIRING, crews=mine) for h, mine in zip(work, shares, strict=True)]

@@ -11,7 +11,7 @@ the extra steps given to :meth:`Gateway.add_topology`.
 
 Guarantees:
 
-* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.hub.amqp.envelope`
+* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.wire.amqp` envelope
   signed by this host; a post or a request is ``mandatory`` and :meth:`Gateway.publish`
   returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox is bound to
   the recipient, ``BrokerUnavailableError`` if no confirm came within
@@ -35,8 +35,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
@@ -44,6 +45,7 @@ from loguru import logger
 
 from orkeon_actors.errors import (
     BrokerError,
+    BrokerUnavailableError,
     EventHubError,
     MailboxNotFoundError,
     SignatureError,
@@ -52,7 +54,6 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
-from orkeon_actors.hub.amqp import envelope as wire
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
     MSG_EXCHANGE,
@@ -66,6 +67,7 @@ from orkeon_actors.hub.amqp.topology import (
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
+from orkeon_actors.wire import amqp as wire
 
 if TYPE_CHECKING:
     import pika.channel
@@ -165,6 +167,9 @@ class Gateway:
         self._verify_lock = threading.Lock()
         self._inboxes: set[MailboxAddress] = set()
         self._consumed: set[MailboxAddress] = set()
+        self._unbind: set[MailboxAddress] = set()
+        """Inboxes closed while the broker was unreachable: unbound on the reconnect."""
+        self._stopped = False
         self._extra: list[Callable[[Declarer], Declarer]] = []
         self._announced: set[str] = {self.entity}
         self.on_rejected: list[Callable[[RejectedDelivery], None]] = []
@@ -203,8 +208,11 @@ class Gateway:
         declarer.listener(topics_queue(host), TOPIC_FAN_IN).listener(answers_queue(host), [answer_key(host)])
         with self._lock:
             inboxes = sorted(self._inboxes, key=str)
+            unbind = sorted(self._unbind, key=str)
         for address in inboxes:
             declarer.inbox(address)
+        for address in unbind:  # closed while the broker was away (declared first: it may be gone)
+            declarer.inbox(address).unbind_inbox(address)
         for step in self._extra:
             declarer = step(declarer)
         return declarer
@@ -219,12 +227,17 @@ class Gateway:
         def run() -> None:
             channel = self.link.channel
             if channel is None:
-                finished.set_exception(MailboxNotFoundError("the broker link has no channel (reconnecting)"))
+                finished.set_exception(BrokerUnavailableError("the broker link has no channel (reconnecting)"))
                 return
             declarer.run(channel, lambda: finished.set_result(None))
 
         self.link.run_on_io_thread(run)
-        finished.result(self.config.connect_timeout)
+        try:
+            finished.result(self.config.connect_timeout)
+        except FutureTimeout:
+            raise BrokerUnavailableError(
+                f"the broker did not answer a declaration within {self.config.connect_timeout} s"
+            ) from None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -243,6 +256,7 @@ class Gateway:
     def stop(self) -> None:
         """Stop heartbeating, end the workers (the delivery in hand is finished), close
         the link (unacknowledged deliveries return to their queues). Idempotent."""
+        self._stopped = True
         self.roster.stop()
         for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
             lane.stop()
@@ -250,26 +264,39 @@ class Gateway:
 
     # -- inboxes ------------------------------------------------------------------------
 
-    def open_inbox(self, address: MailboxAddress) -> None:
+    def preload_inboxes(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Before :meth:`start`: inboxes to declare with the slice itself (a host's
+        durable mailboxes at boot), so that opening them costs no declaration each."""
+        with self._lock:
+            self._inboxes.update(addresses)
+
+    def open_inbox(self, address: MailboxAddress, *, announce: bool = True) -> None:
         """Declare ``address``'s durable inbox bound to its mailbox key, consume it
-        (exclusive, manual acks, bounded prefetch) and announce it. Idempotent.
+        (exclusive, manual acks, bounded prefetch) and announce it (at once unless
+        ``announce`` is false: the next heartbeat carries it). Idempotent.
         ``ExclusiveConsumerError`` if another gateway holds it."""
         with self._lock:
             new_binding = address not in self._inboxes
             self._inboxes.add(address)
+            self._unbind.discard(address)
             new_consumer = address not in self._consumed
             self._consumed.add(address)
-        if new_binding:
+        connected = self.link.connected
+        if new_binding and connected:
             self._run_declarer(Declarer().inbox(address))
         if new_consumer:
             try:
-                self.link.consume(inbox_queue(address), self._inbox_lane.put, prefetch=self.config.prefetch)
+                self.link.consume(
+                    inbox_queue(address), self._inbox_lane.put, prefetch=self.config.prefetch, wait=connected
+                )
             except BaseException:
                 with self._lock:
                     self._consumed.discard(address)
                 raise
+        if not connected:  # declared and consumed with the reconnect (the slice holds it)
+            _log.warning("the broker is unreachable: {} is reachable from other hosts once it is back", address)
         self.roster.add([str(address)])
-        if new_binding:
+        if new_binding and announce:
             self.roster.heartbeat()
 
     def close_inbox(self, address: MailboxAddress) -> None:
@@ -280,8 +307,17 @@ class Gateway:
             if address not in self._inboxes:
                 return
             self._inboxes.discard(address)
+            if self._stopped:
+                return  # the host is gone: its roster entry expires, posts are refused
         self.roster.remove([str(address)])
-        self._run_declarer(Declarer().unbind_inbox(address))
+        try:
+            if not self.link.connected:
+                raise BrokerUnavailableError("the broker is unreachable")
+            self._run_declarer(Declarer().unbind_inbox(address))
+        except BrokerUnavailableError as exc:
+            with self._lock:
+                self._unbind.add(address)
+            _log.warning("{}: {} is unbound when it is back (posts meanwhile are dead-lettered)", exc, address)
 
     def lives_on(self, address: MailboxAddress) -> str | None:
         """The host announcing ``address`` now (this one included), or ``None``."""

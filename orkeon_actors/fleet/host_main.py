@@ -17,6 +17,7 @@ Logs go to standard error; standard output carries the protocol only.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -41,7 +42,8 @@ class HostState:
         self.host_id = host_id
         self.registrations: dict[str, MailboxRegistration] = {}
         self.readers: dict[str, MailboxReader] = {}
-        self.expected: dict[str, threading.Event] = {}
+        self.extra: dict[str, Any] = {}
+        """What ops loaded with ``load_ops`` keep between calls."""
         self.supervisor: Any = None
         """The :class:`~orkeon_actors.lifecycle.CrewSupervisor` of ``serve_crews``."""
         self.subscriptions: dict[str, Subscription] = {}
@@ -220,20 +222,37 @@ def _supervisor(state: HostState) -> Any:
     return state.supervisor
 
 
-def op_serve_crews(state: HostState, expire_at_ms: int | None = None) -> list[str]:
-    """Start a supervisor with the bench's crew kinds (``forever``: an agent parked on
-    ``receive_message`` until a message comes, then done; with ``expire_at_ms`` also
-    ``expiring``, whose wait times out at that unix instant) and serve remote spawns."""
-    from orkeon_actors.bench.amqp_crews import bench_factories
+def _named(spec: str) -> Any:
+    """The object ``MODULE:NAME`` names (the harness runs what its caller chose)."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidArgumentError(f"{spec!r} names nothing importable ({exc}): write MODULE:NAME") from None
+
+
+def op_serve_crews(state: HostState, factories: str, **options: Any) -> list[str]:
+    """Start a supervisor whose factories are ``factories`` (``MODULE:NAME`` of a
+    ``{kind: factory}`` mapping, or of a function called with ``options`` returning one)
+    and serve remote spawns with it."""
     from orkeon_actors.lifecycle import CrewSupervisor
 
-    factories = bench_factories(expire_at_ms)
+    named = _named(factories)
+    kinds = named(**options) if callable(named) else named
     with state.lock:
         if state.supervisor is None:
-            state.supervisor = CrewSupervisor(state.runtime, factories=factories)
+            state.supervisor = CrewSupervisor(state.runtime, factories=dict(kinds))
     if state.runtime.fleet is not None:
         state.runtime.fleet.serve(state.supervisor)
-    return sorted(factories)
+    return sorted(kinds)
+
+
+def op_load_ops(state: HostState, ops: str) -> list[str]:
+    """Add the ops ``MODULE:NAME`` names (a ``{name: fn(state, **args)}`` mapping) to
+    this process's table: how a benchmark brings its own probes."""
+    extra = _named(ops)
+    OPS.update(extra)
+    return sorted(extra)
 
 
 def op_sleepers(state: HostState, kind: str, crews: list[str], timeout: float = 60.0) -> int:
@@ -244,31 +263,6 @@ def op_sleepers(state: HostState, kind: str, crews: list[str], timeout: float = 
         if not op_sleep_crew(state, crew, timeout):
             raise TimeoutError(f"crew {crew} did not sleep")
     return len(crews)
-
-
-def op_expect(state: HostState, crews: list[str]) -> int:
-    """Arm the delivery events of ``crews`` (before what delivers to them)."""
-    from orkeon_actors.bench.lifecycle import DELIVERIES
-
-    with state.lock:
-        for crew in crews:
-            state.expected[crew] = DELIVERIES.expect(crew)
-    return len(crews)
-
-
-def op_delivered(state: HostState, crews: list[str], timeout: float = 60.0) -> dict[str, float]:
-    """Wait until each of ``crews`` (armed by ``expect``) had its delivery; returns the
-    ``time.perf_counter()`` of each (``CLOCK_MONOTONIC``: comparable across processes)."""
-    from orkeon_actors.bench.lifecycle import DELIVERIES
-
-    deadline = time.monotonic() + timeout
-    for crew in crews:
-        with state.lock:
-            event = state.expected.pop(crew)
-        if not event.wait(max(0.0, deadline - time.monotonic())):
-            raise TimeoutError(f"crew {crew} had no delivery within {timeout} s")
-    with DELIVERIES.lock:
-        return {crew: DELIVERIES.at[crew][0] for crew in crews}
 
 
 def op_post_timed(state: HostState, to: list[str], crew: str = "poster") -> list[float]:
@@ -401,8 +395,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "crew_state": op_crew_state,
     "wait_finished": op_wait_finished,
     "sleepers": op_sleepers,
-    "expect": op_expect,
-    "delivered": op_delivered,
+    "load_ops": op_load_ops,
     "post_timed": op_post_timed,
     "post_all": op_post_all,
     "subscribe": op_subscribe,

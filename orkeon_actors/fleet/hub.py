@@ -51,7 +51,6 @@ from orkeon_actors.errors import MailboxNotFoundError, UnroutableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, now_ms
 from orkeon_actors.fleet.roster import Presence
-from orkeon_actors.hub.amqp.envelope import Envelope
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
@@ -67,6 +66,7 @@ from orkeon_actors.store import last_values
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.mailbox_store import SqliteMailboxStore
+from orkeon_actors.wire.amqp import Envelope
 
 __all__ = ["AmqpEventHub"]
 
@@ -173,12 +173,14 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
-            # announced from the first heartbeat on: a restarted host's durable inboxes
-            # never vanish from the others' rosters while it reopens them
-            self.gateway.roster.add(str(address) for address in self.durable_mailboxes)
+            kept = sorted(self.durable_mailboxes, key=str)  # parked and sleeping ones too: their posts land here
+            self.gateway.preload_inboxes(kept)
+            # Announced in the first heartbeat: a round without them would drop them from the others' views.
+            self.gateway.roster.add(str(address) for address in kept)
             self.gateway.start()
-            for address in sorted(self.durable_mailboxes, key=str):
-                self.gateway.open_inbox(address)  # parked and sleeping ones too: their posts land here
+            for address in kept:
+                self.gateway.open_inbox(address, announce=False)
+            self.gateway.roster.heartbeat()
             self.release_outbox()
         except BaseException:
             self.stop()
@@ -260,39 +262,6 @@ class AmqpEventHub(SqliteEventHub):
         gateway = self.gateway
         outgoing = gateway.outgoing(outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms)
         gateway.publish_nowait(outgoing, "reply")
-
-    def report_failure(self, original: Message, reason: str) -> Message | None:
-        """Tell the sender of ``original`` that it was not delivered (dead-lettered,
-        expired, refused): a system post ``{"message_id", "to", "topic", "reason"}`` with
-        metadata ``{"orkeon.delivery": "failed"}`` to its agent's mailbox (else its
-        crew's), here or on whichever host announces it. Returns the report, or ``None``
-        (logged as an ERROR) when no host has a mailbox of the sender."""
-        if original.source_crew_id.is_system:
-            _log.error("message {} of the system was not delivered: {}", original.id, reason)
-            return None
-        crew = str(original.source_crew_id)
-        candidates = [MailboxAddress.crew(crew)]
-        if original.source_agent_id is not None:
-            candidates.insert(0, MailboxAddress.agent(crew, str(original.source_agent_id)))
-        report = {
-            "message_id": str(original.id),
-            "to": None if original.target_mailbox is None else str(original.target_mailbox),
-            "topic": original.topic,
-            "reason": reason,
-        }
-        for address in candidates:
-            if self.mailbox_exists(address):
-                try:
-                    return self.system.post(address, report, metadata={"orkeon.delivery": "failed"})
-                except MailboxNotFoundError:
-                    continue  # closed meanwhile: try the next
-        _log.error(
-            "message {} from {} was not delivered ({}) and its sender has no mailbox to be told in",
-            original.id,
-            crew,
-            reason,
-        )
-        return None
 
     # -- incoming (the gateway's sink, on its worker threads) ------------------------------
 

@@ -54,7 +54,7 @@ def two(vhost: str, tmp_path: Path) -> Iterator[Fleet]:
 
 def test_spawn_on_a_remote_host_then_post_to_the_new_crew(two: Fleet) -> None:
     a, b = two.hosts
-    b.call("serve_crews")
+    b.call("serve_crews", factories="orkeon_actors.bench.lifecycle:FACTORIES")
     two.sees(a, b.host_id, f"_gateway@{b.host_id}")
     crew = a.call("spawn", within=60, blueprint="forever", host=b.host_id, crew_id="remote-1", timeout=30)
     assert crew == "remote-1"
@@ -65,7 +65,7 @@ def test_spawn_on_a_remote_host_then_post_to_the_new_crew(two: Fleet) -> None:
 
 def test_a_crew_asleep_on_b_is_woken_by_a_post_from_a(two: Fleet) -> None:
     a, b = two.hosts
-    b.call("serve_crews")
+    b.call("serve_crews", factories="orkeon_actors.bench.lifecycle:FACTORIES")
     crew = b.call("spawn_local", kind="forever", crew_id="sleeper-1")
     assert b.call("sleep_crew", crew_id=crew) is True
     assert b.call("crew_state", crew_id=crew) == "ASLEEP"

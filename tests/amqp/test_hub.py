@@ -16,6 +16,7 @@ import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink, RestrictiveCrewLinkPolicy
 from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError, SendTimeoutError
+from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.signing import HostKeys
 from orkeon_actors.hub.amqp.link import Outgoing
@@ -26,8 +27,9 @@ from orkeon_actors.model.ids import AgentId, CrewId
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
 
-from .conftest import url
+from .conftest import BROKER, url
 from .fleet import fleet_keys, start_host
+from .proxy import TcpProxy
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -324,25 +326,6 @@ def test_a_second_gateway_for_the_same_host_fails_loudly(fleet: Fleet, tmp_path:
         start_host(fleet.vhost, fleet.b_id, tmp_path / "b-again.db", fleet.keys)
 
 
-def test_a_failure_report_reaches_the_sender_on_its_own_host(fleet: Fleet) -> None:
-    sender_box = fleet.a.hub.register_mailbox("agent://c1/x")
-    wait_until(lambda: fleet.hub_b.where("agent://c1/x") == fleet.a_id, what="b seeing a's sender")
-    fleet.register_on_b("agent://billing/scorer")
-    original = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "lost")
-    report = fleet.hub_b.report_failure(original, "maxlen")
-    assert report is not None
-    with sender_box.reader() as reader:
-        got = reader.receive()
-    assert got.id == report.id and got.source_crew_id.is_system
-    assert got.json() == {
-        "message_id": original.id,
-        "to": "agent://billing/scorer",
-        "topic": POST_TOPIC,
-        "reason": "maxlen",
-    }
-    assert got.metadata["orkeon.delivery"] == "failed"
-
-
 # -- crews ----------------------------------------------------------------------------------
 
 
@@ -391,3 +374,48 @@ def test_a_unit_of_work_posts_to_a_mailbox_on_another_host_through_the_outbox(fl
         ),
         what="the outbox row dispatched",
     )
+
+
+def test_a_host_that_lost_the_broker_redeclares_its_slice_and_loses_nothing(vhost: str, tmp_path: Path) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    a_id, b_id = f"a-{suffix}", f"b-{suffix}"
+    keys = fleet_keys([a_id, b_id])
+    proxy = TcpProxy(BROKER)
+    a = start_host(vhost, a_id, tmp_path / "a.db", keys)
+    fleet = FleetConfig(proxy.url(vhost), b_id, keys, presence_interval=0.2, presence_ttl=3.0)
+    b = ok.Runtime.start(store=str(tmp_path / "b.db"), fleet=fleet)
+    try:
+        assert isinstance(a.hub, AmqpEventHub) and isinstance(b.hub, AmqpEventHub)
+        hub_a, hub_b = a.hub, b.hub
+        registration = b.hub.register_mailbox("agent://billing/scorer")
+        wait_until(lambda: hub_a.where("agent://billing/scorer") == b_id, what="a seeing b's mailbox")
+        proxy.cut()
+        wait_until(lambda: not hub_b.gateway.link.connected, what="b losing the broker")
+        during = a.hub.bind("c1", "x").post("agent://billing/scorer", "during")  # kept by b's durable inbox
+        late = b.hub.register_mailbox("crew://late")  # registered while cut off: opened with the reconnect
+        proxy.restore()
+        wait_until(lambda: hub_b.gateway.link.connected, timeout=30, what="b reconnecting")
+        wait_until(lambda: hub_a.where("crew://late") == b_id, what="a seeing the mailbox b opened offline")
+        to_late = a.hub.bind("c1", "x").post("crew://late", "hello")
+        with late.reader() as reader:
+            assert reader.receive().id == to_late.id
+        after = a.hub.bind("c1", "x").post("agent://billing/scorer", "after")
+        with registration.reader() as reader:
+            assert [reader.receive().id, reader.receive().id] == [during.id, after.id]
+        events = b.hub.bind("w", "w").subscribe("news.*")  # the topic fan-in is back too
+        published = a.hub.bind("c1", "x").publish("news.flash", 1)
+        assert events.receive(10).id == published.id
+    finally:
+        a.stop()
+        b.stop()
+        proxy.close()
+
+
+def test_a_post_to_a_host_that_is_down_waits_in_its_inbox_for_the_restart(fleet: Fleet, tmp_path: Path) -> None:
+    fleet.register_on_b("agent://billing/scorer")
+    fleet.b.stop()  # the mailbox stays durably registered in b's store; b's roster entry lives on for its ttl
+    sent = fleet.a.hub.bind("c1", "x").post("agent://billing/scorer", "while you were out")
+    fleet.b = start_host(fleet.vhost, fleet.b_id, tmp_path / "b.db", fleet.keys)
+    registration = fleet.b.hub.register_mailbox("agent://billing/scorer")
+    with registration.reader() as reader:
+        assert reader.receive().id == sent.id

@@ -159,6 +159,7 @@ class BrokerLink:
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
         self._last_error: BaseException | None = None
+        self._was_ready = False
         self._failure: BaseException | None = None
         """Why the link gave up (set once, before :meth:`start` returns)."""
         self.reconnects = 0
@@ -271,6 +272,7 @@ class BrokerLink:
             queued, self._queued = self._queued, []
         for pending in queued:
             self._publish_now(pending)
+        self._was_ready = True
         self._ready.set()
 
     def _channel_closed(self, channel: pika.channel.Channel, reason: BaseException) -> None:
@@ -278,7 +280,7 @@ class BrokerLink:
         declaring = self._channel is None and not self._ready.is_set()
         if declaring and connection is not None and connection.is_open:
             locked = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == _RESOURCE_LOCKED
-            if locked:  # another connection holds this slice's exclusive queues: fail start() loudly
+            if locked and not self._was_ready:  # another connection holds this slice's exclusive queues
                 self._failure = ExclusiveConsumerError(
                     f"declaring the topology failed: {reason}. Another gateway for the same host holds its "
                     "exclusive queues; stop the other one, two would split the stream"
@@ -286,7 +288,7 @@ class BrokerLink:
                 with self._lock:
                     self._stopping = True
                 self._ready.set()
-            else:
+            else:  # on a reconnect, the old connection's exclusive queues may linger a moment
                 _log.warning("declaring the topology failed ({}); reconnecting", reason)
             connection.close()
             return
@@ -408,10 +410,13 @@ class BrokerLink:
         prefetch: int,
         exclusive: bool = True,
         timeout: float = 10.0,
+        wait: bool = True,
     ) -> None:
         """Consume ``queue`` with manual acks and at most ``prefetch`` unacknowledged
         deliveries, now and after every reconnect. Blocks until the broker accepted the
-        consumer; raises ``ExclusiveConsumerError`` if another connection holds it."""
+        consumer; raises ``ExclusiveConsumerError`` if another connection holds it.
+        ``wait=False`` returns at once (while the broker is unreachable: the consumer
+        starts with the next connection)."""
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
         consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
@@ -420,6 +425,8 @@ class BrokerLink:
             connection = self._connection
         if connection is not None and self._ready.is_set():
             self._threadsafe(connection, lambda: self._open_consumer(consumer))
+        if not wait:
+            return
         try:
             consumer.registered.result(timeout)
         except BaseException:

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orkeon_actors.errors import SignatureError
-from orkeon_actors.hub.amqp.envelope import decode, encode, sender_of
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
+from orkeon_actors.wire.amqp import decode, encode, sender_of
 
 ids = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
