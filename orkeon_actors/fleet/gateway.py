@@ -47,6 +47,7 @@ from orkeon_actors.errors import (
     BrokerError,
     BrokerUnavailableError,
     EventHubError,
+    InvalidArgumentError,
     MailboxNotFoundError,
     SignatureError,
     UnroutableError,
@@ -56,12 +57,14 @@ from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
+    MAX_KEY_BYTES,
     MSG_EXCHANGE,
     TOPIC_FAN_IN,
     Declarer,
     answer_key,
     answers_queue,
     inbox_queue,
+    mailbox_key,
     topics_queue,
 )
 from orkeon_actors.model.address import MailboxAddress
@@ -80,6 +83,17 @@ SENDER_PREFIX: Final = "sender:"
 """Roster entities of senders that have no mailbox here (a client bound to a crew id):
 announced so receivers can check where they live, never mistaken for a mailbox."""
 _PRESENCE_POLL = 0.01
+
+
+def check_crossable(address: MailboxAddress) -> None:
+    """``InvalidArgumentError`` unless ``address`` fits AMQP's 255-byte queue names and
+    routing keys (its inbox is ``inbox.<address>``, its key ``mbox.<address>``)."""
+    longest = max(len(inbox_queue(address).encode()), len(mailbox_key(address).encode()))
+    if longest > MAX_KEY_BYTES:
+        raise InvalidArgumentError(
+            f"the mailbox address {address} is too long to cross hosts: its inbox name would be {longest} bytes, "
+            f"AMQP allows {MAX_KEY_BYTES}; use shorter crew and agent ids"
+        )
 
 
 def now_ms() -> int:
@@ -274,7 +288,9 @@ class Gateway:
         """Declare ``address``'s durable inbox bound to its mailbox key, consume it
         (exclusive, manual acks, bounded prefetch) and announce it (at once unless
         ``announce`` is false: the next heartbeat carries it). Idempotent.
-        ``ExclusiveConsumerError`` if another gateway holds it."""
+        ``ExclusiveConsumerError`` if another gateway holds it; ``InvalidArgumentError``
+        if the address is too long for an AMQP queue name or routing key."""
+        check_crossable(address)
         with self._lock:
             new_binding = address not in self._inboxes
             self._inboxes.add(address)

@@ -47,9 +47,9 @@ from concurrent.futures import Future
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
-from orkeon_actors.errors import MailboxNotFoundError, UnroutableError
+from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError, UnroutableError
 from orkeon_actors.fleet.config import FleetConfig
-from orkeon_actors.fleet.gateway import Gateway, now_ms
+from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.roster import Presence
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.mailbox import MailboxHandle
@@ -73,6 +73,17 @@ __all__ = ["AmqpEventHub"]
 _log = logger.bind(component="orkeon_actors.fleet")
 
 
+def _crossable(address: MailboxAddress) -> bool:
+    """Whether a mailbox this store keeps can have an inbox (parked and sleeping ones
+    too: their posts land here); one that cannot stays local, with an ERROR."""
+    try:
+        check_crossable(address)
+    except InvalidArgumentError as exc:
+        _log.error("{}: it stays reachable from this host only", exc)
+        return False
+    return True
+
+
 class _FleetMailboxes:
     """The hub core's mailbox store: local mailboxes in SQLite, posts for a mailbox
     another host announces to the gateway; registrations open and close inboxes."""
@@ -88,6 +99,8 @@ class _FleetMailboxes:
         return self._is_local(address) or self.hub.where(address) not in (None, self.hub.host_id)
 
     def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        for handle in handles:
+            check_crossable(handle.address)  # refused before anything is registered
         self.local.opened(handles)
         for handle in handles:
             self.hub.gateway.open_inbox(handle.address)
@@ -173,7 +186,7 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
-            kept = sorted(self.durable_mailboxes, key=str)  # parked and sleeping ones too: their posts land here
+            kept = [address for address in sorted(self.durable_mailboxes, key=str) if _crossable(address)]
             self.gateway.preload_inboxes(kept)
             # Announced in the first heartbeat: a round without them would drop them from the others' views.
             self.gateway.roster.add(str(address) for address in kept)

@@ -419,3 +419,10 @@ def test_a_post_to_a_host_that_is_down_waits_in_its_inbox_for_the_restart(fleet:
     registration = fleet.b.hub.register_mailbox("agent://billing/scorer")
     with registration.reader() as reader:
         assert reader.receive().id == sent.id
+
+
+def test_an_address_too_long_for_amqp_is_refused_before_it_is_registered(fleet: Fleet) -> None:
+    address = f"agent://{'c' * 128}/{'a' * 128}"
+    with pytest.raises(ok.errors.InvalidArgumentError, match="too long to cross hosts"):
+        fleet.b.hub.register_mailbox(address)
+    assert not fleet.hub_b.is_registered(address)
