@@ -28,6 +28,8 @@ from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from orkeon_actors.fleet.config import FleetConfig
+    from orkeon_actors.fleet.operations import Fleet
     from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.store.config import Durability, StoreConfig
@@ -47,6 +49,9 @@ class Runtime:
     _pipeline: Pipeline | None = None
     _studio_watcher: LifecycleWatcher | None = None
     _studio_tap: StudioTap | None = None
+    fleet: Fleet | None = None
+    """A fleet host's cross-host operations (spawn, stop, dead-letter reports), when
+    started with a broker (``docs/distributed.md``); ``None`` otherwise."""
 
     def __init__(self, hub: EventHub, scheduler: Scheduler, clock: Clock) -> None:
         self.hub = hub
@@ -74,6 +79,9 @@ class Runtime:
         limits: Limits | None = None,
         studio: int | None = None,
         studio_post: bool = False,
+        broker: str | None = None,
+        host_id: str | None = None,
+        fleet: FleetConfig | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
@@ -101,7 +109,14 @@ class Runtime:
         the front of the chain only while a browser watches: otherwise a message costs
         nothing more. ``studio_post=True`` lets the page post as ``client://studio``
         (``docs/studio.md``).
+
+        ``broker`` (an AMQP URI) with ``host_id`` makes this runtime one host of a fleet
+        on RabbitMQ (``docs/distributed.md``): it needs ``store`` (each host keeps its own
+        crews there) and the fleet's signing keys (``fleet=FleetConfig(...)``, else the
+        file named by ``$ORKEON_FLEET_KEYS``). ``fleet`` alone carries all of it.
+        Raises ``BrokerUnavailableError`` when the broker does not answer in time.
         """
+        fleet = _fleet_config(broker, host_id, fleet, store)
         bounds = limits if limits is not None else DEFAULT_LIMITS
         if max_payload_bytes is not None:
             bounds = attrs.evolve(bounds, max_payload_bytes=max_payload_bytes)
@@ -109,7 +124,7 @@ class Runtime:
         pipeline = Pipeline(resolve_stages(middleware))
         registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
-        hub = _make_hub(clock, scheduler, pipeline, store, durability)
+        hub = _make_hub(clock, scheduler, pipeline, store, durability, fleet)
         hub.limits = bounds
         try:
             pipeline.attach(MiddlewareContext(hub, clock, registry))
@@ -120,6 +135,8 @@ class Runtime:
         runtime = cls(hub, scheduler, clock)
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
+        if fleet is not None:
+            runtime._start_fleet()
         if studio is not None:
             try:
                 runtime._start_studio(port=studio, allow_post=studio_post)
@@ -127,6 +144,17 @@ class Runtime:
                 runtime.stop()
                 raise
         return runtime
+
+    def _start_fleet(self) -> None:
+        from orkeon_actors.fleet.hub import AmqpEventHub
+        from orkeon_actors.fleet.operations import Fleet
+
+        assert isinstance(self.hub, AmqpEventHub)
+        try:
+            self.fleet = Fleet(self.hub).start()
+        except BaseException:
+            self.stop()
+            raise
 
     def lifecycle_backend(self) -> LifecycleBackend:
         """What :class:`~orkeon_actors.lifecycle.CrewSupervisor` runs on: the durable hub
@@ -170,6 +198,8 @@ class Runtime:
             self._studio_watcher.stop()
         if self._studio_tap is not None:
             self._studio_tap.uninstall()
+        if self.fleet is not None:
+            self.fleet.close()
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:
@@ -191,9 +221,10 @@ def _make_hub(
     pipeline: Pipeline,
     store: str | os.PathLike[str] | StoreConfig | None,
     durability: Durability | str | None,
+    fleet: FleetConfig | None = None,
 ) -> HubCore:
-    """The in-memory hub when ``store`` is ``None``, else the durable hub on that file.
-    Stops ``scheduler`` if the store cannot be opened."""
+    """The in-memory hub when ``store`` is ``None``, else the durable hub on that file
+    (a fleet host's when ``fleet`` is given). Stops ``scheduler`` if it cannot be opened."""
     if store is None:
         if durability is not None:
             from orkeon_actors.errors import InvalidArgumentError
@@ -208,7 +239,40 @@ def _make_hub(
             config = store if durability is None else attrs.evolve(store, durability=durability)
         else:
             config = StoreConfig(store) if durability is None else StoreConfig(store, durability=durability)
+        if fleet is not None:
+            from orkeon_actors.fleet.hub import AmqpEventHub
+
+            return AmqpEventHub(config, fleet, clock, scheduler, pipeline)
         return SqliteEventHub(config, clock, scheduler, pipeline)
     except BaseException:
         scheduler.stop()
         raise
+
+
+def _fleet_config(
+    broker: str | None,
+    host_id: str | None,
+    fleet: FleetConfig | None,
+    store: object,
+) -> FleetConfig | None:
+    """The fleet membership ``Runtime.start`` was asked for, or ``None``."""
+    from orkeon_actors.errors import InvalidArgumentError
+
+    if fleet is None and broker is None and host_id is None:
+        return None
+    if store is None:
+        raise InvalidArgumentError(
+            "a fleet host needs its own durable store for its crews: pass store='host-a.db' with broker=..."
+        )
+    if fleet is not None:
+        if broker is not None or host_id is not None:
+            raise InvalidArgumentError("pass either fleet=FleetConfig(...) or broker= and host_id=, not both")
+        return fleet
+    if broker is None or host_id is None:
+        raise InvalidArgumentError(
+            "a fleet host needs both broker='amqp://user:pass@host:5672/vhost' and host_id='host-a' "
+            "(unique in the fleet)"
+        )
+    from orkeon_actors.fleet.config import FleetConfig, load_keys
+
+    return FleetConfig(broker, host_id, load_keys())

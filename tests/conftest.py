@@ -24,7 +24,15 @@ ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
     "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),
     "studio": lambda tmp, clock: _watched(ok.Runtime.start(clock=clock, studio=0)),
+    "amqp": lambda tmp, clock: _amqp_runtime(tmp, clock),
 }
+
+
+def _amqp_runtime(tmp: Path, clock: ok.Clock | None) -> ok.Runtime:
+    """A host of a fleet on the real RabbitMQ (skipped without one, except under CI=true)."""
+    from tests.amqp.fleet import amqp_runtime
+
+    return amqp_runtime(tmp, clock)
 
 
 def _watched(rt: ok.Runtime) -> ok.Runtime:

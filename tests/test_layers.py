@@ -102,13 +102,14 @@ LAYERS: list[set[str]] = [
     {"wire"},
     {"actors"},
     {"hub"},
-    {"tools", "acl", "fleet"},
+    {"tools", "acl"},
     {"middleware"},
     {"crew"},
     {"orchestration", "models", "mcp"},
     {"lifecycle"},
     {"store"},
     {"runtime"},
+    {"fleet"},
     {"config"},
     {"sim", "studio", "aio"},
     {"bench"},
@@ -122,6 +123,7 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 
 DEFERRED_UPWARD: dict[tuple[str, str], str] = {
     ("runtime", "studio"): "Runtime.start(studio=PORT) starts the Studio, imported on first use",
+    ("runtime", "fleet"): "Runtime.start(broker=...) makes the host's hub a fleet's, imported on first use",
     ("tools", "mcp"): "ok.tools.mcp_tools (an external MCP server's tools) needs the mcp extra: imported on first use",
 }
 """The only imports allowed to go up a layer, each deferred (inside a function or under
@@ -295,3 +297,17 @@ def test_the_facade_names_every_user_type_and_no_adapter() -> None:
         assert getattr(ok, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'InMemoryEventHub'"):
         _ = ok.InMemoryEventHub
+
+
+def test_the_distributed_hub_adds_collaborators_and_overrides_no_core_hook() -> None:
+    from orkeon_actors.fleet.hub import AmqpEventHub
+    from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
+    from orkeon_actors.store import SqliteEventHub
+
+    assert issubclass(AmqpEventHub, SqliteEventHub) and not issubclass(AmqpEventHub, InMemoryEventHub)
+    overridden = sorted(
+        name
+        for name, value in vars(AmqpEventHub).items()
+        if callable(value) and not name.startswith("__") and (hasattr(HubCore, name) or hasattr(SqliteEventHub, name))
+    )
+    assert overridden == ["stop"]  # the gateway stops first; everything else is the collaborators'

@@ -48,6 +48,12 @@ TARGETS: dict[str, dict[str, Target]] = {
         "sent_vs_ls_p95": Target("<", 2.0),
         "unreadable_ls_refused": Target(">=", 1.0),
     },
+    "amqp": {
+        "post_receive_vs_raw": Target(">=", 0.70),
+        "send_reply_vs_raw_rpc": Target(">=", 0.50),
+        "expiry_scale_out": Target(">=", 1.8),
+        "wake_scale_out": Target(">=", 1.8),
+    },
     "lifecycle": {
         "boot_ms": Target("<", 3000),
         "boot_rss_mb": Target("<", 300),

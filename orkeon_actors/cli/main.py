@@ -1,4 +1,4 @@
-"""``orkeon``: demo, simulate, bench, store.
+"""``orkeon``: demo, simulate, bench, store, host.
 
 orkeon demo [--store PATH]          a short scripted exchange between agents, narrated
 orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded, deterministic scheduler
@@ -10,6 +10,7 @@ orkeon message sent|ls|verify       an agent's sent history, a mailbox's held me
 orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
 orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
+orkeon host --broker URI --host-id ID --store PATH   one host of a fleet on RabbitMQ (docs/distributed.md)
 orkeon --version
 
 ``-v/--verbose`` is accepted before or after the subcommand. A usage error (an unknown
@@ -128,6 +129,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from orkeon_actors.studio import cli as studio_cli
 
     studio_cli.configure_parser(sub.add_parser("studio", parents=[common], help=studio_cli.HELP))
+
+    from orkeon_actors.cli.host_cmd import add_parser as add_host_parser
+
+    add_host_parser(sub, common)
     return parser
 
 
@@ -207,6 +212,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from orkeon_actors.cli.message_cmd import run_message
 
         return run_message(args, parser)
+    if args.command == "host":
+        from orkeon_actors.cli.host_cmd import run_host
+
+        return run_host(args)
     if args.command == "studio":
         from orkeon_actors.studio.cli import run_studio
 

@@ -28,7 +28,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -55,7 +55,7 @@ class ControlPlane:
         signer: Signer,
         verifier: Verifier,
         *,
-        spawn: Callable[[str, str | None], str],
+        spawn: Callable[[str, str | None], str | tuple[str, Sequence[str]]],
         stop: Callable[[str], None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
@@ -80,13 +80,24 @@ class ControlPlane:
 
     def spawn(self, host: str, blueprint: str, crew_id: str | None = None, *, timeout: float = 30.0) -> str:
         """Start a crew of ``blueprint`` on ``host`` and return its id once it runs."""
-        return self._ask(host, {"op": "spawn", "blueprint": blueprint, "crew_id": crew_id}, timeout)
+        return self.spawn_announced(host, blueprint, crew_id, timeout=timeout)[0]
+
+    def spawn_announced(
+        self, host: str, blueprint: str, crew_id: str | None = None, *, timeout: float = 30.0
+    ) -> tuple[str, list[str]]:
+        """:meth:`spawn`, with the entities (mailboxes) the new crew announced there
+        (when the serving ``spawn`` callable returns them: ``(crew_id, entities)``)."""
+        answer = self._answer(host, {"op": "spawn", "blueprint": blueprint, "crew_id": crew_id}, timeout)
+        return str(answer["crew_id"]), [str(e) for e in answer.get("entities", [])]
 
     def stop(self, host: str, crew_id: str, *, timeout: float = 30.0) -> str:
         """Stop crew ``crew_id`` on ``host``; returns its id once it stopped."""
         return self._ask(host, {"op": "stop", "crew_id": crew_id}, timeout)
 
     def _ask(self, host: str, request: dict[str, Any], timeout: float) -> str:
+        return str(self._answer(host, request, timeout)["crew_id"])
+
+    def _answer(self, host: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         request_id = uuid.uuid4().hex
         future: Future[dict[str, Any]] = Future()
         with self._lock:
@@ -107,7 +118,7 @@ class ControlPlane:
             raise FleetControlError(
                 f"host {host!r} refused {request['op']}: {answer.get('error')}: {answer.get('message')}"
             )
-        return str(answer["crew_id"])
+        return answer
 
     def _send(self, host: str, body: bytes, message_id: str, to: str, *, reply_to: str | None, timeout: float) -> None:
         headers: dict[str, object] = {
@@ -153,14 +164,16 @@ class ControlPlane:
 
     def _serve(self, delivery: Delivery, sender_host: str, request: dict[str, Any]) -> None:
         try:
+            entities: list[str] = []
             if request.get("op") == "spawn":
-                crew_id = self._spawn(str(request["blueprint"]), request.get("crew_id"))
+                spawned = self._spawn(str(request["blueprint"]), request.get("crew_id"))
+                crew_id, entities = (spawned, []) if isinstance(spawned, str) else (spawned[0], list(spawned[1]))
             elif request.get("op") == "stop":
                 crew_id = str(request["crew_id"])
                 self._stop(crew_id)
             else:
                 raise FleetControlError(f"unknown control operation {request.get('op')!r}: use spawn or stop")
-            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id}
+            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities}
         except (EventHubError, KeyError, ValueError) as exc:
             answer = {"ok": False, "error": type(exc).__name__, "message": str(exc)}
         body = json.dumps(answer, separators=(",", ":")).encode()

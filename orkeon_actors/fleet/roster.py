@@ -157,7 +157,8 @@ class Roster:
         """Publish one round of this host's presence now."""
         with self._lock:
             local = sorted(self._local)
-        entities = [f"{GATEWAY}@{self.host}", *local]
+        gateway = f"{GATEWAY}@{self.host}"
+        entities = [gateway, *(entity for entity in local if entity != gateway)]
         chunks = [entities[i : i + self._chunk] for i in range(0, len(entities), self._chunk)]
         round_id = uuid.uuid4().hex
         expires = self._now_ms() + self._ttl_ms

@@ -122,6 +122,16 @@ class Verifier:
         """Check 1 alone, and the expiry: the host whose key signed the message. What
         presence messages need (they announce where senders live, so check 2 cannot
         apply to them)."""
+        host = self.signer_of(headers, body)
+        expires = int(str(headers["expires_at"]))
+        if expires <= self._now_ms():
+            raise SignatureError(f"message {headers['message_id']} expired at {expires} (unix ms): dropped")
+        return host
+
+    def signer_of(self, headers: Mapping[str, object], body: bytes) -> str:
+        """Check 1 alone: the host whose key signed the message, expired or not (what a
+        dead-letter report needs: an expired message is still authentically its
+        sender's)."""
         host = str(headers.get("host", ""))
         key = self._keys.key_of(host)
         if key is None:
@@ -132,9 +142,6 @@ class Verifier:
             given.encode() if isinstance(given, str) else given, expected.encode()
         ):
             raise SignatureError(f"bad signature for host {host!r}: the message was altered or forged")
-        expires = int(str(headers["expires_at"]))
-        if expires <= self._now_ms():
-            raise SignatureError(f"message {headers['message_id']} expired at {expires} (unix ms): dropped")
         return host
 
     def verify(

@@ -587,6 +587,27 @@ class HubCore(EventHub):
         finally:
             self._replies.forget(request.correlation_id)
 
+    def expect_reply(self, request: PendingRequest, timeout: float) -> None:
+        """Open ``request``, one that reached this hub from elsewhere (another host's
+        gateway delivered it), so that a local ``reply`` answers it exactly as it would a
+        local request (same replier check, same reply stages): its listeners hear the
+        reply, or a ``SendTimeoutError`` after ``timeout`` seconds. The caller forgets it
+        (:meth:`forget_request`) once it was answered."""
+        self._replies.open(request)
+        correlation_id = request.correlation_id
+        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
+
+    def pending_request(self, correlation_id: CorrelationId) -> PendingRequest | None:
+        """The request awaiting a reply under ``correlation_id`` (its ``timer`` holds its
+        deadline), or ``None``."""
+        return self._replies.get(correlation_id)
+
+    def answer(self, message: Message) -> Message:
+        """Hand ``message``, a reply stamped elsewhere (another host), to its pending
+        request: the reply terminal alone, its stages ran where it was stamped. Raises
+        ``UnknownCorrelationError`` if the request is not pending any more."""
+        return self._deliver_reply(message)
+
     def forget_request(self, correlation_id: CorrelationId) -> None:
         """Withdraw a pending request (its requester gave up waiting): a later reply
         is refused with ``UnknownCorrelationError``. Unknown ids are ignored."""

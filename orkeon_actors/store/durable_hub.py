@@ -45,7 +45,7 @@ from orkeon_actors.errors import HubStoppedError
 from orkeon_actors.history.endpoint import Endpoint, endpoint_of, parse_sender
 from orkeon_actors.history.ledger import LedgerReport
 from orkeon_actors.history.view import SentHistory
-from orkeon_actors.hub.memory import HubCore
+from orkeon_actors.hub.memory import HubCore, LastValueStore, MailboxStore
 from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import (
     CallerContext,
@@ -131,23 +131,42 @@ class SqliteEventHub(HubCore, DurableEventHub):
     when opening fails.
     """
 
-    def __init__(self, config: StoreConfig, clock: Clock, scheduler: Scheduler, pipeline: Pipeline | None = None):
+    def __init__(
+        self,
+        config: StoreConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        pipeline: Pipeline | None = None,
+        *,
+        mailboxes_around: Callable[[SqliteMailboxStore], MailboxStore] | None = None,
+        last_values_around: Callable[[LastValueStore], LastValueStore] | None = None,
+        forward_post: Callable[[Message], bool] | None = None,
+    ):
+        """``mailboxes_around`` / ``last_values_around`` wrap the SQLite collaborators in
+        the ones the hub core gets (how the distributed adapter routes a post to a mailbox
+        living on another host): each receives the SQLite one and returns its wrapper."""
         self.mailbox_store = SqliteMailboxStore(self)
-        """The durable mailboxes (the hub core's mailbox store)."""
+        """The durable mailboxes (the local ones: what the hub core's mailbox store keeps here)."""
         self.sent = SqliteSentHistory(self, config.sent_history)
         """The agents' sent history (the hub core's sent recorder, docs/history.md)."""
         self._outbox_chains: dict[str, Next] = {}
         self._outbox_pipeline: Pipeline | None = None
+        last_value_store: LastValueStore = _LastValues(self)
         super().__init__(
             clock,
             scheduler,
             pipeline,
-            mailbox_store=self.mailbox_store,
+            mailbox_store=self.mailbox_store if mailboxes_around is None else mailboxes_around(self.mailbox_store),
             observer=_Dispatch(self),
-            last_value_store=_LastValues(self),
+            last_value_store=last_value_store if last_values_around is None else last_values_around(last_value_store),
             sent_recorder=self.sent,
         )
         self.config = config
+        self.forward_post = forward_post
+        """For the outbox: forward a post to a mailbox on another host (a fleet host's;
+        see :mod:`orkeon_actors.store.outbox`). With it, the outbox rows left pending by
+        the last run wait for :meth:`release_outbox` (the broker link must be up)."""
+        self._held_outbox: list[OutboxRecord] = []
         self._store_closed = False
         self.dispatch_listeners: list[Callable[[Message], None]] = []
         """Called with every message routed to topics, every reply, and every post kept
@@ -211,9 +230,23 @@ class SqliteEventHub(HubCore, DurableEventHub):
         self._cleanup.append(self.purger.stop)
         if purge_due:
             self.purger.arm()
-        if pending:
+        if pending and self.forward_post is not None:
+            self._held_outbox = pending
+        elif pending:
             logger.info(
                 "store {}: dispatching {} pending outbox message(s) left by the last run", config.path, len(pending)
+            )
+            self.outbox.dispatch(pending)
+
+    def release_outbox(self) -> None:
+        """Dispatch the outbox rows the last run left pending, held at boot because posts
+        are forwarded (``forward_post``) over a link that was not up yet."""
+        pending, self._held_outbox = self._held_outbox, []
+        if pending:
+            logger.info(
+                "store {}: dispatching {} pending outbox message(s) left by the last run",
+                self.config.path,
+                len(pending),
             )
             self.outbox.dispatch(pending)
 

@@ -33,6 +33,7 @@ from loguru import logger
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC
+from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -212,6 +213,45 @@ class SqliteMailboxStore:
             self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
         )
         self.hand_to_live(message, live[0])
+
+    def append_many(self, messages: Sequence[Message]) -> list[BaseException | None]:
+        """:meth:`append` for several messages at once, so that they share the writer's
+        group commits: each is kept, then handed to the mailbox live at its commit, in
+        order. The outcome of each: ``None``, or the error that refused it
+        (``MailboxNotFoundError``, a store error); one refusal does not stop the others."""
+        submitted: list[tuple[Message, list[MailboxHandle | None], Waiter[int] | BaseException]] = []
+        for message in messages:
+            address = message.target_mailbox
+            if address is None:
+                submitted.append((message, [None], MailboxNotFoundError(address)))
+                continue
+            key = str(address)
+            live: list[MailboxHandle | None] = [None]
+
+            def capture(_: int, live: list[MailboxHandle | None] = live, address: MailboxAddress = address) -> None:
+                live[0] = self.live.get(address)
+
+            submitted.append(
+                (
+                    message,
+                    live,
+                    self.hub.writer.submit_in(
+                        self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
+                    ),
+                )
+            )
+        outcomes: list[BaseException | None] = []
+        for message, live, pending in submitted:
+            try:
+                if isinstance(pending, BaseException):
+                    raise pending
+                pending.wait()
+                self.hand_to_live(message, live[0])
+            except Exception as exc:  # told to the caller, per message
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+        return outcomes
 
     def hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
         """Hand a committed ``message`` to ``handle``, the mailbox that was live at its

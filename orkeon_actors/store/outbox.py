@@ -10,6 +10,9 @@ same transaction as its ``processed_messages`` row and its state. Once that comm
   boot) or delivered, never both, never neither. Then it
   is handed to the live mailbox, in commit order. A post whose mailbox is no longer
   registered is marked ``Failed`` (with the reason in ``error``) and logged;
+* a **post** to a mailbox on another host (a fleet host's hub sets ``forward_post``) is
+  handed to the broker first and marked ``Dispatched`` once the broker confirmed it; one
+  the broker cannot take now stays ``Pending`` (dispatched again at the next boot);
 * a **publish** is routed to the live subscribers, then marked ``Dispatched`` (with its
   retained last value, if any). A crash between the two re-publishes it at the next
   boot: at-least-once, as subscribers are not durable.
@@ -20,7 +23,7 @@ dispatcher never blocks: it hands its writes to the writer and goes on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 import apsw
@@ -28,6 +31,7 @@ import attrs
 import pykka
 from loguru import logger
 
+from orkeon_actors.errors import BrokerError, MailboxNotFoundError
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, mailboxes
@@ -135,6 +139,10 @@ class OutboxHost(Protocol):
         intent its unit of work reserved."""
         ...
 
+    forward_post: Callable[[Message], bool] | None
+    """Hands a post for a mailbox on another host to the broker (``True``: forwarded and
+    confirmed; ``False``: the mailbox is local); ``None`` on a hub of one host."""
+
 
 @attrs.frozen
 class _Dispatch:
@@ -150,7 +158,7 @@ class DispatchOutcome:
     failed: tuple[tuple[OutboxRecord, str], ...] = ()
 
 
-def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
+def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...], forwarded: frozenset[str] = frozenset()) -> Any:
     def work(conn: apsw.Connection) -> DispatchOutcome:
         now = host.now_text()
         delivered: list[tuple[Message, int]] = []
@@ -164,6 +172,11 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...]) -> Any:
             )
             if not conn.changes():
                 continue  # already dispatched (or failed) by an earlier dispatch
+            if record.kind == POST and message.id in forwarded:
+                # The broker confirmed it to the mailbox's host: dispatched, and the
+                # sender's intent completes on that confirm (docs/history.md).
+                host.sent_outgoing(conn, message, delivered=True)
+                continue
             if record.kind == POST:
                 address = message.target_mailbox
                 seq = host.next_seq()
@@ -204,6 +217,31 @@ def _settle_dispatch(host: OutboxHost, outcome: DispatchOutcome) -> None:
     host.outbox_dispatched()
 
 
+def _forward_remote_posts(
+    host: OutboxHost, records: tuple[OutboxRecord, ...]
+) -> tuple[frozenset[str], tuple[OutboxRecord, ...]]:
+    """Forward the posts for mailboxes on other hosts (each confirmed by the broker):
+    their ids, and the records this dispatch still handles (a post that could not be
+    forwarded now, the broker being unreachable, stays pending for the next boot)."""
+    forward = host.forward_post
+    if forward is None:
+        return frozenset(), records
+    forwarded: set[str] = set()
+    kept: list[OutboxRecord] = []
+    for record in records:
+        if record.kind == POST:
+            try:
+                if forward(record.message):
+                    forwarded.add(record.message.id)
+            except BrokerError as exc:
+                logger.warning("outbox post {} stays pending: {}", record.message.id, exc)
+                continue
+            except MailboxNotFoundError:
+                pass  # the dispatch marks it Failed, as for a local mailbox gone
+        kept.append(record)
+    return frozenset(forwarded), tuple(kept)
+
+
 class _DispatcherActor(pykka.ThreadingActor):
     use_daemon_thread = True  # never holds an interpreter exit up: see orkeon_actors.actors.exit
 
@@ -229,9 +267,10 @@ class _DispatcherActor(pykka.ThreadingActor):
                 routed = True
         if routed:
             faults.hit("outbox.after_route")
+        forwarded, records = _forward_remote_posts(host, records)
         try:
             host.writer.post(
-                _dispatch_work(host, records),
+                _dispatch_work(host, records, forwarded),
                 after_commit=lambda outcome: _settle_dispatch(host, outcome),
                 on_error=lambda error: logger.opt(exception=error).error(
                     "dispatching {} outbox message(s) failed; they stay pending and are dispatched "

@@ -168,9 +168,15 @@ class SqliteSentHistory:
             self._retry_completions(sender.id)
         kind = _kind(message)
         intent = SentIntent(kind, sender, endpoint_of(to), key, message, self.now_ms())
-        if kind is SendKind.REPLY:
+        if kind is SendKind.REPLY or self._lives_elsewhere(to):
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
+
+    def _lives_elsewhere(self, to: MailboxAddress) -> bool:
+        """On a fleet host (a hub that forwards posts to other hosts), a mailbox this
+        store does not hold: its copy is materialised by the broker's confirm (the
+        ``terminal`` delivery), so the send takes the staged intent protocol."""
+        return self.hub.forward_post is not None and not self.hub.mailbox_store.exists(to)
 
     def _check_key(self, conn: apsw.Connection, intent: SentIntent, content: bytes) -> Message | None:
         key = intent.idempotency_key

@@ -84,6 +84,8 @@ class TcpProxy:
     def close(self) -> None:
         self._closed = True
         self.cut()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept thread: it ends
         self._listener.close()
 
 

@@ -40,7 +40,8 @@ def test_keys_name_the_address_and_topic() -> None:
 def test_caps_are_policies_that_dead_letter_overflow() -> None:
     (inboxes, dlq) = inbox_policy()
     assert inboxes[1] == r"^inbox\." and inboxes[2]["overflow"] == "reject-publish-dlx"
-    assert dlq[1] == r"^fleet\.dlq$" and dlq[2]["max-length"] > 0
+    assert re.fullmatch(dlq[1], "fleet.dlq") and re.fullmatch(dlq[1], "fleet.dlq.reports")
+    assert not re.fullmatch(dlq[1], "fleet.dlq.other") and dlq[2]["max-length"] > 0
     assert policy_commands("v")[0][:5] == ["rabbitmqctl", "set_policy", "-p", "v", "orkeon-inboxes"]
 
 

@@ -52,6 +52,7 @@ from orkeon_actors.errors import (
     ExclusiveConsumerError,
     UnroutableError,
 )
+from orkeon_actors.hub.amqp.uri import connection_parameters, redacted
 
 __all__ = ["BrokerLink", "Delivery", "Outgoing"]
 
@@ -121,8 +122,9 @@ class BrokerLink:
     """A connection to one broker (see the module docstring).
 
     ``url`` is an AMQP URI (``amqp://user:pass@host:port/vhost``, ``amqps://`` with TLS
-    options in its query). ``on_connected(channel)`` runs on the I/O thread after every
-    (re)connect, before publishes resume and consumers come back: declare the topology
+    options in its query: :mod:`~orkeon_actors.hub.amqp.uri`); a malformed one raises
+    ``InvalidArgumentError`` here, before any thread starts. ``on_connected(channel)`` runs
+    on the I/O thread after every (re)connect, before publishes resume and consumers come back: declare the topology
     there, synchronously chained through pika callbacks, and call ``done()`` when it is
     declared (it receives the publishing channel and ``done``).
     """
@@ -139,7 +141,7 @@ class BrokerLink:
         self.url = url
         self.name = name
         self._on_connected = on_connected
-        self._parameters = pika.URLParameters(url)
+        self._parameters = connection_parameters(url)
         self._parameters.client_properties = {"connection_name": name}
         self._backoff = backoff
         self._max_backoff = max_backoff
@@ -156,6 +158,10 @@ class BrokerLink:
         self._consumers: list[_Consumer] = []
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
+        self._last_error: BaseException | None = None
+        self._was_ready = False
+        self._failure: BaseException | None = None
+        """Why the link gave up (set once, before :meth:`start` returns)."""
         self.reconnects = 0
         """How many times the link reconnected after losing the broker."""
 
@@ -166,9 +172,14 @@ class BrokerLink:
         if the broker is not reachable within ``timeout`` seconds (the link keeps trying
         in the background until :meth:`stop`)."""
         self._thread.start()
-        if not self._ready.wait(timeout):
+        ready = self._ready.wait(timeout)
+        if self._failure is not None:
+            self.stop()
+            raise self._failure
+        if not ready:
+            last = "" if self._last_error is None else f" (last attempt: {_describe(self._last_error)})"
             raise BrokerUnavailableError(
-                f"the broker at {_safe(self.url)} did not answer within {timeout} s: check that RabbitMQ runs "
+                f"the broker at {_safe(self.url)} did not answer within {timeout} s{last}: check that RabbitMQ runs "
                 "there and that the URI's host, port, vhost and login are right"
             )
         return self
@@ -224,6 +235,7 @@ class BrokerLink:
         connection.channel(on_open_callback=self._channel_opened)
 
     def _open_failed(self, connection: pika.SelectConnection, error: BaseException) -> None:
+        self._last_error = error
         _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), error)
         connection.ioloop.stop()
 
@@ -260,12 +272,29 @@ class BrokerLink:
             queued, self._queued = self._queued, []
         for pending in queued:
             self._publish_now(pending)
+        self._was_ready = True
         self._ready.set()
 
     def _channel_closed(self, channel: pika.channel.Channel, reason: BaseException) -> None:
-        if channel is self._channel and self._connection is not None and self._connection.is_open:
+        connection = self._connection
+        declaring = self._channel is None and not self._ready.is_set()
+        if declaring and connection is not None and connection.is_open:
+            locked = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == _RESOURCE_LOCKED
+            if locked and not self._was_ready:  # another connection holds this slice's exclusive queues
+                self._failure = ExclusiveConsumerError(
+                    f"declaring the topology failed: {reason}. Another gateway for the same host holds its "
+                    "exclusive queues; stop the other one, two would split the stream"
+                )
+                with self._lock:
+                    self._stopping = True
+                self._ready.set()
+            else:  # on a reconnect, the old connection's exclusive queues may linger a moment
+                _log.warning("declaring the topology failed ({}); reconnecting", reason)
+            connection.close()
+            return
+        if channel is self._channel and connection is not None and connection.is_open:
             _log.warning("the broker closed the publishing channel ({}); reconnecting", reason)
-            self._connection.close()
+            connection.close()
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -381,10 +410,13 @@ class BrokerLink:
         prefetch: int,
         exclusive: bool = True,
         timeout: float = 10.0,
+        wait: bool = True,
     ) -> None:
         """Consume ``queue`` with manual acks and at most ``prefetch`` unacknowledged
         deliveries, now and after every reconnect. Blocks until the broker accepted the
-        consumer; raises ``ExclusiveConsumerError`` if another connection holds it."""
+        consumer; raises ``ExclusiveConsumerError`` if another connection holds it.
+        ``wait=False`` returns at once (while the broker is unreachable: the consumer
+        starts with the next connection)."""
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
         consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
@@ -393,6 +425,8 @@ class BrokerLink:
             connection = self._connection
         if connection is not None and self._ready.is_set():
             self._threadsafe(connection, lambda: self._open_consumer(consumer))
+        if not wait:
+            return
         try:
             consumer.registered.result(timeout)
         except BaseException:
@@ -511,9 +545,14 @@ class BrokerLink:
         return self._channel
 
 
+def _describe(error: BaseException) -> str:
+    if isinstance(error, pika.exceptions.ProbableAuthenticationError | pika.exceptions.AuthenticationError):
+        return f"the broker refused the login ({error}): check the URI's user and password"
+    if isinstance(error, pika.exceptions.ProbableAccessDeniedError):
+        return f"the login may not open this vhost ({error}): rabbitmqctl set_permissions -p VHOST USER ..."
+    return f"{type(error).__name__}: {error}"
+
+
 def _safe(url: str) -> str:
     """``url`` without its password, for messages and logs."""
-    params = pika.URLParameters(url)
-    vhost = params.virtual_host
-    scheme = "amqps" if params.ssl_options is not None else "amqp"
-    return f"{scheme}://{params.credentials.username}@{params.host}:{params.port}/{vhost}"
+    return redacted(url)

@@ -14,6 +14,10 @@ Names follow the cross-host messaging design (its §3-§4):
 ``control.<host>``        queue   durable, bound to ``fleet.control`` key ``<host>``
 ``control.<host>.replies``  queue exclusive, auto-delete: answers to ``<host>``'s requests
 ``roster.<host>``         queue   exclusive, auto-delete, bound to ``roster.#``
+``topics.<host>``         queue   exclusive, auto-delete, bound ``topic.#`` and
+                                  ``scoped.#``: the host's fan-in of every publish
+``answers.<host>``        queue   exclusive, auto-delete, key ``answer.<host>``:
+                                  replies to the requests ``<host>`` sent
 ========================  ======  ===============================================
 
 Routing keys (:func:`mailbox_key`, :func:`topic_key`, :func:`scoped_topic_key`):
@@ -54,8 +58,11 @@ __all__ = [
     "DLX",
     "MSG_EXCHANGE",
     "ROSTER_EXCHANGE",
+    "TOPIC_FAN_IN",
     "Declarer",
     "InboxCaps",
+    "answer_key",
+    "answers_queue",
     "control_queue",
     "inbox_policy",
     "inbox_queue",
@@ -65,6 +72,7 @@ __all__ = [
     "roster_queue",
     "scoped_topic_key",
     "topic_key",
+    "topics_queue",
 ]
 
 MSG_EXCHANGE: Final = "fleet.msg"
@@ -92,6 +100,24 @@ def topic_key(topic: str) -> str:
 def scoped_topic_key(crew: CrewId, topic: str) -> str:
     """Routing key (or binding pattern) of a publish on ``topic`` scoped to ``crew``."""
     return "scoped." + str(crew).replace(".", "%2E") + "." + topic
+
+
+def topics_queue(host: str) -> str:
+    """``host``'s fan-in of every topic publish (exclusive, auto-delete)."""
+    return "topics." + host
+
+
+def answers_queue(host: str) -> str:
+    """Where replies to ``host``'s requests arrive (exclusive, auto-delete)."""
+    return "answers." + host
+
+
+def answer_key(host: str) -> str:
+    return "answer." + host
+
+
+TOPIC_FAN_IN: Final = ("topic.#", "scoped.#")
+"""The bindings of a topics queue: every global and every scoped publish."""
 
 
 def control_queue(host: str) -> str:
@@ -141,7 +167,9 @@ def inbox_policy(caps: InboxCaps = InboxCaps()) -> list[tuple[str, str, dict[str
                 "expires": caps.orphan_expiry_ms,
             },
         ),
-        ("orkeon-dlq", r"^fleet\.dlq$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
+        # fleet.dlq and the reporters' copy, fleet.dlq.reports: both capped (anything with
+        # broker write access could otherwise fill them), oldest dropped first
+        ("orkeon-dlq", r"^fleet\.dlq(\.reports)?$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
     ]
 
 
@@ -204,6 +232,20 @@ class Declarer:
         replies = replies_queue(host)
         self._steps.append(_call("queue_declare", replies, exclusive=True, auto_delete=True))
         self._steps.append(_call("queue_bind", replies, CONTROL_EXCHANGE, replies_key(host)))
+        return self
+
+    def listener(self, queue: str, keys: Sequence[str]) -> Declarer:
+        """An exclusive, auto-delete queue bound to ``fleet.msg`` with ``keys``: live-only
+        traffic of one process (its topic fan-in, the answers to its requests)."""
+        self._steps.append(_call("queue_declare", queue, exclusive=True, auto_delete=True))
+        for key in keys:
+            self._steps.append(_call("queue_bind", queue, MSG_EXCHANGE, key))
+        return self
+
+    def unbind_inbox(self, address: MailboxAddress) -> Declarer:
+        """Take ``address``'s inbox off its mailbox key: later posts to it are unroutable
+        (their poster is told), what the inbox still holds drains to its consumer."""
+        self._steps.append(_call("queue_unbind", inbox_queue(address), MSG_EXCHANGE, mailbox_key(address)))
         return self
 
     def roster(self, host: str) -> Declarer:

@@ -1,0 +1,158 @@
+"""``orkeon bench amqp``: the distributed hub on RabbitMQ beside raw pika, in one run.
+
+Needs a RabbitMQ broker and ``rabbitmqctl`` (it makes a scratch vhost, deleted
+afterwards): the broker URI is ``$ORKEON_BENCH_BROKER``, default
+``amqp://guest:guest@127.0.0.1:5672/`` (its vhost part is replaced by the scratch one).
+Without them the suite raises ``BrokerError``/``BrokerUnavailableError`` saying so.
+
+Rounds interleave the baselines and the hub's figures (raw post, hub post, raw RPC, hub
+send), so every ratio compares two figures measured under the same load; ratios are the
+median of the per-round ratios (the ``hub`` suite's reasoning, ``docs/bench.md``).
+
+* ``raw_post_receive_per_s`` / ``raw_rpc_per_s``: :mod:`orkeon_actors.bench.amqp_raw`
+  (two processes; confirms with a window of :data:`WINDOW`; consumer prefetch
+  :data:`PREFETCH`, the gateway's own).
+* ``post_receive_per_s``: host A (a child process, own store) posts N messages from
+  :data:`~orkeon_actors.bench.amqp_fleet.POST_THREADS` threads to a mailbox of host B
+  (another child process, own store), drained there through a held reader; from A's first post to B's last delivery.
+* ``send_reply_per_s``: A makes M sequential ``send``\\ s to a mailbox of B, whose thread
+  ``reply``-s to each.
+* ``wake_latency_p50/p99_ms``: crews asleep on host B, each woken in turn by a post from
+  host A (:func:`~orkeon_actors.bench.amqp_fleet.wake_latency_ms`).
+* scale-out: wakes by posts from A, and expiries at one instant, of crews shared by one,
+  then two worker hosts (fresh hosts and stores each time); ``*_scale_out`` is two over one
+  (:func:`~orkeon_actors.bench.amqp_fleet.wake_rate`, :func:`~orkeon_actors.bench.amqp_fleet.expiry_rate`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import statistics
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from orkeon_actors.bench.amqp_fleet import expiry_rate, hub_rows, wake_latency_ms, wake_rate
+from orkeon_actors.bench.amqp_raw import raw_post_receive_per_s, raw_rpc_per_s
+from orkeon_actors.bench.context import progress, scratch_directory
+from orkeon_actors.bench.registry import BenchResult, register
+from orkeon_actors.fleet.broker_admin import scratch_vhost
+from orkeon_actors.runtime import Runtime
+
+__all__ = ["PREFETCH", "WINDOW", "broker_url", "bench_amqp"]
+
+PREFETCH = 64
+"""The consumer prefetch of the raw baseline: the gateway's inbox prefetch (its default)."""
+WINDOW = 512
+"""Unconfirmed publishes the raw publisher keeps in flight."""
+
+
+def broker_url(vhost: str) -> str:
+    """``$ORKEON_BENCH_BROKER`` (default the local broker as guest) with vhost ``vhost``."""
+    base = os.environ.get("ORKEON_BENCH_BROKER", "amqp://guest:guest@127.0.0.1:5672/")
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + urllib.parse.quote(vhost, safe="")))
+
+
+@contextmanager
+def _removed(directory: Path) -> Iterator[Path]:
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _median_ratio(ours: list[float], raw: list[float]) -> float:
+    return statistics.median(o / r for o, r in zip(ours, raw, strict=True))
+
+
+HubRows = Callable[[str, Path, int, int], tuple[float, float]]
+"""``(url, directory, N, M) -> (post_receive_per_s, send_reply_per_s)`` of the hub."""
+
+
+def _hub_rows() -> HubRows | None:
+    """The hub's own rows, when this build's runtime takes a broker (the distributed hub
+    adapter); ``None`` otherwise, and the result's notes say so."""
+    if "broker" not in inspect.signature(Runtime.start).parameters:
+        return None
+    return hub_rows
+
+
+@register("amqp")
+def bench_amqp(quick: bool) -> BenchResult:
+    count = 3_000 if quick else 20_000
+    requests = 300 if quick else 2_000
+    rounds = 1 if quick else 3
+    raw_post: list[float] = []
+    raw_rpc: list[float] = []
+    post: list[float] = []
+    send: list[float] = []
+    hub_rows = _hub_rows()
+    directory = Path(scratch_directory("orkeon-bench-amqp-"))
+    with scratch_vhost("orkeon-bench") as vhost, _removed(directory):
+        url = broker_url(vhost)
+        for index in range(rounds):
+            progress(f"round {index + 1}/{rounds}")
+            raw_post.append(raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW))
+            raw_rpc.append(raw_rpc_per_s(url, requests))
+            if hub_rows is not None:
+                hub_post, hub_send = hub_rows(url, Path(tempfile.mkdtemp(dir=directory)), count, requests)
+                post.append(hub_post)
+                send.append(hub_send)
+    figures = {
+        "raw_post_receive_per_s": statistics.median(raw_post),
+        "raw_rpc_per_s": statistics.median(raw_rpc),
+    }
+    units = {"raw_post_receive_per_s": "messages/s", "raw_rpc_per_s": "round trips/s"}
+    notes = f"N={count}, M={requests}, {rounds} round(s), medians; prefetch {PREFETCH}, confirm window {WINDOW}"
+    if post:
+        figures |= {
+            "post_receive_per_s": statistics.median(post),
+            "send_reply_per_s": statistics.median(send),
+            "post_receive_vs_raw": _median_ratio(post, raw_post),
+            "send_reply_vs_raw_rpc": _median_ratio(send, raw_rpc),
+        }
+        units |= {
+            "post_receive_per_s": "messages/s",
+            "send_reply_per_s": "round trips/s",
+            "post_receive_vs_raw": "ratio",
+            "send_reply_vs_raw_rpc": "ratio",
+        }
+    else:
+        notes += "; the hub's rows need the distributed hub adapter, absent from this build"
+        return BenchResult("amqp", figures, units, notes)
+    sleepers = 20 if quick else 200
+    shared = 100 if quick else 1_000
+    with scratch_vhost("orkeon-bench") as vhost, _removed(Path(scratch_directory("orkeon-bench-fleet-"))) as scratch:
+        url = broker_url(vhost)
+        progress("wake latency")
+        latencies = sorted(wake_latency_ms(url, _fresh(scratch), sleepers))
+        rates: dict[str, float] = {}
+        for workers in (1, 2):
+            progress(f"wakes on {workers} worker host(s)")
+            rates[f"wake_per_s_{workers}"] = wake_rate(url, _fresh(scratch), workers, shared)
+            progress(f"expiries on {workers} worker host(s)")
+            rates[f"expiries_per_s_{workers}"] = expiry_rate(url, _fresh(scratch), workers, shared)
+    figures |= {
+        "wake_latency_p50_ms": statistics.median(latencies),
+        "wake_latency_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        "wakes_per_s_1_host": rates["wake_per_s_1"],
+        "wakes_per_s_2_hosts": rates["wake_per_s_2"],
+        "wake_scale_out": rates["wake_per_s_2"] / rates["wake_per_s_1"],
+        "expiries_per_s_1_host": rates["expiries_per_s_1"],
+        "expiries_per_s_2_hosts": rates["expiries_per_s_2"],
+        "expiry_scale_out": rates["expiries_per_s_2"] / rates["expiries_per_s_1"],
+    }
+    units |= {"wake_latency_p50_ms": "ms", "wake_latency_p99_ms": "ms", "wake_scale_out": "ratio"}
+    units |= {"wakes_per_s_1_host": "crews/s", "wakes_per_s_2_hosts": "crews/s", "expiry_scale_out": "ratio"}
+    units |= {"expiries_per_s_1_host": "crews/s", "expiries_per_s_2_hosts": "crews/s"}
+    notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
+    return BenchResult("amqp", figures, units, notes)
+
+
+def _fresh(scratch: Path) -> Path:
+    return Path(tempfile.mkdtemp(dir=scratch))

@@ -1,0 +1,157 @@
+"""The hub's own rows of ``orkeon bench amqp``, measured across host processes.
+
+Every host is a :class:`~orkeon_actors.fleet.host_process.HostProcess`: a child process
+with its own store and host id on the bench's scratch vhost, all sharing one fleet keys
+file. Timestamps taken in different processes are compared directly: ``time.monotonic``
+(and ``time.perf_counter``, the same ``CLOCK_MONOTONIC`` in CPython on Linux) is one
+system-wide clock.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from orkeon_actors.bench.amqp_crews import EXPIRING
+from orkeon_actors.fleet.host_process import HostProcess, write_keys
+from orkeon_actors.testing import wait_until
+
+__all__ = ["POST_THREADS", "expiry_rate", "hub_rows", "start_hosts", "wake_latency_ms", "wake_rate"]
+
+POST_THREADS = 16
+"""Threads of host A posting at once (each ``post`` returns on the broker's confirm)."""
+SINK = "agent://bench-sink/consumer"
+CREWS = "orkeon_actors.bench.amqp_crews:bench_factories"
+RESPONDER = "agent://bench-rpc/responder"
+
+
+def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess]:
+    """Start one host process per name (stores and keys under ``directory``)."""
+    keys = directory / "fleet-keys.json"
+    write_keys(keys, names)
+    hosts: list[HostProcess] = []
+    try:
+        for name in names:
+            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=(0.5, 5.0))
+            hosts.append(host.start())
+            host.call("load_ops", ops="orkeon_actors.bench.amqp_crews:HOST_OPS")
+    except BaseException:
+        for host in hosts:
+            host.stop()
+        raise
+    return hosts
+
+
+def _announced(observer: HostProcess, host: str, address: str) -> None:
+    wait_until(lambda: [host, address] in observer.call("roster"), timeout=30, what=f"{address} on the roster")
+
+
+def hub_rows(url: str, directory: Path, count: int, requests: int) -> tuple[float, float]:
+    """``(post_receive_per_s, send_reply_per_s)`` from host A to host B."""
+    a, b = start_hosts(url, directory, ["bench-a", "bench-b"])
+    try:
+        b.call("register", address=SINK)
+        b.call("register", address=RESPONDER)
+        _announced(a, "bench-b", SINK)
+        _announced(a, "bench-b", RESPONDER)
+        drained = b.call_async("drain", address=SINK, count=count, timeout=600)
+        posted = a.call("post_many", within=600, to=SINK, count=count, threads=POST_THREADS)
+        last = drained.result(600)["last_at"]
+        post_rate = count / (last - posted["started_at"])
+        served = b.call_async("serve", address=RESPONDER, count=requests, crew="bench-rpc", agent="responder")
+        elapsed = a.call("send_many", within=600, to=RESPONDER, count=requests, timeout=30)
+        served.result(60)
+        return post_rate, requests / elapsed
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _mailboxes(crews: list[str]) -> list[str]:
+    return [f"agent://{crew}/a" for crew in crews]
+
+
+def _all_announced(observer: HostProcess, where: dict[str, str]) -> None:
+    def seen() -> bool:
+        roster = {(host, entity) for host, entity in observer.call("roster")}
+        return all((host, entity) in roster for entity, host in where.items())
+
+    wait_until(seen, timeout=60, what="every sleeping crew on the roster")
+
+
+def wake_latency_ms(url: str, directory: Path, crews: int) -> list[float]:
+    """Latencies (ms) of ``crews`` crews asleep on host B, each woken in turn by a post
+    from host A: from just before ``post`` on A to B's agent receiving the message."""
+    a, b = start_hosts(url, directory, ["lat-a", "lat-b"])
+    try:
+        b.call("serve_crews", factories=CREWS)
+        ids = [f"lat{i}" for i in range(crews)]
+        b.call("sleepers", within=600, kind="forever", crews=ids, timeout=60)
+        _all_announced(a, {box: "lat-b" for box in _mailboxes(ids)})
+        latencies = []
+        for crew, box in zip(ids, _mailboxes(ids), strict=True):
+            b.call("expect", crews=[crew])
+            (before,) = a.call("post_timed", to=[box])
+            delivered = b.call("delivered", crews=[crew], timeout=60)[crew]
+            latencies.append((delivered - before) * 1000)
+        return latencies
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _split(crews: list[str], parts: int) -> list[list[str]]:
+    return [crews[i::parts] for i in range(parts)]
+
+
+def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
+    """Crews/s woken by posts from host A when ``crews`` sleeping crews are shared by
+    ``workers`` worker hosts: from A's first post to the last crew's delivery."""
+    names = ["wr-a", *(f"wr-w{i}" for i in range(workers))]
+    poster, *work = start_hosts(url, directory, names)
+    try:
+        shares = _split([f"wr{i}" for i in range(crews)], workers)
+        for host in work:
+            host.call("serve_crews", factories=CREWS)
+        pending = [h.call_async("sleepers", kind="forever", crews=mine) for h, mine in zip(work, shares, strict=True)]
+        for future in pending:
+            future.result(600)
+        where = {box: host.host_id for host, mine in zip(work, shares, strict=True) for box in _mailboxes(mine)}
+        _all_announced(poster, where)
+        for host, mine in zip(work, shares, strict=True):
+            host.call("expect", crews=mine)
+        done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
+        started = poster.call("post_all", within=600, to=list(where), threads=POST_THREADS)
+        last = max(max(future.result(600).values()) for future in done)
+        return float(crews / (last - started))
+    finally:
+        for host in (poster, *work):
+            host.stop()
+
+
+def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> float:
+    """Crews/s whose waits expire at one instant ``T``, shared by ``workers`` hosts: each
+    crew asleep (its wait in its host's durable wait index) wakes with its timeout as its
+    tool result; ``crews`` over the time from ``T`` to the last such delivery."""
+    names = [f"ex-w{i}" for i in range(workers)]
+    work = start_hosts(url, directory, names)
+    try:
+        shares = _split([f"ex{i}" for i in range(crews)], workers)
+        lead_s = 5.0 + 0.03 * len(shares[0])
+        at_ms = int(time.time() * 1000 + lead_s * 1000)
+        at_perf = time.perf_counter() + (at_ms / 1000 - time.time())
+        for host in work:
+            host.call("serve_crews", factories=CREWS, expire_at_ms=at_ms)
+        for host, mine in zip(work, shares, strict=True):
+            host.call("expect", crews=mine)
+        pending = [h.call_async("sleepers", kind=EXPIRING, crews=mine) for h, mine in zip(work, shares, strict=True)]
+        for future in pending:
+            future.result(600)
+        if time.perf_counter() >= at_perf:
+            raise RuntimeError(f"the crews were not all asleep {lead_s:.1f} s after being spawned: lengthen the lead")
+        done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
+        last = max(max(future.result(600).values()) for future in done)
+        return float(crews / (last - at_perf))
+    finally:
+        for host in work:
+            host.stop()

@@ -1,0 +1,92 @@
+"""How one host joins a fleet: :class:`FleetConfig` (broker URI, host id, signing keys,
+bounds) and where the keys come from (:func:`load_keys`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.fleet.signing import HostKeys
+
+__all__ = ["KEYS_ENV", "FleetConfig", "load_keys"]
+
+KEYS_ENV: Final = "ORKEON_FLEET_KEYS"
+"""The environment variable naming the fleet's key file when no keys are given."""
+_HOST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+
+
+def load_keys(path: str | os.PathLike[str] | None = None) -> HostKeys:
+    """The fleet's signing keys from a JSON file ``{"host-a": "<hex>", ...}`` (each key
+    at least 32 random bytes, hex-encoded; every host holds every host's key): ``path``,
+    else the file named by ``$ORKEON_FLEET_KEYS``. Raises ``InvalidArgumentError`` saying
+    what to provide when neither is there or the file is not such a mapping."""
+    source = path if path is not None else os.environ.get(KEYS_ENV)
+    if source is None:
+        raise InvalidArgumentError(
+            f"a fleet host needs the fleet's signing keys: pass fleet=FleetConfig(..., keys=HostKeys(...)) or set "
+            f"${KEYS_ENV} to a JSON file mapping each host id to a hex key of at least 32 random bytes "
+            '(e.g. {"host-a": secrets.token_hex(32), "host-b": ...}), the same file on every host'
+        )
+    try:
+        data = json.loads(Path(source).read_text())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        keys = {str(host): bytes.fromhex(str(key)) for host, key in data.items()}
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"cannot read the fleet's keys from {source}: {exc}; it must be a JSON object mapping each host id "
+            "to a hex key"
+        ) from exc
+    return HostKeys(keys)
+
+
+def _check_host(_instance: object, _attribute: object, value: str) -> None:
+    if not isinstance(value, str) or not _HOST_ID.match(value):
+        raise InvalidArgumentError(
+            f"host id {value!r} is not valid: use 1-63 letters, digits, '-' or '_' (it is part of queue names "
+            "and routing keys), e.g. host_id='host-a'"
+        )
+
+
+@attrs.frozen
+class FleetConfig:
+    """One host's membership of a fleet.
+
+    ``url``: the broker's AMQP URI (``amqps://`` with TLS options in its query);
+    ``host_id``: this host, unique in the fleet; ``keys``: every host's signing key.
+    ``prefetch`` bounds the unacknowledged deliveries of each inbox (the inbox cap made
+    real); ``presence_interval`` / ``presence_ttl`` time the heartbeats (seconds);
+    ``message_ttl`` is how long a post stays valid (its ``expires_at``); ``seen`` bounds
+    the replay set; ``kinds`` are the crew kinds this host can spawn;
+    ``publish_timeout`` bounds how long a post waits for the broker's confirm
+    (``BrokerUnavailableError`` after it); ``connect_timeout`` bounds the first connect.
+    """
+
+    url: str
+    host_id: str = attrs.field(validator=_check_host)
+    keys: HostKeys
+    prefetch: int = 64
+    presence_interval: float = 2.0
+    presence_ttl: float = 7.0
+    message_ttl: float = 3600.0
+    seen: int = 100_000
+    kinds: tuple[str, ...] = ()
+    publish_timeout: float = 10.0
+    connect_timeout: float = 10.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.keys.key_of(self.host_id) is None:
+            raise InvalidArgumentError(
+                f"the fleet's keys have no key for this host {self.host_id!r}: add one (every host needs its own, "
+                "and every host holds them all)"
+            )
+        if self.prefetch < 1:
+            raise InvalidArgumentError(
+                f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {self.prefetch}"
+            )

@@ -1,0 +1,499 @@
+"""One host's gateway to the broker: its slice of the topology, signed publishing, and
+verified, consume-and-hold delivery (cross-host messaging design, §2 invariant 6, §4, §8).
+
+The gateway owns the host's :class:`~orkeon_actors.hub.amqp.link.BrokerLink` (one
+connection, one I/O thread), its :class:`~orkeon_actors.fleet.signing.Signer` and
+:class:`~orkeon_actors.fleet.signing.Verifier`, and its
+:class:`~orkeon_actors.fleet.roster.Roster`. On every (re)connect it declares, in order:
+the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
+(``topics.<host>``), its answers queue (``answers.<host>``), every inbox it opened, then
+the extra steps given to :meth:`Gateway.add_topology`.
+
+Guarantees:
+
+* **Signed out.** Everything it publishes is an :mod:`~orkeon_actors.wire.amqp` envelope
+  signed by this host; a post or a request is ``mandatory`` and :meth:`Gateway.publish`
+  returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox is bound to
+  the recipient, ``BrokerUnavailableError`` if no confirm came within
+  ``FleetConfig.publish_timeout``). A sender seen for the first time is announced on the
+  roster before its message is published.
+* **Verified in.** Each delivery is decoded and verified in the design's order
+  (signature; the claimed sender lives on the signing host by signed presence, waiting
+  up to ``presence_ttl`` for a presence not heard yet; the recipient matches the routing
+  key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
+  the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
+  ERROR log naming the message and the reason; the queue never wedges.
+* **Consume-and-hold.** A delivery is acknowledged only after the sink returned, i.e.
+  after the local store committed the message (an inbox) or the local router took it (a
+  topic): a crash in between makes the broker redeliver it.
+* **FIFO per inbox.** Deliveries of one queue are handled in order, on one worker thread
+  per lane (inboxes, topics, answers), never on the I/O thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Final, Protocol
+
+import attrs
+from loguru import logger
+
+from orkeon_actors.errors import (
+    BrokerError,
+    BrokerUnavailableError,
+    EventHubError,
+    InvalidArgumentError,
+    MailboxNotFoundError,
+    SignatureError,
+    UnroutableError,
+)
+from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.roster import GATEWAY, Roster
+from orkeon_actors.fleet.signing import Signer, Verifier
+from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
+from orkeon_actors.hub.amqp.topology import (
+    MAX_KEY_BYTES,
+    MSG_EXCHANGE,
+    TOPIC_FAN_IN,
+    Declarer,
+    answer_key,
+    answers_queue,
+    inbox_queue,
+    mailbox_key,
+    topics_queue,
+)
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+from orkeon_actors.wire import amqp as wire
+
+if TYPE_CHECKING:
+    import pika.channel
+
+__all__ = ["SENDER_PREFIX", "Gateway", "GatewaySink", "RejectedDelivery"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
+
+SENDER_PREFIX: Final = "sender:"
+"""Roster entities of senders that have no mailbox here (a client bound to a crew id):
+announced so receivers can check where they live, never mistaken for a mailbox."""
+_PRESENCE_POLL = 0.01
+
+
+def check_crossable(address: MailboxAddress) -> None:
+    """``InvalidArgumentError`` unless ``address`` fits AMQP's 255-byte queue names and
+    routing keys (its inbox is ``inbox.<address>``, its key ``mbox.<address>``)."""
+    longest = max(len(inbox_queue(address).encode()), len(mailbox_key(address).encode()))
+    if longest > MAX_KEY_BYTES:
+        raise InvalidArgumentError(
+            f"the mailbox address {address} is too long to cross hosts: its inbox name would be {longest} bytes, "
+            f"AMQP allows {MAX_KEY_BYTES}; use shorter crew and agent ids"
+        )
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.frozen
+class RejectedDelivery:
+    """A delivery this gateway dead-lettered, and why (told to ``Gateway.on_rejected``)."""
+
+    queue: str
+    routing_key: str
+    message_id: str | None
+    reason: str
+    headers: Mapping[str, object]
+    body: bytes
+
+
+class GatewaySink(Protocol):
+    """Where verified deliveries go (the adapter). Each call returns once the message is
+    held locally (durably for an inbox) and raises to refuse it (it is dead-lettered)."""
+
+    def take_posts(self, posts: list[tuple[wire.Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
+        """Keep ``(envelope, inbox address, redelivered)`` posts, in order; the outcome of
+        each: ``None`` (held: acknowledge it) or why it is refused."""
+        ...
+
+    def take_topic(self, envelope: wire.Envelope) -> None: ...
+
+    def take_answer(self, envelope: wire.Envelope) -> None: ...
+
+
+class _Lane:
+    """One worker thread handling deliveries in arrival order, in batches of what has
+    arrived (at most ``batch``): an inbox batch shares the store's group commits."""
+
+    def __init__(self, name: str, handle: Callable[[list[Delivery]], None], batch: int = 1) -> None:
+        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
+        self._handle = handle
+        self._batch = batch
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, delivery: Delivery) -> None:
+        self._queue.put(delivery)
+
+    def _run(self) -> None:
+        while (delivery := self._queue.get()) is not None:
+            batch = [delivery]
+            end = False
+            while len(batch) < self._batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    end = True
+                    break
+                batch.append(more)
+            if not self._stopping:  # after stop nothing can be acknowledged: the broker redelivers it
+                self._handle(batch)
+            if end:
+                return
+
+    def stop(self) -> None:
+        """Finish the delivery in hand, skip the rest (unacknowledged, so redelivered to
+        the next gateway of this host), end the thread."""
+        self._stopping = True
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+
+class Gateway:
+    """This host's slice of the fleet (see the module docstring). Build, then
+    :meth:`start`; :meth:`stop` when the hub stops."""
+
+    def __init__(self, config: FleetConfig, sink: GatewaySink) -> None:
+        self.config = config
+        self.host_id = config.host_id
+        self.entity = f"{GATEWAY}@{config.host_id}"
+        """This gateway's roster entity (the sender of system traffic)."""
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._verify_lock = threading.Lock()
+        self._inboxes: set[MailboxAddress] = set()
+        self._consumed: set[MailboxAddress] = set()
+        self._unbind: set[MailboxAddress] = set()
+        """Inboxes closed while the broker was unreachable: unbound on the reconnect."""
+        self._stopped = False
+        self._extra: list[Callable[[Declarer], Declarer]] = []
+        self._announced: set[str] = {self.entity}
+        self.on_rejected: list[Callable[[RejectedDelivery], None]] = []
+        """Told of every delivery this gateway dead-lettered (on a worker thread)."""
+        self.rejected = 0
+        """How many deliveries it dead-lettered (a metric)."""
+        self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
+        self.signer = Signer(config.host_id, config.keys)
+        self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
+        self.roster = Roster(
+            config.host_id,
+            self.link,
+            self.signer,
+            self.verifier,
+            kinds=config.kinds,
+            interval=config.presence_interval,
+            ttl=config.presence_ttl,
+        )
+        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
+        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
+        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
+        self._started = False
+
+    # -- topology ---------------------------------------------------------------------
+
+    def add_topology(self, step: Callable[[Declarer], Declarer]) -> None:
+        """Declare more on every (re)connect, after this gateway's slice (e.g. the
+        control queue); once started, also at once (returns when the broker answered)."""
+        self._extra.append(step)
+        if self._started:
+            self._run_declarer(step(Declarer()))
+
+    def _slice(self) -> Declarer:
+        host = self.host_id
+        declarer = Declarer().shared().roster(host)
+        declarer.listener(topics_queue(host), TOPIC_FAN_IN).listener(answers_queue(host), [answer_key(host)])
+        with self._lock:
+            inboxes = sorted(self._inboxes, key=str)
+            unbind = sorted(self._unbind, key=str)
+        for address in inboxes:
+            declarer.inbox(address)
+        for address in unbind:  # closed while the broker was away (declared first: it may be gone)
+            declarer.inbox(address).unbind_inbox(address)
+        for step in self._extra:
+            declarer = step(declarer)
+        return declarer
+
+    def _declare(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        self._slice().run(channel, done)
+
+    def _run_declarer(self, declarer: Declarer) -> None:
+        """Run ``declarer`` on the I/O thread and wait until the broker answered it."""
+        finished: Future[None] = Future()
+
+        def run() -> None:
+            channel = self.link.channel
+            if channel is None:
+                finished.set_exception(BrokerUnavailableError("the broker link has no channel (reconnecting)"))
+                return
+            declarer.run(channel, lambda: finished.set_result(None))
+
+        self.link.run_on_io_thread(run)
+        try:
+            finished.result(self.config.connect_timeout)
+        except FutureTimeout:
+            raise BrokerUnavailableError(
+                f"the broker did not answer a declaration within {self.config.connect_timeout} s"
+            ) from None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> Gateway:
+        """Connect, declare the slice, consume the topic fan-in and the answers, start
+        the roster. Raises ``BrokerUnavailableError`` if the broker does not answer
+        within ``connect_timeout``."""
+        self.link.start(self.config.connect_timeout)
+        self.link.consume(topics_queue(self.host_id), self._topic_lane.put, prefetch=self.config.prefetch)
+        self.link.consume(answers_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
+        self.roster.add([self.entity])
+        self.roster.start()
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop heartbeating, end the workers (the delivery in hand is finished), close
+        the link (unacknowledged deliveries return to their queues). Idempotent."""
+        self._stopped = True
+        self.roster.stop()
+        for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
+            lane.stop()
+        self.link.stop()
+
+    # -- inboxes ------------------------------------------------------------------------
+
+    def preload_inboxes(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Before :meth:`start`: inboxes to declare with the slice itself (a host's
+        durable mailboxes at boot), so that opening them costs no declaration each."""
+        with self._lock:
+            self._inboxes.update(addresses)
+
+    def open_inbox(self, address: MailboxAddress, *, announce: bool = True) -> None:
+        """Declare ``address``'s durable inbox bound to its mailbox key, consume it
+        (exclusive, manual acks, bounded prefetch) and announce it (at once unless
+        ``announce`` is false: the next heartbeat carries it). Idempotent.
+        ``ExclusiveConsumerError`` if another gateway holds it; ``InvalidArgumentError``
+        if the address is too long for an AMQP queue name or routing key."""
+        check_crossable(address)
+        with self._lock:
+            new_binding = address not in self._inboxes
+            self._inboxes.add(address)
+            self._unbind.discard(address)
+            new_consumer = address not in self._consumed
+            self._consumed.add(address)
+        connected = self.link.connected
+        if new_binding and connected:
+            self._run_declarer(Declarer().inbox(address))
+        if new_consumer:
+            try:
+                self.link.consume(
+                    inbox_queue(address), self._inbox_lane.put, prefetch=self.config.prefetch, wait=connected
+                )
+            except BaseException:
+                with self._lock:
+                    self._consumed.discard(address)
+                raise
+        if not connected:  # declared and consumed with the reconnect (the slice holds it)
+            _log.warning("the broker is unreachable: {} is reachable from other hosts once it is back", address)
+        self.roster.add([str(address)])
+        if new_binding and announce:
+            self.roster.heartbeat()
+
+    def close_inbox(self, address: MailboxAddress) -> None:
+        """Take ``address`` off its mailbox key and the roster: later posts to it fail at
+        their poster (unroutable); what its inbox still holds is refused by the sink and
+        dead-lettered (so reported, never lost silently)."""
+        with self._lock:
+            if address not in self._inboxes:
+                return
+            self._inboxes.discard(address)
+            if self._stopped:
+                return  # the host is gone: its roster entry expires, posts are refused
+        self.roster.remove([str(address)])
+        try:
+            if not self.link.connected:
+                raise BrokerUnavailableError("the broker is unreachable")
+            self._run_declarer(Declarer().unbind_inbox(address))
+        except BrokerUnavailableError as exc:
+            with self._lock:
+                self._unbind.add(address)
+            _log.warning("{}: {} is unbound when it is back (posts meanwhile are dead-lettered)", exc, address)
+
+    def lives_on(self, address: MailboxAddress) -> str | None:
+        """The host announcing ``address`` now (this one included), or ``None``."""
+        return self.roster.lives_on(str(address))
+
+    def sender_host(self, sender: str) -> str | None:
+        """Where ``sender`` lives by signed presence (a mailbox, or a sender announced
+        without one)."""
+        return self.roster.lives_on(sender) or self.roster.lives_on(SENDER_PREFIX + sender)
+
+    # -- publishing ---------------------------------------------------------------------
+
+    def _announce_sender(self, sender: str) -> None:
+        with self._lock:
+            if sender in self._announced:
+                return
+            self._announced.add(sender)
+        if self.roster.lives_on(sender) != self.host_id:
+            self.roster.add([SENDER_PREFIX + sender])
+            self.roster.heartbeat()
+
+    def outgoing(
+        self,
+        message: Message,
+        *,
+        kind: str,
+        routing_key: str,
+        expires_at_ms: int,
+        retain: tuple[CrewId | None, str] | None = None,
+    ) -> Outgoing:
+        """The signed AMQP message for ``message`` (announcing its sender if new)."""
+        sender = wire.sender_of(message, self.entity)
+        self._announce_sender(sender)
+        headers, body = wire.encode(
+            message, kind=kind, to=routing_key, sender=sender, expires_at_ms=expires_at_ms, retain=retain
+        )
+        signed = self.signer.sign(headers, body)
+        # Only a post outlives its sender's process: requests, replies and publishes are
+        # live (a requester that restarts has given up), so the broker need not write them.
+        durable = kind == "post" and message.correlation_id is None
+        return Outgoing(
+            MSG_EXCHANGE, routing_key, body, str(message.id), signed, mandatory=kind != "topic", persistent=durable
+        )
+
+    def publish(self, outgoing: Outgoing) -> None:
+        """Publish and wait for the broker's confirm (see the module docstring)."""
+        try:
+            self.link.publish_and_wait(outgoing, self.config.publish_timeout)
+        except UnroutableError:
+            raise MailboxNotFoundError(
+                f"{outgoing.routing_key.removeprefix('mbox.')} (no host's inbox is bound to it: its crew closed "
+                "the mailbox or its host is gone)"
+            ) from None
+
+    def publish_nowait(self, outgoing: Outgoing, what: str) -> None:
+        """Publish without waiting for the confirm (topic fan-out, answers); a failure
+        is logged as an ERROR naming ``what``."""
+        future = self.link.publish(outgoing)
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is not None:
+                _log.error("{} {} was not published: {}", what, outgoing.message_id, error)
+
+        future.add_done_callback(settled)
+
+    # -- receiving ----------------------------------------------------------------------
+
+    def _verified(self, delivery: Delivery) -> wire.Envelope:
+        headers, body = delivery.headers, delivery.body
+        sender = str(headers.get("from", ""))
+        if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
+            self.verifier.signing_host(headers, body)  # only a genuine message is waited for
+            deadline = time.monotonic() + self.config.presence_ttl
+            while self.sender_host(sender) is None and time.monotonic() < deadline:
+                time.sleep(_PRESENCE_POLL)
+        with self._verify_lock:  # the seen-set is shared by the three lanes
+            self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
+        return wire.decode(headers, body)
+
+    def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
+        try:
+            envelope = self._verified(delivery)
+            take(envelope)
+        except (SignatureError, EventHubError, BrokerError) as exc:
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        except Exception as exc:  # a bug must not wedge the queue: dead-letter, loudly
+            _log.opt(exception=True).error("handling delivery {} failed", delivery.message_id)
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        self.link.ack(delivery)
+
+    def _reject(self, delivery: Delivery, reason: str) -> None:
+        _log.error(
+            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx",
+            self.host_id,
+            delivery.message_id,
+            delivery.headers.get("from"),
+            delivery.queue,
+            delivery.routing_key,
+            reason,
+        )
+        self.link.reject(delivery)
+        self.rejected += 1
+        rejected = RejectedDelivery(
+            delivery.queue, delivery.routing_key, delivery.message_id, reason, dict(delivery.headers), delivery.body
+        )
+        for listener in list(self.on_rejected):
+            listener(rejected)
+
+    @staticmethod
+    def _each(handle: Callable[[Delivery], None]) -> Callable[[list[Delivery]], None]:
+        def handle_all(deliveries: list[Delivery]) -> None:
+            for delivery in deliveries:
+                handle(delivery)
+
+        return handle_all
+
+    def _inbox_deliveries(self, deliveries: list[Delivery]) -> None:
+        """Verify each delivery, keep the verified ones in one batch, settle each."""
+        verified: list[tuple[Delivery, tuple[wire.Envelope, MailboxAddress, bool]]] = []
+        for delivery in deliveries:
+            try:
+                address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
+                envelope = self._verified(delivery)
+                if envelope.kind != "post" or envelope.message.target_mailbox != address:
+                    raise SignatureError(
+                        f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
+                    )
+            except (SignatureError, EventHubError, BrokerError) as exc:
+                self._reject(delivery, f"{type(exc).__name__}: {exc}")
+                continue
+            verified.append((delivery, (envelope, address, delivery.redelivered)))
+        if not verified:
+            return
+        try:
+            outcomes = self._sink.take_posts([post for _, post in verified])
+        except Exception as exc:  # a bug must not wedge the inboxes: dead-letter, loudly
+            _log.opt(exception=True).error("keeping {} delivered post(s) failed", len(verified))
+            outcomes = [exc] * len(verified)
+        for (delivery, _), outcome in zip(verified, outcomes, strict=True):
+            if outcome is None:
+                self.link.ack(delivery)
+            else:
+                self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
+
+    def _topic_delivery(self, delivery: Delivery) -> None:
+        def take(envelope: wire.Envelope) -> None:
+            if envelope.kind != "topic":
+                raise SignatureError(f"a {envelope.kind} arrived on the topic fan-in")
+            if envelope.host != self.host_id:  # our own publishes were routed here already
+                self._sink.take_topic(envelope)
+
+        self._settle(delivery, take)
+
+    def _answer_delivery(self, delivery: Delivery) -> None:
+        def take(envelope: wire.Envelope) -> None:
+            if envelope.kind != "answer":
+                raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
+            self._sink.take_answer(envelope)
+
+        self._settle(delivery, take)

@@ -1,0 +1,355 @@
+"""The distributed adapter of the EventHub port on RabbitMQ: one host of a fleet.
+
+``AmqpEventHub`` is the SQLite durable hub of this host (its own store: its crews'
+mailboxes, snapshots, waits, timers, processed ids) composed with a
+:class:`~orkeon_actors.fleet.gateway.Gateway` through the hub core's collaborators, not
+by overriding the core: a mailbox store that keeps local mailboxes in SQLite and hands a
+post for a mailbox another host announces to the gateway, a last-value store that marks
+what is retained, and a route listener that fans every topic publish out to the broker.
+Create it with ``Runtime.start(store="host-a.db", broker="amqp://...", host_id="host-a")``.
+
+What crosses hosts (cross-host messaging design §3-§8; spec §17):
+
+* **post / send** to a mailbox no local registration holds but a host announces on the
+  roster: published on ``fleet.msg`` keyed by the recipient, signed, mandatory, and the
+  call returns once the broker confirmed it. The receiving gateway verifies it, re-checks
+  the ACL against the verified sender, keeps it in its own store (a sleeping crew's
+  parked mailbox included: the wake path fires as for a local post) and only then
+  acknowledges it. A mailbox nobody announces: ``MailboxNotFoundError`` at once.
+* **send / reply**: the request carries its ``expires_at`` (the requester's deadline);
+  the receiving hub opens the request locally (:meth:`HubCore.expect_reply`), so the
+  replier's ``reply`` is checked and staged as for a local request, and the reply travels
+  back to the requester's ``answers.<host>`` queue. A request already expired at
+  delivery is dead-lettered (its sender is told by the DLQ consumer); the requester's
+  own timeout stays authoritative.
+* **publish**: routed locally, and published on ``fleet.msg`` keyed ``topic.<topic>``
+  (or ``scoped.<crew>.<topic>``); every host's ``topics.<host>`` queue takes them all and
+  routes them through its local router, which enforces crew scoping (spec §10.1) before
+  any subscriber sees a message. Subscriptions, ``wait_for`` on a topic and the sleeping
+  crews' wake triggers thus see events published on any host.
+* **last values**: a retained publish carries its ``(scope, key)``; every host that
+  receives it keeps it in its own store and memory. A host started after the publish does
+  not see that value until it is retained again (no broker-side last-value cache).
+
+A unit of work's post to a mailbox on another host is committed to the outbox with the
+unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
+
+Limits: a pending request does not survive a restart of the host that received it (as
+locally, requests are live).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+from loguru import logger
+
+from orkeon_actors.acl.stage import AclMiddleware
+from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError, UnroutableError
+from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
+from orkeon_actors.fleet.roster import Presence
+from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.hub.memory import LastValueStore
+from orkeon_actors.hub.replies import PendingRequest
+from orkeon_actors.hub.scheduler import Scheduler
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.middleware.pipeline import Pipeline
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.clock import Clock
+from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.message import Message
+from orkeon_actors.store import last_values
+from orkeon_actors.store.config import StoreConfig
+from orkeon_actors.store.durable_hub import SqliteEventHub
+from orkeon_actors.store.mailbox_store import SqliteMailboxStore
+from orkeon_actors.wire.amqp import Envelope
+
+__all__ = ["AmqpEventHub"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
+
+
+def _crossable(address: MailboxAddress) -> bool:
+    """Whether a mailbox this store keeps can have an inbox (parked and sleeping ones
+    too: their posts land here); one that cannot stays local, with an ERROR."""
+    try:
+        check_crossable(address)
+    except InvalidArgumentError as exc:
+        _log.error("{}: it stays reachable from this host only", exc)
+        return False
+    return True
+
+
+class _FleetMailboxes:
+    """The hub core's mailbox store: local mailboxes in SQLite, posts for a mailbox
+    another host announces to the gateway; registrations open and close inboxes."""
+
+    def __init__(self, hub: AmqpEventHub, local: SqliteMailboxStore) -> None:
+        self.hub = hub
+        self.local = local
+
+    def _is_local(self, address: MailboxAddress) -> bool:
+        return address in self.local.live or self.local.exists(address)
+
+    def exists(self, address: MailboxAddress) -> bool:
+        return self._is_local(address) or self.hub.where(address) not in (None, self.hub.host_id)
+
+    def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        for handle in handles:
+            check_crossable(handle.address)  # refused before anything is registered
+        self.local.opened(handles)
+        for handle in handles:
+            self.hub.gateway.open_inbox(handle.address)
+
+    def unregister(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        leftovers = self.local.unregister(handles, close_live)
+        for handle in handles:
+            self.hub.gateway.close_inbox(handle.address)
+        return leftovers
+
+    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
+        self.local.park(handles, unlive)  # the inbox stays consumed: posts land in the store
+
+    def append(self, message: Message) -> None:
+        address = message.target_mailbox
+        if address is None or self._is_local(address):
+            self.local.append(message)
+        else:
+            self.hub.forward(message, address)
+
+    def consumed(self, message: Message, consumed: Message | None) -> None:
+        self.local.consumed(message, consumed)
+
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        self.local.reader_closed(handle)
+
+    def receiving(self, address: MailboxAddress) -> None:
+        self.local.receiving(address)
+
+
+class _MarkRetained:
+    """The hub core's last-value store: the SQLite one, noting which message is retained
+    under which key so that its fan-out carries it."""
+
+    def __init__(self, hub: AmqpEventHub, inner: LastValueStore) -> None:
+        self.hub = hub
+        self.inner = inner
+
+    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
+        self.hub.retaining[message.id] = (scope, key)
+        self.inner.retain(scope, key, message, remember)
+
+
+class AmqpEventHub(SqliteEventHub):
+    """One host of a fleet (see the module docstring).
+
+    Raises, when opening: the store's errors (``StoreLockedError``, ...),
+    ``BrokerUnavailableError`` (no broker within ``FleetConfig.connect_timeout``),
+    ``ExclusiveConsumerError`` (another gateway for this host id runs). Nothing is left
+    running when opening fails.
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        fleet: FleetConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        pipeline: Pipeline | None = None,
+    ) -> None:
+        self.fleet_config = fleet
+        self.host_id = fleet.host_id
+        self.retaining: dict[MessageId, tuple[CrewId | None, str]] = {}
+        """Messages being retained, until their fan-out picks the key up."""
+        self._inbound: set[MessageId] = set()
+        self._inbound_lock = threading.Lock()
+        self.gateway = Gateway(fleet, self)
+        """This host's gateway: broker link, signer, verifier, roster."""
+        try:
+            super().__init__(
+                config,
+                clock,
+                scheduler,
+                pipeline,
+                mailboxes_around=lambda local: _FleetMailboxes(self, local),
+                last_values_around=lambda inner: _MarkRetained(self, inner),
+                forward_post=lambda message: self._forward_outbox_post(message),
+            )
+        except BaseException:
+            self.gateway.stop()
+            raise
+        self.route_listeners.append(self._fan_out)
+        try:
+            kept = [address for address in sorted(self.durable_mailboxes, key=str) if _crossable(address)]
+            self.gateway.preload_inboxes(kept)
+            # Announced in the first heartbeat: a round without them would drop them from the others' views.
+            self.gateway.roster.add(str(address) for address in kept)
+            self.gateway.start()
+            for address in kept:
+                self.gateway.open_inbox(address, announce=False)
+            self.gateway.roster.heartbeat()
+            self.release_outbox()
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- who is where -------------------------------------------------------------------
+
+    def roster(self) -> list[Presence]:
+        """Who is where: every live presence entry of the fleet (this host's included),
+        by host then entity."""
+        return self.gateway.roster.entries()
+
+    def where(self, address: MailboxAddress | str) -> str | None:
+        """The host announcing ``address`` now, or ``None``."""
+        return self.gateway.lives_on(MailboxAddress.parse(address))
+
+    # -- outgoing -----------------------------------------------------------------------
+
+    def forward(self, message: Message, address: MailboxAddress) -> None:
+        """Publish a post or request for ``address`` (on another host).
+        ``MailboxNotFoundError`` at once if no host announces it.
+
+        A post returns once the broker confirmed it (``MailboxNotFoundError`` if no inbox
+        is bound to it any more, ``BrokerUnavailableError`` without a confirm in time). A
+        request returns at once: its requester waits for the reply anyway, and a publish
+        the broker refuses settles the pending request with the error instead (the
+        ``send`` raises it), which saves a round trip per request."""
+        if self.where(address) in (None, self.host_id):
+            raise MailboxNotFoundError(address)
+        gateway = self.gateway
+        key = mailbox_key(address)
+        request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
+        if request is None or request.timer is None:
+            expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+            gateway.publish(gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires))
+            return
+        remaining = request.timer.deadline - self.clock.monotonic()
+        outgoing = gateway.outgoing(
+            message, kind="post", routing_key=key, expires_at_ms=now_ms() + max(0, int(remaining * 1000))
+        )
+        confirmed = gateway.link.publish(outgoing)
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is not None:
+                refusal = MailboxNotFoundError(address) if isinstance(error, UnroutableError) else error
+                request.settle(refusal)
+
+        confirmed.add_done_callback(settled)
+
+    def _forward_outbox_post(self, message: Message) -> bool:
+        """The outbox's hook: forward ``message`` if its mailbox is on another host."""
+        address = message.target_mailbox
+        if address is None or self.mailbox_store.exists(address):
+            return False
+        self.forward(message, address)
+        return True
+
+    def _fan_out(self, message: Message) -> None:
+        """Route listener: publish a local topic message to the other hosts."""
+        retain = self.retaining.pop(message.id, None)
+        with self._inbound_lock:
+            if message.id in self._inbound:
+                return
+        scope = message.target_crew_id
+        key = topic_key(message.topic) if scope is None else scoped_topic_key(scope, message.topic)
+        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+        gateway = self.gateway
+        outgoing = gateway.outgoing(message, kind="topic", routing_key=key, expires_at_ms=expires, retain=retain)
+        gateway.publish_nowait(outgoing, "topic publish")
+
+    def _answer_remotely(self, request: PendingRequest, host: str, expires_at_ms: int) -> None:
+        """A remote request was settled here: send its reply home (a timeout: nothing,
+        the requester's own deadline fires there)."""
+        self.forget_request(request.correlation_id)
+        outcome = request.outcome
+        if not isinstance(outcome, Message):
+            return
+        gateway = self.gateway
+        outgoing = gateway.outgoing(outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms)
+        gateway.publish_nowait(outgoing, "reply")
+
+    # -- incoming (the gateway's sink, on its worker threads) ------------------------------
+
+    def _recheck_acl(self, message: Message, operation: str) -> None:
+        """Defence in depth: the ACL stages of this host judge the verified sender again."""
+        for stage in self.pipeline.stages:
+            if isinstance(stage, AclMiddleware):
+                stage.policy.decide(message, operation).raise_if_denied()
+
+    def _open_remote_request(self, envelope: Envelope, address: MailboxAddress) -> None:
+        """Open the request ``envelope`` carries here, so that a local reply answers it."""
+        message = envelope.message
+        assert message.correlation_id is not None
+        waiter: Waiter[Message] = Waiter()
+        request = PendingRequest(
+            message.correlation_id, message.source_crew_id, address, waiter, message.source_agent_id
+        )
+        waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
+        self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
+
+    def take_posts(self, posts: list[tuple[Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
+        """Keep verified posts in this host's store (one batch of group commits), each
+        after its ACL re-check; a request is opened here first. The outcome of each."""
+        outcomes: list[BaseException | None] = [None] * len(posts)
+        kept: list[int] = []
+        for index, (envelope, address, redelivered) in enumerate(posts):
+            message = envelope.message
+            try:
+                if address not in self.mailbox_store.live and not self.mailbox_store.exists(address):
+                    raise MailboxNotFoundError(address)
+                self._recheck_acl(message, "post" if message.correlation_id is None else "send")
+                if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
+                    continue  # kept before the connection dropped: held, acknowledge it
+                if message.correlation_id is not None:
+                    self._open_remote_request(envelope, address)
+            except Exception as exc:  # refused: told to the gateway, which dead-letters it
+                outcomes[index] = exc
+                continue
+            kept.append(index)
+        results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
+        for index, result in zip(kept, results, strict=True):
+            outcomes[index] = result
+            correlation_id = posts[index][0].message.correlation_id
+            if result is not None and correlation_id is not None:
+                self.forget_request(correlation_id)
+        return outcomes
+
+    def take_topic(self, envelope: Envelope) -> None:
+        message = envelope.message
+        self._recheck_acl(message, "publish")
+        with self._inbound_lock:
+            self._inbound.add(message.id)
+        try:
+            if envelope.retain is not None:
+                scope, key = envelope.retain
+                self.writer.execute(
+                    lambda conn: last_values.retain(conn, scope, key, message),
+                    after_commit=lambda _: self.remember_last_value(scope, key, message),
+                    single_statement=True,
+                )
+            self.route_live(message)
+        finally:
+            with self._inbound_lock:
+                self._inbound.discard(message.id)
+
+    def take_answer(self, envelope: Envelope) -> None:
+        self.answer(envelope.message)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the gateway (unacknowledged deliveries return to their queues), then the
+        local hub and its store. Idempotent."""
+        self.gateway.stop()
+        super().stop()
+
+    def __repr__(self) -> str:
+        return f"AmqpEventHub({self.host_id!r}, {self.config.path!r})"

@@ -1,0 +1,187 @@
+"""``rt.fleet``: what a fleet host runs besides its hub: cross-host spawn and stop
+(cross-host messaging design, §5 U4) and the dead-letter reporter (§10.1).
+
+A runtime started with a broker (``Runtime.start(store=..., broker=..., host_id=...)``)
+gets a :class:`Fleet` as ``rt.fleet``, sharing the hub's gateway (one connection, one
+I/O thread per process). It declares ``control.<host>`` (durable, consumed exclusively:
+a second runtime with the same host id fails loudly) and its answers queue, serves
+requests with the supervisor given to :meth:`Fleet.serve`, and consumes
+``fleet.dlq.reports``.
+
+Guarantees of :meth:`Fleet.spawn`:
+
+* **Fast refusals.** A host that is not on the roster, or whose gateway does not list
+  the crew kind, is refused at once (``FleetControlError``) without a request being sent.
+* **Ready when it returns.** The target host starts the crew with its supervisor, waits
+  (up to 30 s) until the crew's actor reported a status and every mailbox it opened is
+  announced, then answers with their addresses; the caller waits until its own roster
+  shows each of them on the target host. So a ``post`` to the new crew right after ``spawn`` returns is routable.
+* **A bound.** The call returns the crew id or raises within ``timeout`` seconds:
+  ``FleetControlError`` (refused remotely, naming the remote error),
+  ``FleetTimeoutError`` (no answer, or the crew never appeared on the roster),
+  ``BrokerUnavailableError`` (the request could not be published).
+
+:meth:`Fleet.stop` puts a crew to sleep on the host that announces it (the supervisor
+has no other way to end a live crew from outside): it then holds no actor and no thread
+there, its state is durable, and a later post wakes it again.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
+from orkeon_actors.fleet.control import ControlPlane
+from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
+from orkeon_actors.fleet.roster import GATEWAY
+from orkeon_actors.hub.amqp.topology import Declarer
+from orkeon_actors.model.ids import CrewId
+
+if TYPE_CHECKING:
+    from orkeon_actors.fleet.hub import AmqpEventHub
+    from orkeon_actors.lifecycle.supervisor import CrewSupervisor
+
+__all__ = ["Fleet"]
+
+_POLL = 0.01
+_READY_WITHIN = 30.0
+"""How long a host waits for a crew it spawned to report a status and open its mailboxes."""
+
+
+class Fleet:
+    """One host's fleet operations (see the module docstring)."""
+
+    def __init__(self, hub: AmqpEventHub) -> None:
+        self.hub = hub
+        self.host_id = hub.host_id
+        gateway = hub.gateway
+        self._supervisor: CrewSupervisor | None = None
+        self.control = ControlPlane(
+            self.host_id, gateway.link, gateway.signer, gateway.verifier, spawn=self._spawn_here, stop=self._stop_here
+        )
+        self.dead_letters = DeadLetterReporter(gateway.link, gateway.verifier, mailbox_reporter(hub))
+
+    def start(self) -> Fleet:
+        """Declare the control queues (now and on every reconnect), serve them, start the
+        dead-letter reporter. ``ExclusiveConsumerError`` if this host id already serves."""
+        host = self.host_id
+        self.hub.gateway.add_topology(lambda declarer: declarer.control(host))
+        _declare_now(self.hub, Declarer().control(host))
+        self.control.start()
+        self.dead_letters.start()
+        return self
+
+    def close(self) -> None:
+        """End the dead-letter worker (the hub's gateway closes the connection)."""
+        self.dead_letters.stop()
+
+    def serve(self, supervisor: CrewSupervisor) -> None:
+        """Run the spawn and stop requests other hosts send here with ``supervisor``
+        (its factories are the kinds this host can spawn: announce them with
+        ``FleetConfig(kinds=...)``)."""
+        self._supervisor = supervisor
+
+    # -- asking another host ------------------------------------------------------------
+
+    def spawn(self, blueprint: str, *, host: str, crew_id: str | None = None, timeout: float = 30.0) -> str:
+        """Start a crew of kind ``blueprint`` on ``host``; its id once it is ready and
+        announced (see the module docstring)."""
+        deadline = time.monotonic() + timeout
+        gateway = next((p for p in self.hub.roster() if p.host == host and p.entity.startswith(GATEWAY)), None)
+        if gateway is None:
+            raise FleetControlError(
+                f"host {host!r} is not on the roster (hosts now: {', '.join(self._hosts()) or 'none'}): "
+                "start it, or check the host id"
+            )
+        if gateway.kinds and blueprint not in gateway.kinds:
+            raise FleetControlError(
+                f"host {host!r} cannot spawn {blueprint!r}: it announces the kinds {', '.join(gateway.kinds)}"
+            )
+        crew, entities = self.control.spawn_announced(host, blueprint, crew_id, timeout=timeout)
+        self._await_announced(crew, host, entities, deadline)
+        return crew
+
+    def stop(self, crew_id: str, *, timeout: float = 30.0) -> str:
+        """Put crew ``crew_id`` to sleep on the host that announces it; its id."""
+        host = self._host_of(crew_id)
+        return self.control.stop(host, crew_id, timeout=timeout)
+
+    def _hosts(self) -> list[str]:
+        return sorted({p.host for p in self.hub.roster()})
+
+    def _host_of(self, crew_id: str) -> str:
+        prefixes = (f"agent://{crew_id}/", f"crew://{crew_id}")
+        hosts = {p.host for p in self.hub.roster() if p.entity.startswith(prefixes)}
+        if len(hosts) != 1:
+            where = "no host announces it" if not hosts else f"hosts {', '.join(sorted(hosts))} announce it"
+            raise FleetControlError(f"cannot stop crew {crew_id!r}: {where}")
+        return hosts.pop()
+
+    def _await_announced(self, crew: str, host: str, entities: list[str], deadline: float) -> None:
+        roster = self.hub.gateway.roster
+        while not all(roster.lives_on(entity) == host for entity in entities):
+            if time.monotonic() > deadline:
+                missing = [e for e in entities if roster.lives_on(e) != host]
+                raise FleetTimeoutError(
+                    f"crew {crew!r} started on {host!r} but {', '.join(missing)} did not reach this host's roster "
+                    "in time"
+                )
+            time.sleep(_POLL)
+
+    # -- serving another host -------------------------------------------------------------
+
+    def _served(self) -> CrewSupervisor:
+        if self._supervisor is None:
+            raise InvalidArgumentError(
+                f"host {self.host_id!r} serves no supervisor: call rt.fleet.serve(supervisor) on it"
+            )
+        return self._supervisor
+
+    def _spawn_here(self, blueprint: str, crew_id: str | None) -> tuple[str, list[str]]:
+        supervisor = self._served()
+        if blueprint not in supervisor.factories:
+            raise InvalidArgumentError(
+                f"no factory registered for blueprint {blueprint!r} on {self.host_id!r}: "
+                f"it has {', '.join(sorted(supervisor.factories)) or 'none'}"
+            )
+        crew = supervisor.spawn(blueprint, crew_id)
+        deadline = time.monotonic() + _READY_WITHIN
+        while supervisor.status(crew) is None or not self._mailboxes_of(crew):
+            if time.monotonic() > deadline:
+                raise FleetTimeoutError(
+                    f"crew {crew} did not become ready on {self.host_id!r} within {_READY_WITHIN} s"
+                )
+            time.sleep(_POLL)
+        entities = self._mailboxes_of(crew)
+        roster = self.hub.gateway.roster
+        while not all(roster.lives_on(entity) == self.host_id for entity in entities):
+            if time.monotonic() > deadline:
+                raise FleetTimeoutError(f"crew {crew}'s mailboxes were not announced on {self.host_id!r}")
+            time.sleep(_POLL)
+        roster.heartbeat()
+        return str(crew), entities
+
+    def _mailboxes_of(self, crew: CrewId) -> list[str]:
+        return sorted(str(address) for address in self.hub.durable_mailboxes if address.crew_id == crew)
+
+    def _stop_here(self, crew_id: str) -> None:
+        if not self._served().sleep(crew_id):
+            raise FleetControlError(
+                f"crew {crew_id!r} on {self.host_id!r} could not be put to sleep (it is not waiting for a message)"
+            )
+
+
+def _declare_now(hub: AmqpEventHub, declarer: Declarer, timeout: float = 10.0) -> None:
+    done: Future[None] = Future()
+
+    def run() -> None:
+        channel = hub.gateway.link.channel
+        if channel is None:
+            done.set_exception(FleetControlError("the broker link is reconnecting: retry"))
+            return
+        declarer.run(channel, lambda: done.set_result(None))
+
+    hub.gateway.link.run_on_io_thread(run)
+    done.result(timeout)

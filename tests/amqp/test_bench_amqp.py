@@ -1,0 +1,32 @@
+"""``orkeon bench amqp`` runs end to end on the real broker (its figures, not their values),
+raw baselines, the hub's rows between host processes, wake latency and scale-out, and leaves no vhost and no
+scratch directory behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orkeon_actors.cli.main import main
+from orkeon_actors.fleet.broker_admin import rabbitmqctl
+
+pytestmark = pytest.mark.rabbitmq
+
+
+def test_orkeon_bench_amqp_measures_the_hub_beside_raw_pika(
+    vhost: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = set(rabbitmqctl("list_vhosts").split())
+    main(["bench", "amqp", "--quick", "--json", "--dir", str(tmp_path)])
+    figures = json.loads(capsys.readouterr().out)["amqp"]
+    keys = {"raw_post_receive_per_s", "raw_rpc_per_s", "post_receive_per_s", "send_reply_per_s"}
+    keys |= {"post_receive_vs_raw", "send_reply_vs_raw_rpc", "wake_latency_p50_ms", "wake_latency_p99_ms"}
+    keys |= {"wakes_per_s_1_host", "wakes_per_s_2_hosts", "wake_scale_out"}
+    keys |= {"expiries_per_s_1_host", "expiries_per_s_2_hosts", "expiry_scale_out"}
+    assert keys <= set(figures) and all(figures[key] > 0 for key in keys)
+    assert figures["wake_latency_p50_ms"] <= figures["wake_latency_p99_ms"]
+    left = {v for v in rabbitmqctl("list_vhosts").split() if v.startswith("orkeon-bench-")} - before
+    assert left == set()  # its scratch vhost deleted (other runs' vhosts may come and go)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,125 @@
+"""rt.fleet on two hosts of one process, on the real broker: spawn on another host returns
+a crew that is running there and routable from here; refusals are fast and typed; stop
+puts the crew to sleep where it lives; a report of a dead letter reaches its sender."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+import orkeon_actors as ok
+from orkeon_actors.bench.lifecycle import FACTORIES, FOREVER_NAME
+from orkeon_actors.crew import CrewStatus
+from orkeon_actors.errors import FleetControlError
+from orkeon_actors.fleet.dead_letters import DeliveryFailed
+from orkeon_actors.fleet.hub import AmqpEventHub
+from orkeon_actors.fleet.operations import Fleet
+from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
+from orkeon_actors.testing import wait_until
+
+from .fleet import fleet_keys, start_host
+
+pytestmark = pytest.mark.rabbitmq
+
+
+class Hosts:
+    def __init__(self, vhost: str, tmp: Path) -> None:
+        suffix = uuid.uuid4().hex[:6]
+        self.a_id, self.b_id = f"a-{suffix}", f"b-{suffix}"
+        keys = fleet_keys([self.a_id, self.b_id])
+        self.a = start_host(vhost, self.a_id, tmp / "a.db", keys)
+        self.b = start_host(vhost, self.b_id, tmp / "b.db", keys, kinds=(FOREVER_NAME,))
+        self.supervisor_b = CrewSupervisor(self.b, factories=FACTORIES)
+        self.fleet_b.serve(self.supervisor_b)
+        wait_until(lambda: self.b_id in {p.host for p in self.hub(self.a).roster()}, what="b on a's roster")
+        wait_until(lambda: self.a_id in {p.host for p in self.hub(self.b).roster()}, what="a on b's roster")
+
+    @staticmethod
+    def hub(runtime: ok.Runtime) -> AmqpEventHub:
+        assert isinstance(runtime.hub, AmqpEventHub)
+        return runtime.hub
+
+    @property
+    def fleet_a(self) -> Fleet:
+        assert self.a.fleet is not None
+        return self.a.fleet
+
+    @property
+    def fleet_b(self) -> Fleet:
+        assert self.b.fleet is not None
+        return self.b.fleet
+
+    def stop(self) -> None:
+        self.supervisor_b.stop()
+        self.a.stop()
+        self.b.stop()
+
+
+@pytest.fixture
+def hosts(vhost: str, tmp_path: Path) -> Iterator[Hosts]:
+    made = Hosts(vhost, tmp_path)
+    yield made
+    made.stop()
+
+
+def test_spawn_on_another_host_returns_a_running_routable_crew(hosts: Hosts) -> None:
+    crew = hosts.fleet_a.spawn(FOREVER_NAME, host=hosts.b_id, crew_id="billing-1", timeout=20)
+    assert crew == "billing-1"
+    assert hosts.supervisor_b.state(crew) is LifecycleState.ACTIVE
+    assert hosts.hub(hosts.a).where("agent://billing-1/a") == hosts.b_id
+    hosts.a.hub.bind("caller").post("agent://billing-1/a", b'{"go": true}')  # routable at once
+    wait_until(lambda: hosts.supervisor_b.outcome(crew) is not None, timeout=20, what="the crew completing")
+
+
+def test_an_unknown_host_is_refused_before_anything_is_sent(hosts: Hosts) -> None:
+    with pytest.raises(FleetControlError, match="host 'nowhere' is not on the roster"):
+        hosts.fleet_a.spawn(FOREVER_NAME, host="nowhere", timeout=5)
+
+
+def test_a_kind_the_host_does_not_announce_is_refused(hosts: Hosts) -> None:
+    with pytest.raises(FleetControlError, match="cannot spawn 'payroll': it announces the kinds forever"):
+        hosts.fleet_a.spawn("payroll", host=hosts.b_id, timeout=5)
+
+
+def test_a_host_serving_no_supervisor_refuses_with_the_reason(hosts: Hosts) -> None:
+    with pytest.raises(FleetControlError, match=r"refused spawn: InvalidArgumentError: host '.*' serves no supervisor"):
+        hosts.fleet_b.spawn(FOREVER_NAME, host=hosts.a_id, timeout=10)
+
+
+def test_stop_puts_the_crew_to_sleep_on_its_host(hosts: Hosts) -> None:
+    crew = hosts.fleet_a.spawn(FOREVER_NAME, host=hosts.b_id, timeout=20)
+    wait_until(lambda: hosts.supervisor_b.status(crew) is CrewStatus.WAITING, timeout=20, what="crew waiting")
+    assert hosts.fleet_a.stop(crew, timeout=20) == crew
+    assert hosts.supervisor_b.state(crew) is LifecycleState.ASLEEP
+
+
+def test_stop_of_a_crew_no_host_announces_is_refused(hosts: Hosts) -> None:
+    with pytest.raises(FleetControlError, match="cannot stop crew 'ghost': no host announces it"):
+        hosts.fleet_a.stop("ghost", timeout=5)
+
+
+def test_a_dead_letter_report_reaches_the_senders_mailbox_on_its_host(hosts: Hosts) -> None:
+    sender = hosts.a.hub.register_mailbox("agent://billing/scorer")
+    target = hosts.b.hub.register_mailbox("agent://ledger/book")
+    wait_until(lambda: hosts.hub(hosts.a).where("agent://ledger/book") == hosts.b_id, what="b's mailbox on a")
+    posted = hosts.a.hub.bind("billing", "scorer").post("agent://ledger/book", b"{}")
+    with target.reader() as reader:
+        assert reader.receive().id == posted.id
+    # the same message, validly signed by a for another inbox, replayed into this one: b
+    # rejects it, the reporter tells its sender
+    captured = hosts.hub(hosts.a).gateway.outgoing(
+        posted, kind="post", routing_key="mbox.agent://ledger/elsewhere", expires_at_ms=2**41
+    )
+    replayed = attrs.evolve(captured, routing_key="mbox.agent://ledger/book")
+    hosts.hub(hosts.a).gateway.link.publish(replayed).result(10)
+    with sender.reader() as reader:
+        report = reader.receive()
+    failure = DeliveryFailed.of_message(report)
+    assert failure == DeliveryFailed(
+        str(posted.id), "agent://ledger/elsewhere", "rejected", "inbox.agent://ledger/book"
+    )
+    assert report.source_crew_id.is_system
