@@ -56,6 +56,7 @@ from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
+from orkeon_actors.lifecycle.activation import CrewSource
 from orkeon_actors.model.ids import new_ulid_str
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
@@ -142,10 +143,11 @@ def _blueprint(receive_args: dict[str, Any]) -> CrewBlueprint:
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("wait", agent.agent_id)]))
 
 
-FACTORIES = {
-    FOREVER_NAME: lambda _crew: _blueprint({"wait_forever": True}),
-    FINITE_NAME: lambda _crew: _blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
+FACTORIES: dict[str, CrewSource] = {
+    FOREVER_NAME: _blueprint({"wait_forever": True}),
+    FINITE_NAME: _blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
 }
+"""Shared blueprints (``CrewSource``): no factory call per wake."""
 
 
 def _status(sup: CrewSupervisor, crew: str) -> CrewStatus | None:

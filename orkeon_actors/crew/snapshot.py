@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import json
+import types
+import typing
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
@@ -81,6 +83,35 @@ class CrewSnapshot:
 
 
 converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _homogeneous_tuple(cls: Any) -> bool:
+    args = typing.get_args(cls)
+    return typing.get_origin(cls) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _structure_homogeneous_tuple(cls: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """``tuple[X, ...]`` through ``X``'s own (generated) hook, fetched once: cattrs'
+    generic tuple hook looks the element's hook up again for every snapshot."""
+    element = typing.get_args(cls)[0]
+    hook = converter.get_structure_hook(element)
+    return lambda value, _: tuple([hook(item, element) for item in value])
+
+
+def _optional(cls: Any) -> bool:
+    args = typing.get_args(cls)
+    return typing.get_origin(cls) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args
+
+
+def _structure_optional(cls: Any) -> Callable[[Any, Any], Any]:
+    """``X | None`` through ``X``'s hook, fetched once (as above)."""
+    [element] = [arg for arg in typing.get_args(cls) if arg is not type(None)]
+    hook = converter.get_structure_hook(element)
+    return lambda value, _: None if value is None else hook(value, element)
+
+
+converter.register_structure_hook_factory(_homogeneous_tuple, _structure_homogeneous_tuple)
+converter.register_structure_hook_factory(_optional, _structure_optional)
 
 for _id_type in (CrewId, AgentId, CorrelationId, MessageId):
     converter.register_structure_hook(_id_type, lambda value, cls: _crew(value) if cls is CrewId else cls(value))

@@ -222,3 +222,21 @@ def test_a_busy_crew_refuses_to_sleep(env: Env) -> None:
     env.settle("c1", CrewStatus.COMPLETED)
     assert sup.sleep("c1") is False
     wait_until(lambda: env.hub.load_snapshot("c1") is None, what="completed crew deleted")
+
+
+def test_a_blueprint_registered_itself_is_shared_by_every_crew_of_its_name(env: Env) -> None:
+    """A ``CrewBlueprint`` registered in place of a factory builds every crew of that
+    name, at spawn and at each wake (no factory call): crews sharing it keep their own
+    state (conversations, mailboxes) and each completes with its own message."""
+    blueprint = _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    sup.register_factory("shared", blueprint)
+    for crew in ("c1", "c2"):
+        sup.spawn("shared", crew)
+        assert env.settle(crew) is CrewStatus.WAITING
+        assert sup.sleep(crew) is True
+    poster = env.hub.bind("other", "x")
+    for crew in ("c2", "c1"):
+        poster.post(f"agent://{crew}/a", {"to": crew})
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert _result(env, crew)["message"]["payload"] == {"to": crew}  # type: ignore[index]
