@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -365,6 +366,12 @@ class MailboxStore(Protocol):
     def append(self, message: Message) -> None:
         """The end of the post and send chains: keep ``message`` for its mailbox, then
         hand it to the mailbox live at that moment. Raises ``MailboxNotFoundError``."""
+        ...
+
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """Run ``post`` (a whole post chain, on this thread) with its :meth:`append`
+        queued instead of waited for: the future completes once the message is kept
+        and handed to the mailbox live then (or fails with what ``append`` raises)."""
         ...
 
     def consumed(self, message: Message, consumed: Message | None) -> None:
@@ -743,6 +750,14 @@ class HubCore(EventHub):
         if not self._mailbox_exists(to):
             raise self._missing(to)
         return self._post_chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+
+    def post_nowait(
+        self, caller: CallerContext, to: MailboxAddress, payload: object, metadata: Mapping[str, str] | None
+    ) -> Future[Message]:
+        store = self._store
+        if store is None or to.scheme is Scheme.TOPIC:
+            return super().post_nowait(caller, to, payload, metadata)
+        return store.post_nowait(lambda: self.post(caller, to, payload, metadata, None))
 
     def _open_request(
         self,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Final
 
 import apsw
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
 __all__ = ["MAILBOX_TOPICS", "SqliteMailboxStore"]
 
 MAILBOX_TOPICS: Final = frozenset({POST_TOPIC, SEND_TOPIC})
+
+_pipelined = threading.local()
+"""``future``: set by :meth:`SqliteMailboxStore.post_nowait` for the append of the post
+running on this thread, taken by that append."""
 
 
 class SqliteMailboxStore:
@@ -211,11 +216,37 @@ class SqliteMailboxStore:
             )
         return leftovers
 
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """Run ``post`` (the hub's whole post chain, on this thread) with its
+        :meth:`append` queued for the next group commit instead of waited for. The
+        future completes on the writer thread, right after the commit, once the message
+        was handed to the mailbox live then (so one thread's posts are handed over in
+        their order, as the writer commits them in that order); it fails with the
+        write's error (``StoreWriteError``, ``HubStoppedError``) or the hand-over's
+        (``MailboxNotFoundError``: the registration was closed meanwhile). A chain that
+        ends without an append (a stage that kept the message to itself) completes it
+        at once."""
+        future: Future[Message] = Future()
+        _pipelined.future = future
+        try:
+            message = post()
+        finally:
+            taken = _pipelined.future is None
+            _pipelined.future = None
+        if not taken:
+            future.set_result(message)
+        return future
+
     def append(self, message: Message) -> None:
         address = message.target_mailbox
         if address is None:
             raise MailboxNotFoundError(address)
         key = str(address)
+        future: Future[Message] | None = getattr(_pipelined, "future", None)
+        if future is not None:
+            _pipelined.future = None  # this post's: a post made by a stage meanwhile waits as usual
+            self._append_nowait(message, address, key, future)
+            return
         live: list[MailboxHandle | None] = [None]
 
         def capture(_: int) -> None:
@@ -225,6 +256,19 @@ class SqliteMailboxStore:
             self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
         )
         self.hand_to_live(message, live[0])
+
+    def _append_nowait(self, message: Message, address: MailboxAddress, key: str, future: Future[Message]) -> None:
+        def committed(_: int) -> None:  # on the writer thread, in commit order
+            self.hand_to_live(message, self.live.get(address))  # raising fails the future (on_error)
+            future.set_result(message)
+
+        def failed(error: BaseException) -> None:
+            if not future.done():
+                future.set_exception(error)
+
+        self.hub.writer.post_in(
+            self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=committed, on_error=failed
+        )
 
     def hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
         """Hand a committed ``message`` to ``handle``, the mailbox that was live at its

@@ -240,3 +240,18 @@ def test_a_blueprint_registered_itself_is_shared_by_every_crew_of_its_name(env: 
         poster.post(f"agent://{crew}/a", {"to": crew})
         assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
         assert _result(env, crew)["message"]["payload"] == {"to": crew}  # type: ignore[index]
+
+
+def test_a_pipelined_burst_of_posts_wakes_every_sleeping_crew_once(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    crews = [f"c{i}" for i in range(5)]
+    for crew in crews:
+        sup.spawn("c", crew)
+        assert env.settle(crew) is CrewStatus.WAITING
+        assert sup.sleep(crew) is True
+    env.hub.bind("other", "x").post_many([(f"agent://{crew}/a", {"to": crew}) for crew in crews])
+    for crew in crews:
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert _result(env, crew)["message"]["payload"] == {"to": crew}  # type: ignore[index]
+    assert sup.stats.wakes == 5
