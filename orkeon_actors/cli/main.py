@@ -111,6 +111,12 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="fewer messages, fewer repeats (noisier)")
     bench.add_argument("--check", action="store_true", help="exit with status 1 when a figure misses its target")
     bench.add_argument("--dir", metavar="DIR", help="where temporary stores go (default: the system temp directory)")
+    bench.add_argument(
+        "--boot-crews",
+        type=int,
+        metavar="N",
+        help="sleeping crews in the lifecycle boot store (default 1,000,000; 2,000 with --quick)",
+    )
 
     add_store_parser(sub, common)
 
@@ -181,7 +187,14 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "bench":
         from orkeon_actors.cli.bench_cmd import run_bench
 
-        return run_bench(list(args.suites), quick=args.quick, as_json=args.json, check=args.check, directory=args.dir)
+        return run_bench(
+            list(args.suites),
+            quick=args.quick,
+            as_json=args.json,
+            check=args.check,
+            directory=args.dir,
+            boot_crews=args.boot_crews,
+        )
     if args.command == "store":
         return run_store(args, parser)
     if args.command == "studio":

@@ -252,7 +252,7 @@ class MailboxHandle:
         self.owner = owner
         self.mode = _Mode.TELL
         self.in_flight = 0  # posts told to the actor and not yet processed by it
-        self.staged: deque[Message] = deque()
+        self.staged: list[Message] = []  # a list, not a deque: only appended, then taken whole
         self.direct_reader: LocalBuffer[Message] | None = None
         self.held: list[Message] | None = None  # see hold()
         self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept

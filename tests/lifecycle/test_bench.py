@@ -30,13 +30,18 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    main(["bench", "lifecycle", "--quick", "--json"])
+    main(["bench", "lifecycle", "--quick", "--json", "--boot-crews", "3000"])
     figures = json.loads(capsys.readouterr().out)["lifecycle"]
-    assert figures["boot_crews"] == 2_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
+    assert figures["boot_crews"] == 3_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
     expected = {"sleeps_per_s", "populate_s", "boot_ms", "boot_rss_mb", "boot_rss_total_mb"}
     expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s"}
+    expected |= {"boot_disk_bytes_per_crew", "wake_disk_bytes_per_crew", "wake_loaded_p50_ms", "wake_loaded_p99_ms"}
+    expected |= {"wake_load_ops_per_s", "burst_one_at_a_time_per_s", "burst_pipelined_per_s"}
+    expected |= {"burst_pipelined_commit_per_s", "parked_crew_kb", "parked_crew_start_ms", "mass_sleep_rss_live_mb"}
     assert expected <= set(figures)
     assert all(figures[key] > 0 for key in expected - {"boot_rss_mb"})
+    assert figures["burst_one_at_a_time_posts"] == 50 and figures["burst_pipelined_posts"] == 300
+    assert figures["mass_sleep_crews"] == 300
     assert list(tmp_path.iterdir()) == []  # its stores removed
 
 
