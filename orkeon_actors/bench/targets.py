@@ -52,6 +52,15 @@ TARGETS: dict[str, dict[str, Target]] = {
         "parked_crew_start_ms": Target("<=", 0.5),
     },
     "wakecost": {"steps_us": Target("<=", 250)},
+    "pauseresume": {
+        f"{name}_{paused}": target
+        for paused in (2_000, 20_000)
+        for name, target in (
+            ("resume_throughput_vs_langgraph", Target(">=", 2)),
+            ("resume_p99_vs_langgraph", Target("<=", 1)),
+            ("disk_per_paused_vs_langgraph", Target("<=", 1)),
+        )
+    },
 }
 
 

@@ -195,3 +195,19 @@ def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back
     assert sup.stats.expiries == 5
     asleep = {c for c in crews if sup.state(c) is LifecycleState.ASLEEP}  # the two dead ones, on their snapshots
     wait_until(lambda: {str(w.crew_id) for w in env.hub.load_pending_waits()} == asleep, what="their waits kept")
+
+
+def test_orkeon_bench_pauseresume_measures_both_sides_or_says_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orkeon_actors.bench.pause_resume import langgraph_available
+
+    monkeypatch.chdir(tmp_path)
+    main(["bench", "pauseresume", "--quick"])
+    table = capsys.readouterr().out
+    for paused in (200, 1_000):
+        for figure in ("orkeon_resume_per_s", "orkeon_resume_p99_ms", "orkeon_disk_bytes_per_paused"):
+            assert f"{figure}_{paused} " in table
+        assert (f"resume_throughput_vs_langgraph_{paused} " in table) is langgraph_available()
+    assert ("LangGraph rows SKIPPED" in table) is not langgraph_available()
+    assert list(tmp_path.iterdir()) == []
