@@ -384,8 +384,14 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
             latencies.append(DELIVERIES.at[crew][0] - started)
         progress(f"{samples} wakes under load")
         under_load, load_rate = scale.loaded_latencies(rt, loaded)
+        for crew in chosen + loaded:
+            wait_until(
+                lambda c=crew: sup.state(c) is LifecycleState.COMPLETED,  # type: ignore[misc]
+                timeout=60,
+                what=f"{crew} completed",
+            )
         progress(f"a burst of {single:,} posts one at a time, then {pipelined:,} pipelined")
-        more = scale.burst(rt, burst_one, burst_many)
+        more = scale.burst(rt, burst_one, burst_many)  # every burst crew's agent got its message
         more.update(
             {
                 "wake_loaded_p50_ms": _pct(under_load, 0.5) * 1000,
@@ -393,12 +399,6 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
                 "wake_load_ops_per_s": load_rate,
             }
         )
-        for crew in chosen + loaded:
-            wait_until(
-                lambda c=crew: sup.state(c) is LifecycleState.COMPLETED,  # type: ignore[misc]
-                timeout=60,
-                what=f"{crew} completed",
-            )
         return latencies, more
     finally:
         sup.stop()
