@@ -110,8 +110,22 @@ def _structure_optional(cls: Any) -> Callable[[Any, Any], Any]:
     return lambda value, _: None if value is None else hook(value, element)
 
 
+def _unstructure_homogeneous_tuple(cls: Any) -> Callable[[Any], list[Any]]:
+    """``tuple[X, ...]`` to a list through ``X``'s own hook, fetched once (as above)."""
+    hook = converter.get_unstructure_hook(typing.get_args(cls)[0])
+    return lambda value: [hook(item) for item in value]
+
+
+def _unstructure_optional(cls: Any) -> Callable[[Any], Any]:
+    [element] = [arg for arg in typing.get_args(cls) if arg is not type(None)]
+    hook = converter.get_unstructure_hook(element)
+    return lambda value: None if value is None else hook(value)
+
+
 converter.register_structure_hook_factory(_homogeneous_tuple, _structure_homogeneous_tuple)
 converter.register_structure_hook_factory(_optional, _structure_optional)
+converter.register_unstructure_hook_factory(_homogeneous_tuple, _unstructure_homogeneous_tuple)
+converter.register_unstructure_hook_factory(_optional, _unstructure_optional)
 
 for _id_type in (CrewId, AgentId, CorrelationId, MessageId):
     converter.register_structure_hook(_id_type, lambda value, cls: _crew(value) if cls is CrewId else cls(value))
