@@ -8,24 +8,32 @@ Everything a user imports lives here::
         client = rt.hub.bind("billing", "scorer")
         client.publish("orders.created", {"id": 42})
 
+The facade: the hub's port and client, the model, crews (``ok.CrewActor``, ``ok.Agent``,
+``ok.ScriptedModel``), the six orchestration modes (``ok.Sequential``, ``ok.Parallel``,
+``ok.Hierarchical``, ``ok.Consensual``, ``ok.Graph``, ``ok.Autonomous``), the lifecycle
+(``ok.CrewSupervisor``), simulations (``ok.Simulation``) and crews as data
+(``ok.load_crew``, ``ok.CrewBuilder``); the same names live in ``ok.crew``,
+``ok.orchestration``, ``ok.lifecycle``, ``ok.sim`` and ``ok.config``. Adapters (the
+in-memory and SQLite hubs, the SQLite state store and indexes) are not part of the
+facade: a runtime chooses them (``Runtime.start(store=...)``), or import them from their
+modules. Names are imported on first use, so ``import orkeon_actors`` loads only the
+model, the errors and the logging convention (which silences the library).
+
 Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 ``EventHubError``. The library is silent until ``ok.enable_logging()`` (see
 :mod:`orkeon_actors.logs`).
 """
 
-from orkeon_actors import acl, aio, config, errors, middleware, store, tools
-from orkeon_actors.config import CrewBlueprint, CrewBuilder, load_crew, register_blueprint, scripted, start_crew
-from orkeon_actors.hub import (
-    CallerContext,
-    EventHub,
-    HubClient,
-    MailboxReader,
-    MailboxRegistration,
-    Subscription,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from orkeon_actors import errors
+
+# Eager on purpose: importing the logging convention silences the library
+# (``logger.disable("orkeon_actors")``) before any of it can log.
 from orkeon_actors.logs import StdlibPropagateHandler, disable_logging, enable_logging
-from orkeon_actors.middleware.pipeline import EventHubMiddleware
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.model import (
     FOREVER,
     NO_DECLARED_SCHEMA_ID,
@@ -51,41 +59,141 @@ from orkeon_actors.model import (
     WaitTimeout,
 )
 from orkeon_actors.model.limits import Limits
-from orkeon_actors.runtime import Runtime
+
+if TYPE_CHECKING:
+    from orkeon_actors import acl, aio, config, crew, lifecycle, middleware, orchestration, sim, store, tools
+    from orkeon_actors.config import CrewBlueprint, CrewBuilder, load_crew, register_blueprint, scripted, start_crew
+    from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond
+    from orkeon_actors.hub import CallerContext, EventHub, HubClient, MailboxReader, MailboxRegistration, Subscription
+    from orkeon_actors.hub.pipeline import EventHubMiddleware
+    from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+    from orkeon_actors.lifecycle import CrewSupervisor
+    from orkeon_actors.orchestration import (
+        END,
+        Autonomous,
+        Branch,
+        Consensual,
+        Edge,
+        Graph,
+        Hierarchical,
+        Parallel,
+        Sequential,
+        Task,
+    )
+    from orkeon_actors.runtime import Runtime
+    from orkeon_actors.sim import Simulation, SimulationResult
+
+_SUBPACKAGES: frozenset[str] = frozenset(
+    {"acl", "aio", "config", "crew", "lifecycle", "middleware", "orchestration", "sim", "store", "tools"}
+)
+"""Subpackages reachable as attributes (``ok.crew``), imported on first use."""
+
+_FACADE: dict[str, str] = {
+    "CallerContext": "orkeon_actors.hub",
+    "EventHub": "orkeon_actors.hub",
+    "HubClient": "orkeon_actors.hub",
+    "MailboxReader": "orkeon_actors.hub",
+    "MailboxRegistration": "orkeon_actors.hub",
+    "Subscription": "orkeon_actors.hub",
+    "EventHubMiddleware": "orkeon_actors.hub.pipeline",
+    "EventSchemaRegistry": "orkeon_actors.hub.schema_registry",
+    "InMemoryEventSchemaRegistry": "orkeon_actors.hub.schema_registry",
+    "Runtime": "orkeon_actors.runtime",
+    "Agent": "orkeon_actors.crew",
+    "CrewActor": "orkeon_actors.crew",
+    "ScriptedModel": "orkeon_actors.crew",
+    "call": "orkeon_actors.crew",
+    "respond": "orkeon_actors.crew",
+    "Autonomous": "orkeon_actors.orchestration",
+    "Branch": "orkeon_actors.orchestration",
+    "Consensual": "orkeon_actors.orchestration",
+    "END": "orkeon_actors.orchestration",
+    "Edge": "orkeon_actors.orchestration",
+    "Graph": "orkeon_actors.orchestration",
+    "Hierarchical": "orkeon_actors.orchestration",
+    "Parallel": "orkeon_actors.orchestration",
+    "Sequential": "orkeon_actors.orchestration",
+    "Task": "orkeon_actors.orchestration",
+    "CrewSupervisor": "orkeon_actors.lifecycle",
+    "Simulation": "orkeon_actors.sim",
+    "SimulationResult": "orkeon_actors.sim",
+    "CrewBlueprint": "orkeon_actors.config",
+    "CrewBuilder": "orkeon_actors.config",
+    "load_crew": "orkeon_actors.config",
+    "register_blueprint": "orkeon_actors.config",
+    "scripted": "orkeon_actors.config",
+    "start_crew": "orkeon_actors.config",
+}
+"""Facade name -> the module defining it, imported on first use: ``import orkeon_actors``
+loads only the model, the errors and the logging convention, and each subpackage only
+what it builds on."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        value: Any = importlib.import_module(f"{__name__}.{name}")
+    else:
+        module_name = _FACADE.get(name)
+        if module_name is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "END",
     "FOREVER",
     "NO_DECLARED_SCHEMA_ID",
     "WAIT_TIMED_OUT_TOPIC",
+    "Agent",
     "AgentId",
+    "Autonomous",
+    "Branch",
     "Budget",
     "CallerContext",
     "CancelToken",
     "Clock",
+    "Consensual",
     "CorrelationId",
+    "CrewActor",
     "CrewBlueprint",
     "CrewBuilder",
     "CrewId",
+    "CrewSupervisor",
+    "Edge",
     "EventHub",
     "EventHubMiddleware",
     "EventSchemaRegistry",
     "FiniteWaitTimeout",
     "ForeverWaitTimeout",
+    "Graph",
+    "Hierarchical",
     "HubClient",
     "InMemoryEventSchemaRegistry",
+    "Limits",
     "MailboxAddress",
     "MailboxReader",
     "MailboxRegistration",
     "Message",
     "MessageId",
+    "Parallel",
     "PublishOptions",
     "Runtime",
-    "Limits",
+    "ScriptedModel",
+    "Sequential",
+    "Simulation",
+    "SimulationResult",
     "StdlibPropagateHandler",
     "Subscription",
     "SystemClock",
+    "Task",
     "VirtualClock",
     "WaitDescriptor",
     "WaitOnMailbox",
@@ -94,14 +202,20 @@ __all__ = [
     "WaitTimeout",
     "acl",
     "aio",
+    "call",
+    "config",
+    "crew",
     "disable_logging",
     "enable_logging",
-    "config",
     "errors",
+    "lifecycle",
     "load_crew",
     "middleware",
+    "orchestration",
     "register_blueprint",
+    "respond",
     "scripted",
+    "sim",
     "start_crew",
     "store",
     "tools",

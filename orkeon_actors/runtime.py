@@ -19,10 +19,11 @@ import attrs
 from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
+from orkeon_actors.hub.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.middleware.discovery import resolve_stages
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
@@ -105,7 +106,7 @@ class Runtime:
         if max_payload_bytes is not None:
             bounds = attrs.evolve(bounds, max_payload_bytes=max_payload_bytes)
         clock = clock or SystemClock()
-        pipeline = Pipeline(middleware)
+        pipeline = Pipeline(resolve_stages(middleware))
         registry = schema_registry if schema_registry is not None else InMemoryEventSchemaRegistry()
         scheduler = Scheduler(clock)
         hub = _make_hub(clock, scheduler, pipeline, store, durability)

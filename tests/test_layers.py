@@ -1,11 +1,15 @@
-"""The layering docs/architecture.md states, checked on the source: which subpackage may
-import which (at run time; imports for type checking only are not edges), and that the
-lifecycle holds no SQL."""
+"""The layering docs/architecture.md states, checked on the source: the layer order (each
+unit imports only units below it, so no two subpackages import each other), the same by
+importing each unit alone in a fresh interpreter, the facade, which subpackage may
+import which, and that the lifecycle holds no SQL."""
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,14 @@ def _imports_of(subpackage: str) -> dict[str, set[str]]:
         ("orchestration", ("orkeon_actors.lifecycle", "orkeon_actors.store")),
         ("tools", ("orkeon_actors.crew", "orkeon_actors.store")),
         ("hub", ("orkeon_actors.store", "orkeon_actors.crew", "orkeon_actors.lifecycle")),
+        ("model", ("orkeon_actors.wire",)),
+        (
+            "wire",  # the formats sit on the model: no layer above it, no adapter
+            tuple(
+                f"orkeon_actors.{name}"
+                for name in ("actors", "hub", "middleware", "acl", "tools", "store", "crew", "lifecycle", "runtime")
+            ),
+        ),
     ],
 )
 def test_a_layer_never_imports_a_layer_above_it_or_an_adapter(subpackage: str, forbidden: tuple[str, ...]) -> None:
@@ -79,3 +91,197 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
         if name.startswith("_") and not name.startswith("__") and callable(value) and hasattr(HubCore, name)
     )
     assert overridden == []  # no hook of the core is overridden: the collaborators carry the durability
+
+
+# -- the layer order ----------------------------------------------------------------------
+
+LAYERS: list[set[str]] = [
+    {"errors", "testing", "logs"},
+    {"model"},
+    {"wire"},
+    {"actors"},
+    {"hub"},
+    {"tools", "acl", "fleet"},
+    {"middleware"},
+    {"crew"},
+    {"orchestration", "models", "mcp"},
+    {"lifecycle"},
+    {"store", "history"},
+    {"runtime"},
+    {"config"},
+    {"sim", "studio", "aio"},
+    {"bench"},
+    {"cli"},
+]
+"""The package's units (a subpackage, or a top-level module such as ``runtime``), lowest
+first, as docs/architecture.md and README's Layout draw them. A unit may import units of
+strictly lower layers only, so there is no import cycle between subpackages."""
+
+LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+
+DEFERRED_UPWARD: dict[tuple[str, str], str] = {
+    ("runtime", "studio"): "Runtime.start(studio=PORT) starts the Studio, imported on first use",
+    ("tools", "mcp"): "ok.tools.mcp_tools (an external MCP server's tools) needs the mcp extra: imported on first use",
+}
+"""The only imports allowed to go up a layer, each deferred (inside a function or under
+``TYPE_CHECKING``, so importing the lower unit never loads the upper one), with why."""
+
+
+def _units() -> list[str]:
+    units = [p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    units += [p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")]
+    return sorted(units)
+
+
+def _target_unit(module: str) -> str | None:
+    """The unit ``module`` (or a name of the facade, ``orkeon_actors.Runtime``) belongs to."""
+    import orkeon_actors
+
+    parts = module.split(".")
+    if parts[0] != "orkeon_actors" or len(parts) < 2:
+        return None
+    name = parts[1]
+    if name in LAYER_OF or name == "__version__":
+        return name if name in LAYER_OF else None
+    defined_in = orkeon_actors._FACADE.get(name)  # the facade is lazy: where the name lives
+    return defined_in.split(".")[1] if defined_in is not None else "model"
+
+
+def _all_imports(path: Path) -> list[tuple[int, str, bool]]:
+    """``(line, module, deferred)`` of every import in ``path``; ``deferred``: inside a
+    function or under ``if TYPE_CHECKING``."""
+    tree = ast.parse(path.read_text(), str(path))
+    deferred_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+            isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        ):
+            deferred_nodes.update(id(inner) for inner in ast.walk(node) if inner is not node)
+    found: list[tuple[int, str, bool]] = []
+    for node in ast.walk(tree):
+        deferred = id(node) in deferred_nodes
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "orkeon_actors":
+                found += [(node.lineno, f"orkeon_actors.{alias.name}", deferred) for alias in node.names]
+            else:
+                found.append((node.lineno, node.module, deferred))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, deferred) for alias in node.names]
+    return found
+
+
+def _unit_edges() -> dict[tuple[str, str], list[str]]:
+    """``(source unit, target unit) -> ["path:line imports module", ...]`` for every import
+    between two units (module level, in functions and under ``TYPE_CHECKING``)."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative == Path("__init__.py"):
+            continue  # the facade names every layer (lazily)
+        source = relative.parts[0] if len(relative.parts) > 1 else relative.stem
+        if source == "__main__":
+            continue
+        for line, module, deferred in _all_imports(path):
+            target = _target_unit(module)
+            if target is None or target == source:
+                continue
+            if deferred and (source, target) in DEFERRED_UPWARD:
+                continue
+            edges.setdefault((source, target), []).append(f"{relative}:{line} imports {module}")
+    return edges
+
+
+def test_every_unit_has_a_layer() -> None:
+    missing = [unit for unit in _units() if unit not in LAYER_OF]
+    assert not missing, f"place {missing} in LAYERS"
+
+
+def test_no_unit_imports_a_layer_above_it() -> None:
+    violations = [
+        f"{where} ({source} may not depend on {target})"
+        for (source, target), sites in sorted(_unit_edges().items())
+        if LAYER_OF[target] >= LAYER_OF[source]
+        for where in sites
+    ]
+    assert not violations, "\n".join(violations)
+
+
+def test_the_unit_import_graph_has_no_cycle() -> None:
+    graph: dict[str, set[str]] = {unit: set() for unit in _units()}
+    for source, target in _unit_edges():
+        graph[source].add(target)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(unit: str) -> list[str] | None:
+        state[unit] = 1
+        path.append(unit)
+        for target in sorted(graph[unit]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        path.pop()
+        state[unit] = 2
+        return None
+
+    for unit in sorted(graph):
+        if unit not in state:
+            cycle = visit(unit)
+            assert cycle is None, " -> ".join(cycle)
+
+
+_PROBE = """
+import importlib, json, sys
+def loaded():
+    return sorted({m.split('.')[1] for m in sys.modules if m.startswith('orkeon_actors.')})
+import orkeon_actors
+facade = loaded()
+importlib.import_module(sys.argv[1])
+print(json.dumps({"facade": facade, "loaded": loaded()}))
+"""
+
+
+@pytest.mark.parametrize("unit", _units())
+def test_importing_a_unit_alone_in_a_fresh_interpreter_loads_only_lower_layers(unit: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, f"orkeon_actors.{unit}"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr  # no circular import: the unit imports alone
+    report = json.loads(result.stdout)
+    assert set(report["facade"]) <= {"errors", "model", "logs"}, "import orkeon_actors must load only the model"
+    loaded = set(report["loaded"]) - set(report["facade"]) - {unit}
+    above = sorted(u for u in loaded if LAYER_OF[u] >= LAYER_OF[unit])
+    assert not above, f"importing orkeon_actors.{unit} loaded {above}, which are not below it"
+
+
+def test_the_facade_names_every_user_type_and_no_adapter() -> None:
+    import orkeon_actors as ok
+    from orkeon_actors import config, crew, lifecycle, orchestration, sim
+
+    assert ok.CrewActor is crew.CrewActor
+    assert ok.Agent is crew.Agent
+    assert ok.ScriptedModel is crew.ScriptedModel is sim.ScriptedModel
+    assert ok.CrewSupervisor is lifecycle.CrewSupervisor
+    assert ok.Simulation is sim.Simulation
+    assert ok.CrewBuilder is config.CrewBuilder and ok.load_crew is config.load_crew
+    for mode in ("Sequential", "Parallel", "Hierarchical", "Consensual", "Graph", "Autonomous"):
+        assert getattr(ok, mode) is getattr(orchestration, mode)
+        assert mode in ok.__all__
+    assert {"crew", "lifecycle", "sim", "orchestration"} <= set(ok.__all__)
+    adapters = {
+        "InMemoryEventHub",
+        "HubCore",
+        "SqliteEventHub",
+        "SqliteCrewStateStore",
+        "SqliteMailboxStore",
+        "SqliteWakeIndex",
+        "SqliteExpiryIndex",
+        "BrokerLink",
+    }
+    for facade in (ok, crew, lifecycle, sim, orchestration, config):
+        assert not adapters & set(facade.__all__), f"{facade.__name__} exports an adapter"
+    for name in ok.__all__:
+        assert getattr(ok, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'InMemoryEventHub'"):
+        _ = ok.InMemoryEventHub

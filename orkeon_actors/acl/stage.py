@@ -21,7 +21,7 @@ from loguru import logger
 
 from orkeon_actors.acl.policy import CrewLinkPolicy, PermissiveCrewLinkPolicy
 from orkeon_actors.acl.registry import AclRegistry
-from orkeon_actors.middleware.pipeline import Next, current_operation
+from orkeon_actors.hub.pipeline import Next, current_operation
 from orkeon_actors.model.message import Message
 
 __all__ = ["AclMiddleware"]

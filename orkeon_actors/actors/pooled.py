@@ -32,6 +32,16 @@ It never queues a turn behind busy threads, so an actor that blocks (a model cal
 thread per actor *running at once*, which is what ``ThreadingActor`` costs per actor
 *alive*. Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and
 trims the pool; a process that exits without stopping does not wait for idle threads.
+
+What of pykka this relies on. Besides pykka's public API (``Actor``, ``ActorRef``,
+``ThreadingFuture``, ``ActorRegistry``), a new actor type implements pykka's hooks "for
+implementors of new actor types" (``_create_actor_inbox``, ``_create_future``,
+``_start_actor_loop``) and runs pykka's own loop steps by turns instead of in a loop
+(``_actor_loop_setup``, ``_handle_receive``, ``_handle_failure``, ``_stop``,
+``_actor_loop_teardown``); :data:`PYKKA_HOOKS` names them all. pykka may change them in a
+minor release, so ``pyproject.toml`` bounds ``pykka`` below the next minor release, and
+``tests/actors/test_actor_contract.py`` runs one suite against ``PooledActor`` and
+``pykka.ThreadingActor`` side by side.
 """
 
 from __future__ import annotations
@@ -46,11 +56,23 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pykka
-from pykka import ActorDeadError, ActorRegistry, messages
+from pykka import ActorRegistry
 
 from orkeon_actors.actors.executor import TurnExecutor, bound_executor, current_executor
 
-__all__ = ["DEFAULT_POOL", "ActorThreadPool", "PooledActor"]
+__all__ = ["DEFAULT_POOL", "PYKKA_HOOKS", "ActorThreadPool", "PooledActor"]
+
+PYKKA_HOOKS: tuple[str, ...] = (
+    "_create_actor_inbox",
+    "_create_future",
+    "_start_actor_loop",
+    "_actor_loop_setup",
+    "_handle_receive",
+    "_handle_failure",
+    "_stop",
+    "_actor_loop_teardown",
+)
+"""The methods of ``pykka.Actor`` that :class:`PooledActor` implements or calls."""
 
 _pykka_logger = logging.getLogger("pykka")
 
@@ -314,23 +336,3 @@ class PooledActor(pykka.Actor):
         _pykka_logger.debug(f"{exc!r} in {self}. Stopping all actors.")
         self._stop()
         ActorRegistry.stop_all()
-
-    def _actor_loop_teardown(self) -> None:
-        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
-        while True:
-            with inbox.lock:
-                if not inbox.queue:
-                    return
-                envelope = inbox.queue.popleft()
-            if envelope.reply_to is None:
-                continue
-            if isinstance(envelope.message, messages._ActorStop):
-                envelope.reply_to.set(None)
-            else:
-                envelope.reply_to.set_exception(
-                    exc_info=(
-                        ActorDeadError,
-                        ActorDeadError(f"{self.actor_ref} stopped before handling the message"),
-                        None,
-                    )
-                )

@@ -1,14 +1,20 @@
 """The five middleware stages as ``orkeon bench hub`` runs them, and their own costs.
 
 :class:`FiveStages` builds logging, telemetry, ACL, idempotency and validation in the
-spec's order, with sinks that keep everything in memory:
+spec's order, in one of two profiles (:class:`Profile`), with sinks that keep everything
+in memory:
 
-* loguru: every handler is replaced, for the duration, by one sink that accepts every
-  record of the stage's level (``DEBUG``), formats it as ``{message}`` and discards it;
-  leaving restores loguru's default handler (stderr);
-* OpenTelemetry: a ``TracerProvider`` whose ``BatchSpanProcessor`` (queue sized so that no
-  span is ever dropped) feeds an ``InMemorySpanExporter``, and a ``MeterProvider`` with an
-  ``InMemoryMetricReader``; :meth:`FiveStages.settle` flushes the spans and collects the
+* loguru: every handler is replaced, for the duration, by one sink at the profile's
+  level that formats each record it accepts as ``{message}`` and discards it; leaving
+  restores loguru's default handler (stderr). The stage logs at ``DEBUG``: the *full*
+  profile's sink (``DEBUG``) formats every record, the *production* profile's (``INFO``)
+  none;
+* OpenTelemetry: a ``TracerProvider`` with the profile's sampler (*full*: the SDK's
+  default, every span; *production*: ``ParentBased(TraceIdRatioBased(0.01))``) whose
+  ``BatchSpanProcessor`` (queue sized so that no span is ever dropped) feeds an
+  ``InMemorySpanExporter``, and a ``MeterProvider`` with an ``InMemoryMetricReader``
+  (the §14.2 instruments on in both profiles; the production profile records the
+  latency histogram once per message, on receive); :meth:`FiveStages.settle` flushes the spans and collects the
   metrics (the bench calls it inside its timed window), :meth:`FiveStages.take_exported_spans`
   counts what was exported;
 * ACL: the permissive policy with both bench crews registered (so every decision walks
@@ -26,15 +32,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
+from typing import Final
 
+import attrs
 from loguru import logger
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, Sampler, TraceIdRatioBased
 
 from orkeon_actors.acl import AclMiddleware, AclRegistry
 from orkeon_actors.middleware import (
@@ -51,7 +60,7 @@ from orkeon_actors.model.clock import SystemClock
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
 
-__all__ = ["STAGE_NAMES", "FiveStages", "stage_costs_us"]
+__all__ = ["FULL", "PRODUCTION", "PRODUCTION_FULL_SAMPLING", "STAGE_NAMES", "FiveStages", "Profile", "stage_costs_us"]
 
 STAGE_NAMES = ("logging", "telemetry", "acl", "idempotency", "validation")
 SENDER = "bench-sender"
@@ -68,12 +77,34 @@ class _PassThrough:
         return next(message)
 
 
+@attrs.frozen
+class Profile:
+    """How the five stages are configured: the loguru sink's level, the tracer's
+    sampler, and whether the latency histogram is also recorded on the publish half."""
+
+    name: str
+    sink_level: str
+    sampler: Sampler
+    publish_latency: bool
+
+
+FULL: Final = Profile("full", "DEBUG", ParentBased(ALWAYS_ON), publish_latency=True)
+"""Full fidelity: every DEBUG record formatted, every span exported (reported, not targeted)."""
+PRODUCTION: Final = Profile("production", "INFO", ParentBased(TraceIdRatioBased(0.01)), publish_latency=False)
+"""What users run: the sink at INFO, 1% parent-based sampling, the §14.2 metrics on."""
+PRODUCTION_FULL_SAMPLING: Final = Profile(
+    "production_full_sampling", "INFO", ParentBased(ALWAYS_ON), publish_latency=False
+)
+"""The production profile with every trace sampled (the peer comparison at 100%)."""
+
+
 class FiveStages:
     """The five stages with in-memory sinks; a context manager (see the module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile = FULL) -> None:
+        self.profile = profile
         self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
+        self.tracer_provider = TracerProvider(sampler=profile.sampler)
         self.tracer_provider.add_span_processor(
             BatchSpanProcessor(self.exporter, max_queue_size=_SPAN_QUEUE, max_export_batch_size=512)
         )
@@ -84,7 +115,9 @@ class FiveStages:
         registry.register_crew(RECEIVER, RECEIVER)
         self.by_name: dict[str, EventHubMiddleware] = {
             "logging": LoggingMiddleware(),
-            "telemetry": TelemetryMiddleware(self.tracer_provider, self.meter_provider),
+            "telemetry": TelemetryMiddleware(
+                self.tracer_provider, self.meter_provider, publish_latency=profile.publish_latency
+            ),
             "acl": AclMiddleware(registry),
             "idempotency": IdempotencyMiddleware(),
             "validation": ValidationMiddleware(),
@@ -94,7 +127,7 @@ class FiveStages:
 
     def __enter__(self) -> FiveStages:
         logger.remove()
-        self._sink = logger.add(lambda _message: None, level="DEBUG", format="{message}")
+        self._sink = logger.add(lambda _message: None, level=self.profile.sink_level, format="{message}")
         return self
 
     def __exit__(
@@ -149,7 +182,11 @@ def _loop_us(stage: EventHubMiddleware, messages: Sequence[Message], settle: Cal
 
 
 def stage_costs_us(
-    stages: Sequence[EventHubMiddleware], count: int, repeats: int, settle: Callable[[], None] = lambda: None
+    stages: Sequence[EventHubMiddleware],
+    count: int,
+    repeats: int,
+    settle: Callable[[], None] = lambda: None,
+    extra: Mapping[str, EventHubMiddleware] | None = None,
 ) -> dict[str, float]:
     """µs per message of each of ``stages`` (named as :data:`STAGE_NAMES`, in order)
     alone, minus a pass-through stage; ``passthrough`` is the pass-through's own cost.
@@ -157,11 +194,14 @@ def stage_costs_us(
     sink deferred (span export) is part of the stage's figure.
 
     Each repeat uses fresh message ids (the idempotency stage must see first
-    consumptions); the best (lowest) of ``repeats`` is kept."""
+    consumptions); the best (lowest) of ``repeats`` is kept. ``extra`` stages are timed
+    the same way, under their own names."""
     passthrough = _PassThrough()
     costs: dict[str, float] = {}
     baseline = min(_loop_us(passthrough, _messages(count), settle) for _ in range(repeats))
     for name, stage in zip(STAGE_NAMES, stages, strict=True):
+        costs[name] = min(_loop_us(stage, _messages(count), settle) for _ in range(repeats)) - baseline
+    for name, stage in (extra or {}).items():
         costs[name] = min(_loop_us(stage, _messages(count), settle) for _ in range(repeats)) - baseline
     costs["passthrough"] = baseline
     return costs

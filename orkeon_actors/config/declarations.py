@@ -34,8 +34,8 @@ from loguru import logger
 
 from orkeon_actors.config.spec import EventSpec
 from orkeon_actors.errors import UndeclaredPublishError
+from orkeon_actors.hub.pipeline import MiddlewareContext, Next, current_operation
 from orkeon_actors.hub.routing import topic_matches
-from orkeon_actors.middleware.pipeline import MiddlewareContext, Next, current_operation
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import attrs
 import pykka
@@ -133,8 +133,8 @@ from orkeon_actors.model.options import (
 from orkeon_actors.tools import (
     EventHubTools,
 )
+from orkeon_actors.tools.converter import unstructure
 from orkeon_actors.tools.cursors import Cursor
-from orkeon_actors.tools.payload import decode_payload
 from orkeon_actors.tools.waiting import (
     WAITING_TOOLS,
     error_result,
@@ -155,6 +155,9 @@ __all__ = [
     "timed_out_message",
     "wait_matches",
 ]
+
+_TASK_MESSAGE_FIELDS: Final = ("topic", "source_crew_id", "source_agent_id", "correlation_id", "payload")
+"""The fields of a message a crew's default ``on_message`` task shows the agent."""
 
 
 class CrewActor(PooledActor):
@@ -271,19 +274,8 @@ class CrewActor(PooledActor):
     def on_message(self, agent_id: AgentId, message: Message) -> None:
         """Mail reached idle ``agent_id`` and the orchestration did not consume it. By
         default the message becomes the agent's next task."""
-        payload, _ = decode_payload(message.payload)
-        prompt = json.dumps(
-            {
-                "message": {
-                    "topic": message.topic,
-                    "source_crew_id": str(message.source_crew_id),
-                    "source_agent_id": None if message.source_agent_id is None else str(message.source_agent_id),
-                    "correlation_id": None if message.correlation_id is None else str(message.correlation_id),
-                    "payload": payload,
-                }
-            },
-            sort_keys=True,
-        )
+        envelope = unstructure(message)  # the tool JSON a model reads (orkeon_actors.wire.tool_json)
+        prompt = json.dumps({"message": {name: envelope[name] for name in _TASK_MESSAGE_FIELDS}}, sort_keys=True)
         self.assign(agent_id, f"message:{message.id}", prompt, origin="message")
 
     def on_task_result(self, agent_id: AgentId, task: TaskAssignment, output: str) -> None:

@@ -1,16 +1,15 @@
 """``CrewSnapshot`` (spec §8.1) and the one converter that owns its wire format.
 
-``to_dict(snapshot)`` / ``from_dict(data)`` go through a single cattrs converter:
-snake_case keys, ids and addresses as strings, datetimes in ISO 8601, payloads in
-base64, the ``OrchestrationState`` variants tagged by ``mode`` and the ``PendingWaitKind``
-variants by ``kind``. ``schema_version`` is written on every snapshot; the loader
-upgrades an older one through the registered migrators (§8.4) and refuses a version it
-does not know with :class:`SnapshotVersionError`.
+``to_dict(snapshot)`` / ``from_dict(data)`` go through the snapshot format's converter
+(:mod:`orkeon_actors.wire.snapshot`): snake_case keys, ids and addresses as strings,
+datetimes in ISO 8601, payloads in base64, the ``OrchestrationState`` variants tagged
+by ``mode`` and the ``PendingWaitKind`` variants by ``kind``. ``schema_version`` is
+written on every snapshot; the loader upgrades an older one through the registered
+migrators (§8.4) and refuses a version it does not know with :class:`SnapshotVersionError`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import types
 import typing
@@ -19,7 +18,6 @@ from datetime import datetime
 from typing import Any, Final
 
 import attrs
-import cattrs
 from cattrs.strategies import configure_tagged_union
 
 from orkeon_actors.crew.mode_state import MODES, OrchestrationState
@@ -36,9 +34,8 @@ from orkeon_actors.crew.state import (
     PendingWaitKind,
 )
 from orkeon_actors.errors import EventHubError
-from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
-from orkeon_actors.model.message import FrozenMap, Message
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.wire.snapshot import snapshot_converter
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -82,7 +79,9 @@ class CrewSnapshot:
     schema_version: int = SCHEMA_VERSION
 
 
-converter = cattrs.Converter(forbid_extra_keys=True)
+converter = snapshot_converter()
+"""The snapshot format's converter (:mod:`orkeon_actors.wire.snapshot`: datetimes as
+``isoformat()``, payloads in base64), with the crew's tagged unions registered below."""
 
 
 def _homogeneous_tuple(cls: Any) -> bool:
@@ -126,61 +125,6 @@ converter.register_structure_hook_factory(_homogeneous_tuple, _structure_homogen
 converter.register_structure_hook_factory(_optional, _structure_optional)
 converter.register_unstructure_hook_factory(_homogeneous_tuple, _unstructure_homogeneous_tuple)
 converter.register_unstructure_hook_factory(_optional, _unstructure_optional)
-
-for _id_type in (CrewId, AgentId, CorrelationId, MessageId):
-    converter.register_structure_hook(_id_type, lambda value, cls: _crew(value) if cls is CrewId else cls(value))
-    converter.register_unstructure_hook(_id_type, str)
-converter.register_structure_hook(MailboxAddress, lambda value, _: MailboxAddress.parse(value))
-converter.register_unstructure_hook(MailboxAddress, str)
-converter.register_structure_hook(FrozenMap, lambda value, _: FrozenMap(value))
-converter.register_unstructure_hook(FrozenMap, dict)
-converter.register_structure_hook(datetime, lambda value, _: datetime.fromisoformat(value))
-converter.register_unstructure_hook(datetime, lambda value: value.isoformat())
-converter.register_structure_hook(Any, lambda value, _: value)
-
-
-def _unstructure_message(message: Message) -> dict[str, Any]:
-    return {
-        "id": str(message.id),
-        "topic": message.topic,
-        "source_crew_id": str(message.source_crew_id),
-        "published_at": message.published_at.isoformat(),
-        "payload": base64.b64encode(message.payload).decode("ascii"),
-        "metadata": dict(message.metadata),
-        "source_agent_id": None if message.source_agent_id is None else str(message.source_agent_id),
-        "target_crew_id": None if message.target_crew_id is None else str(message.target_crew_id),
-        "target_mailbox": None if message.target_mailbox is None else str(message.target_mailbox),
-        "correlation_id": None if message.correlation_id is None else str(message.correlation_id),
-        "schema_id": message.schema_id,
-    }
-
-
-def _crew(value: str) -> CrewId:
-    return CrewId.SYSTEM if value == CrewId.SYSTEM else CrewId(value)
-
-
-def _structure_message(data: dict[str, Any], _: type) -> Message:
-    def opt(key: str, build: Callable[[Any], Any]) -> Any:
-        value = data.get(key)
-        return None if value is None else build(value)
-
-    return Message(
-        MessageId(data["id"]),
-        data["topic"],
-        CrewId.SYSTEM if data["source_crew_id"] == CrewId.SYSTEM else CrewId(data["source_crew_id"]),
-        datetime.fromisoformat(data["published_at"]),
-        base64.b64decode(data["payload"]),
-        FrozenMap(data["metadata"]),
-        opt("source_agent_id", AgentId),
-        opt("target_crew_id", _crew),
-        opt("target_mailbox", MailboxAddress.parse),
-        opt("correlation_id", CorrelationId),
-        data["schema_id"],
-    )
-
-
-converter.register_unstructure_hook(Message, _unstructure_message)
-converter.register_structure_hook(Message, _structure_message)
 
 _MODE_OF = {cls: mode for mode, cls in MODES.items()}
 configure_tagged_union(OrchestrationState, converter, tag_generator=lambda cls: _MODE_OF[cls], tag_name="mode")

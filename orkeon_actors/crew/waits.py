@@ -13,9 +13,8 @@ from datetime import datetime
 from orkeon_actors.crew.state import OnMailbox, OnReply, OnTopic, PendingWait
 from orkeon_actors.hub.port import REPLY_TOPIC
 from orkeon_actors.hub.routing import cursor_matches
-from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import CrewId, MessageId
-from orkeon_actors.model.message import WAIT_TIMED_OUT_TOPIC, FrozenMap, Message
+from orkeon_actors.model.message import Message
 from orkeon_actors.model.options import WaitDescriptor, WaitOnMailbox, WaitOnReply, WaitOnTopic
 
 __all__ = ["WaitKind", "descriptor_of", "kind_of", "timed_out_message", "wait_matches"]
@@ -69,19 +68,11 @@ def timed_out_message(crew_id: CrewId, wait: PendingWait, now: datetime) -> Mess
         message_id = MessageId(wait.wait_id)
     except ValueError:
         message_id = MessageId.new()
-    return Message(
-        message_id,
-        WAIT_TIMED_OUT_TOPIC,
-        CrewId.SYSTEM,
-        now,
-        b"",
-        FrozenMap(
-            {
-                "original_topic": original,
-                "original_wait_id": wait.wait_id,
-                "original_started_at": format_utc(wait.started_at),
-            }
-        ),
-        None,
-        crew_id,
+    return Message.wait_timed_out(
+        message_id=message_id,
+        at=now,
+        original_topic=original,
+        wait_id=wait.wait_id,
+        started_at=wait.started_at,
+        target_crew_id=crew_id,
     )

@@ -43,6 +43,7 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
+from orkeon_actors.hub.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.hub.port import (
     POST_TOPIC,
     REPLY_TOPIC,
@@ -59,15 +60,13 @@ from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
-from orkeon_actors.model.clock import Clock, format_utc
+from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 from orkeon_actors.model.message import (
     NO_DECLARED_SCHEMA_ID,
-    WAIT_TIMED_OUT_TOPIC,
     FrozenMap,
     Message,
     encode_payload,
@@ -957,21 +956,13 @@ class HubCore(EventHub):
     def expire_wait(
         self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object
     ) -> None:
-        timed_out = Message(
-            MessageId.new(),
-            WAIT_TIMED_OUT_TOPIC,
-            CrewId.SYSTEM,
-            self.clock.now(),
-            b"",
-            FrozenMap(
-                {
-                    "original_topic": original,
-                    "original_wait_id": wait_id,
-                    "original_started_at": format_utc(started_at),  # type: ignore[arg-type]
-                }
-            ),
-            None,
-            None if caller.is_system else caller.crew_id,
+        timed_out = Message.wait_timed_out(
+            message_id=MessageId.new(),
+            at=self.clock.now(),
+            original_topic=original,
+            wait_id=wait_id,
+            started_at=started_at,  # type: ignore[arg-type]
+            target_crew_id=None if caller.is_system else caller.crew_id,
         )
         if waiter.try_complete(timed_out) and self.on_wait_timed_out is not None:
             self.on_wait_timed_out(timed_out)

@@ -1,6 +1,6 @@
 """Middleware: the interceptor chain around delivery (spec §12).
 
-The pipeline (:mod:`~orkeon_actors.middleware.pipeline`), the five built-in stages, the
+The pipeline (:mod:`~orkeon_actors.hub.pipeline`), the five built-in stages, the
 event schema registry and plugin discovery::
 
     from orkeon_actors.middleware import (
@@ -19,10 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from orkeon_actors.middleware.discovery import ENTRY_POINT_GROUP, MiddlewarePlugin, discover, load
-from orkeon_actors.middleware.idempotency import DEFAULT_IDEMPOTENCY_CAPACITY, IdempotencyMiddleware
-from orkeon_actors.middleware.logging_stage import LoggingMiddleware
-from orkeon_actors.middleware.pipeline import (
+from orkeon_actors.hub.pipeline import (
     PUBLISH_OPERATIONS,
     RECEIVE_OPERATIONS,
     EventHubMiddleware,
@@ -31,7 +28,10 @@ from orkeon_actors.middleware.pipeline import (
     Pipeline,
     current_operation,
 )
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.middleware.discovery import ENTRY_POINT_GROUP, MiddlewarePlugin, discover, load
+from orkeon_actors.middleware.idempotency import DEFAULT_IDEMPOTENCY_CAPACITY, IdempotencyMiddleware
+from orkeon_actors.middleware.logging_stage import LoggingMiddleware
 from orkeon_actors.middleware.validation import ValidationMiddleware
 
 if TYPE_CHECKING:

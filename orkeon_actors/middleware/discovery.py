@@ -22,16 +22,16 @@ an installed plugin never joins a runtime on its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import attrs
 
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.middleware.pipeline import EventHubMiddleware, is_stage
+from orkeon_actors.hub.pipeline import EventHubMiddleware, is_stage
 
-__all__ = ["ENTRY_POINT_GROUP", "MiddlewarePlugin", "discover", "load"]
+__all__ = ["ENTRY_POINT_GROUP", "MiddlewarePlugin", "discover", "load", "resolve_stages"]
 
 ENTRY_POINT_GROUP = "orkeon_actors.middleware"
 
@@ -117,3 +117,11 @@ def load(name: str, /, **config: Any) -> EventHubMiddleware:
             f"package that provides it, or check the name against ok.middleware.discover()"
         )
     return plugin.create(**config)
+
+
+def resolve_stages(stages: Sequence[EventHubMiddleware | str]) -> list[EventHubMiddleware]:
+    """``stages`` with every name (a string) replaced by its installed plugin,
+    instantiated without arguments (:func:`load`), in order. Objects pass unchanged (the
+    :class:`~orkeon_actors.hub.pipeline.Pipeline` then checks they are stages). Raises
+    ``InvalidArgumentError`` for a name no installed plugin has."""
+    return [load(stage) if isinstance(stage, str) else stage for stage in stages]

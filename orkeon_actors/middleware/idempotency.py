@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 
 from orkeon_actors.errors import DuplicateMessageError, InvalidArgumentError
-from orkeon_actors.middleware.pipeline import Next
+from orkeon_actors.hub.pipeline import Next
 from orkeon_actors.model.address import Scheme
 from orkeon_actors.model.message import Message
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from loguru import logger as _default_logger
 
 from orkeon_actors.errors import DuplicateMessageError, InvalidArgumentError
-from orkeon_actors.middleware.pipeline import MiddlewareContext, Next, current_operation
+from orkeon_actors.hub.pipeline import MiddlewareContext, Next, current_operation
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.message import Message
 

@@ -1,9 +1,5 @@
 """Stage 2, telemetry (spec §12, §14): OpenTelemetry spans and metrics for the hub.
 
-(Over 600 lines: the stage and its lean span path still share this module; moving the
-lean path into its own module, with a parity test against the SDK, is the pending part
-of the core restructure, recorded in main's history as branch i16b.)
-
 Spans, on the tracer ``orkeon_actors.event_hub``: one per hub operation crossing the
 stage, named ``event_hub.<pattern>``: ``publish``, ``post``, ``send``, ``reply`` (kind
 PRODUCER, publish path, caller's thread) and ``subscribe``, ``wait``, ``receive`` (kind
@@ -53,27 +49,13 @@ Metrics (spec §14.2), on the meter ``orkeon_actors.event_hub``:
   with the waited topic or mailbox; waits on a reply are labelled ``_system.reply``
   (a correlation id would make one series per request).
 
-How spans are recorded. The SDK's own span path (``Tracer.start_span``, ``set_attribute``,
-``end``) costs 30-40 µs per span, most of it in machinery that only a span processor
-acting on span *start* could observe: a mutable span with its lock, a bounded copy of
-the attributes, ``on_start`` calls, a second read-only copy at ``end``. When the provider
-is an SDK ``TracerProvider`` whose processors are the SDK's ``BatchSpanProcessor`` /
-``SimpleSpanProcessor`` (their ``on_start`` does nothing), the stage takes a lean path
-with the same result for every exporter: it asks the provider's sampler up front (the
-stock samplers -- ``ALWAYS_ON``, ``ALWAYS_OFF``, ``TraceIdRatioBased``, ``ParentBased``
-over any of them -- evaluated inline with the SDK's exact rules; any other sampler is
-called, and its attributes and trace state are kept), draws the ids from the
-provider's id generator (``RandomIdGenerator``: ``random.getrandbits``, as the SDK
-does), sets the same trace flags, and when the operation ends hands one finished
-``ReadableSpan`` (the provider's resource, this tracer's instrumentation scope, start
-and end times in ns, the parent) to the processors' ``on_end``. Nothing is deferred:
-the span reaches the processors when the operation ends, as with the SDK path. Spans
-with links (replies), refusals (status, exception event) and spans of a non-stock
-sampler are built as SDK spans after the fact, with the ids chosen up front, so span
-limits, events and status are the SDK's. Any other provider (a processor acting on
-start, the SDK's own tracer metrics enabled, a disabled tracer, a non-SDK or proxy
-provider) gets the SDK path unchanged. Adding a processor later is noticed at the next
-span.
+How spans are recorded: through the SDK (``Tracer.start_span``), or, when the provider is
+one where that is indistinguishable, through the lean span path of
+:mod:`orkeon_actors.middleware.lean_spans` (same spans, same processors, a fraction of
+the cost; see there for when it applies and how it is kept honest).
+
+Trace context is written and read with OpenTelemetry's W3C propagator
+(``TraceContextTextMapPropagator``): its rules decide what a valid ``traceparent`` is.
 
 One stage serves one runtime at a time (``attach`` raises while it is attached to
 another). Give each runtime its own stage and, if they share a MeterProvider, know that
@@ -83,48 +65,38 @@ per runtime, or one runtime.
 
 from __future__ import annotations
 
-import random
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Final
 
 import attrs
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
-from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor
-from opentelemetry.sdk.trace import Tracer as SdkTracer
-from opentelemetry.sdk.trace import _Span as SdkSpan
-from opentelemetry.sdk.trace._tracer_metrics import NoOpTracerMetrics
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, StaticSampler, TraceIdRatioBased
+from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import (
     Link,
-    NonRecordingSpan,
-    Span,
     SpanContext,
     SpanKind,
-    Status,
-    StatusCode,
     TraceFlags,
     TracerProvider,
-    TraceState,
 )
-from opentelemetry.util.types import AnyValue, Attributes
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from orkeon_actors.errors import DuplicateMessageError, InvalidArgumentError
-from orkeon_actors.hub.port import EventHub
-from orkeon_actors.middleware.pipeline import (
+from orkeon_actors.hub.pipeline import (
     PUBLISH_OPERATIONS,
     RECEIVE_OPERATIONS,
     MiddlewareContext,
     Next,
     current_operation,
 )
+from orkeon_actors.hub.port import EventHub
+from orkeon_actors.middleware.lean_spans import LeanTracer, context_of, refuse_span
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.message import Message
 
@@ -148,48 +120,57 @@ REPLY_TIMEOUT_LABEL: Final = "_system.reply"
 _SPAN_NAMES = {op: f"event_hub.{op}" for op in (*PUBLISH_OPERATIONS, *RECEIVE_OPERATIONS)}
 _PATTERN_ATTRS = {op: {"pattern": op} for op in (*PUBLISH_OPERATIONS, *RECEIVE_OPERATIONS)}
 _REQUEST_LINK_ATTRS = {"event.link": "request"}
-_TRACEPARENT_RE = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?\Z")
 _ULID_RE = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
 
 
+_PROPAGATOR: Final = TraceContextTextMapPropagator()
+
+
+class _MetadataGetter(Getter[Mapping[str, str]]):
+    """How the propagator reads a message's metadata: one string per key (the default
+    getter's ``isinstance(value, typing.Iterable)`` test costs more than the parse)."""
+
+    def get(self, carrier: Mapping[str, str], key: str) -> list[str] | None:
+        value = carrier.get(key)
+        return None if value is None else [value]
+
+    def keys(self, carrier: Mapping[str, str]) -> list[str]:
+        return list(carrier)
+
+
+_GETTER: Final = _MetadataGetter()
+_EMPTY_CONTEXT: Final = Context()
+
+
 def inject_span_context(span_context: SpanContext) -> dict[str, str]:
-    """The metadata entries carrying ``span_context`` (W3C Trace Context format):
-    ``traceparent``, plus ``tracestate`` when the trace state is not empty. Empty for an
-    invalid context."""
-    if not span_context.is_valid:
-        return {}
-    carrier = {
-        TRACEPARENT: f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{span_context.trace_flags:02x}"
-    }
-    if span_context.trace_state:
-        carrier[TRACESTATE] = span_context.trace_state.to_header()
+    """The metadata entries carrying ``span_context`` (W3C Trace Context, written by
+    OpenTelemetry's propagator): ``traceparent``, plus ``tracestate`` when the trace
+    state is not empty. Empty for an invalid context."""
+    carrier: dict[str, str] = {}
+    if span_context.is_valid:
+        _PROPAGATOR.inject(carrier, context_of(span_context))
     return carrier
 
 
 def extract_span_context(metadata: Mapping[str, str]) -> SpanContext | None:
     """The remote span context carried by ``metadata`` (``traceparent`` /
-    ``tracestate``), or ``None`` when absent or malformed (per W3C Trace Context: version
-    ``ff`` and all-zero ids are invalid; a version-00 header has exactly four fields)."""
-    header = metadata.get(TRACEPARENT)
-    if not header:
+    ``tracestate``, read by OpenTelemetry's propagator), or ``None`` when absent or
+    invalid by W3C Trace Context's rules. Only the *sampled* flag is kept, as a context
+    carried inside a message has always been read here."""
+    if TRACEPARENT not in metadata:
         return None
-    match = _TRACEPARENT_RE.match(header.strip().lower())
-    if match is None:
+    span_context = trace.get_current_span(_PROPAGATOR.extract(metadata, _EMPTY_CONTEXT, _GETTER)).get_span_context()
+    if not span_context.is_valid:
         return None
-    version, trace_hex, span_hex, flags_hex, extra = match.groups()
-    if version == "ff" or (version == "00" and extra):
-        return None
-    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
-    if not trace_id or not span_id:
-        return None
-    state = metadata.get(TRACESTATE)
-    return SpanContext(
-        trace_id,
-        span_id,
-        is_remote=True,
-        trace_flags=TraceFlags(int(flags_hex, 16) & TraceFlags.SAMPLED),
-        trace_state=TraceState.from_header([state]) if state else None,
-    )
+    if span_context.trace_flags & ~TraceFlags.SAMPLED:
+        return SpanContext(
+            span_context.trace_id,
+            span_context.span_id,
+            is_remote=True,
+            trace_flags=TraceFlags(span_context.trace_flags & TraceFlags.SAMPLED),
+            trace_state=span_context.trace_state,
+        )
+    return span_context
 
 
 @attrs.define
@@ -228,292 +209,9 @@ class _RequestContexts:
         return len(self._entries)
 
 
-def _context_of(span_context: SpanContext) -> Context:
-    return trace.set_span_in_context(NonRecordingSpan(span_context))
-
-
-_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
-_NOT_SAMPLED: Final = TraceFlags(TraceFlags.DEFAULT)
-_SAMPLED_RANDOM: Final = TraceFlags(TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID)
-_NOT_SAMPLED_RANDOM: Final = TraceFlags(TraceFlags.RANDOM_TRACE_ID)
-_PLAIN_PROCESSORS: Final = (BatchSpanProcessor, SimpleSpanProcessor)
-"""Span processors whose ``on_start`` and ``_on_ending`` do nothing: a span they receive
-only at ``on_end`` is indistinguishable, for them, from one they saw start."""
-_TRACE_ID_LIMIT: Final = TraceIdRatioBased.TRACE_ID_LIMIT
-
-
-def _with_metadata(message: Message, metadata: Mapping[str, str]) -> Message:
-    """``attrs.evolve(message, metadata=message.metadata.merged(metadata))``, in half the
-    time (the positional constructor; tests check it keeps every field)."""
-    return Message(
-        message.id,
-        message.topic,
-        message.source_crew_id,
-        message.published_at,
-        message.payload,
-        message.metadata.merged(metadata),
-        message.source_agent_id,
-        message.target_crew_id,
-        message.target_mailbox,
-        message.correlation_id,
-        message.schema_id,
-    )
-
-
 def _current_parent() -> SpanContext | None:
     span_context = trace.get_current_span().get_span_context()
     return span_context if span_context.is_valid else None
-
-
-@attrs.frozen
-class _Decision:
-    """A sampler's verdict on one span the lean recorder is about to record."""
-
-    sampled: bool
-    recording: bool
-    attributes: Attributes
-    trace_state: TraceState | None
-    fast: bool
-    """True when the verdict came from a stock sampler evaluated inline (the span's
-    attributes are then exactly the stage's own)."""
-
-
-_TRACER_INTERNALS: Final = (
-    "_is_enabled",
-    "_tracer_metrics",
-    "_span_limits",
-    "_instrumentation_scope",
-    "instrumentation_info",
-    "span_processor",
-    "sampler",
-    "resource",
-    "id_generator",
-)
-_PARENT_BASED_INTERNALS: Final = (
-    "_root",
-    "_remote_parent_sampled",
-    "_remote_parent_not_sampled",
-    "_local_parent_sampled",
-    "_local_parent_not_sampled",
-)
-
-
-def _internals_known(tracer: SdkTracer) -> bool:
-    """Whether the SDK internals the lean path reads are there (tracer, multi-processor,
-    stock samplers)."""
-    if not all(hasattr(tracer, name) for name in _TRACER_INTERNALS):
-        return False
-    return hasattr(tracer.span_processor, "_span_processors") and _sampler_known(tracer.sampler)
-
-
-def _sampler_known(sampler: Sampler) -> bool:
-    should_sample = type(sampler).should_sample
-    if should_sample is ParentBased.should_sample:
-        parts = [getattr(sampler, name, None) for name in _PARENT_BASED_INTERNALS]
-        return all(isinstance(part, Sampler) and _sampler_known(part) for part in parts)
-    if should_sample is StaticSampler.should_sample:
-        return isinstance(getattr(sampler, "_decision", None), Decision)
-    return True  # TraceIdRatioBased is read through its public ``bound``; others are called
-
-
-class _LeanTracer:
-    """Records the stage's spans without the SDK's per-span machinery, for a provider
-    where that is indistinguishable from the SDK's own path (see :meth:`plan_for`).
-
-    What the SDK's ``Tracer.start_span`` / ``Span.end`` do for one span, and what this
-    keeps: the sampler's decision (stock samplers -- ``ALWAYS_ON``, ``ALWAYS_OFF``,
-    ``TraceIdRatioBased``, ``ParentBased`` over any of them -- are evaluated inline with
-    the SDK's exact rules; any other sampler is called through ``should_sample`` and its
-    attributes and trace state are honoured), the id generator (``RandomIdGenerator`` is
-    ``random.getrandbits``, as in the SDK; any other is called), the trace flags
-    (sampled, random-trace-id), the parent, the resource and instrumentation scope, and
-    the hand-off of a finished ``ReadableSpan`` to the provider's span processors
-    (``on_end``). What it skips is what those processors cannot observe: a mutable span
-    object, its lock, its bounded attribute copy, and ``on_start``.
-
-    Spans with links (replies) or an error, and spans of a non-stock sampler, are built
-    as real SDK spans (``opentelemetry.sdk.trace._Span``) after the fact, with the ids
-    and start time chosen up front, so span limits, events and status are the SDK's.
-    """
-
-    __slots__ = ("on_end", "plain", "processors", "random_ids", "random_trace_ids", "resource", "sampler", "tracer")
-
-    def __init__(self, tracer: SdkTracer, processors: tuple[object, ...]) -> None:
-        self.tracer = tracer
-        self.processors = processors
-        self.sampler = tracer.sampler
-        self.resource = tracer.resource
-        self.on_end = tracer.span_processor.on_end
-        self.random_ids = type(tracer.id_generator) is RandomIdGenerator
-        self.random_trace_ids = tracer.id_generator.is_trace_id_random()
-        limits = tracer._span_limits
-        self.plain = limits.max_attribute_length is None and (
-            limits.max_span_attributes is None or limits.max_span_attributes >= 16
-        )
-
-    @staticmethod
-    def plan_for(tracer: object) -> _LeanTracer | None:
-        """A lean recorder for ``tracer``, or ``None`` when the SDK path must be taken:
-        not an SDK tracer (no-op or proxy provider), an SDK whose internals differ from
-        those this path reads (written against opentelemetry-sdk 1.45; the tests fail if
-        the installed SDK does not take the lean path), tracer disabled by its
-        configurator, the SDK's own tracer metrics enabled, or a span processor other
-        than the SDK's batch and simple processors (one that might act on span start)."""
-        if type(tracer) is not SdkTracer or not _internals_known(tracer) or not tracer._is_enabled():
-            return None
-        if not isinstance(tracer._tracer_metrics, NoOpTracerMetrics):
-            return None
-        processor = tracer.span_processor
-        if type(processor) is not SynchronousMultiSpanProcessor:
-            return None
-        processors = processor._span_processors
-        if not all(type(p) in _PLAIN_PROCESSORS for p in processors):
-            return None
-        return _LeanTracer(tracer, processors)
-
-    def still_valid(self, tracer: object) -> bool:
-        t = self.tracer
-        return (
-            tracer is t
-            and t.span_processor._span_processors is self.processors
-            and t.sampler is self.sampler
-            and t.resource is self.resource
-            and t._is_enabled()
-        )
-
-    def new_trace_id(self) -> int:
-        if self.random_ids:
-            trace_id = random.getrandbits(128)
-            while not trace_id:
-                trace_id = random.getrandbits(128)
-            return trace_id
-        return self.tracer.id_generator.generate_trace_id()
-
-    def new_span_id(self) -> int:
-        if self.random_ids:
-            span_id = random.getrandbits(64)
-            while not span_id:
-                span_id = random.getrandbits(64)
-            return span_id
-        return self.tracer.id_generator.generate_span_id()
-
-    def decide(
-        self,
-        parent: SpanContext | None,
-        trace_id: int,
-        name: str,
-        kind: SpanKind,
-        attributes: dict[str, str],
-        links: Sequence[Link] | None,
-    ) -> _Decision:
-        """The sampler's decision, with the SDK's semantics (see the class doc)."""
-        sampler: Sampler = self.sampler
-        while True:
-            kind_of = type(sampler).should_sample
-            if kind_of is ParentBased.should_sample:
-                based = sampler
-                assert isinstance(based, ParentBased)
-                if parent is None:
-                    sampler = based._root
-                elif parent.is_remote:
-                    sampler = (
-                        based._remote_parent_sampled if parent.trace_flags.sampled else based._remote_parent_not_sampled
-                    )
-                else:
-                    sampler = (
-                        based._local_parent_sampled if parent.trace_flags.sampled else based._local_parent_not_sampled
-                    )
-                continue
-            if kind_of is StaticSampler.should_sample:
-                assert isinstance(sampler, StaticSampler)
-                decision = sampler._decision
-            elif kind_of is TraceIdRatioBased.should_sample:
-                assert isinstance(sampler, TraceIdRatioBased)
-                decision = Decision.RECORD_AND_SAMPLE if trace_id & _TRACE_ID_LIMIT < sampler.bound else Decision.DROP
-            else:
-                result = sampler.should_sample(
-                    None if parent is None else _context_of(parent), trace_id, name, kind, attributes, links
-                )
-                return _Decision(
-                    result.decision is Decision.RECORD_AND_SAMPLE,
-                    result.decision is not Decision.DROP,
-                    result.attributes,
-                    result.trace_state,
-                    False,
-                )
-            return _Decision(
-                decision is Decision.RECORD_AND_SAMPLE,
-                decision is not Decision.DROP,
-                None if decision is Decision.DROP else attributes,
-                None if parent is None else parent.trace_state,
-                True,
-            )
-
-    def span_context(self, parent: SpanContext | None, trace_id: int, decision: _Decision) -> SpanContext:
-        """The context of the span about to be recorded (as the SDK builds it)."""
-        random_trace = self.random_trace_ids if parent is None else parent.trace_flags.random_trace_id
-        if decision.sampled:
-            flags = _SAMPLED_RANDOM if random_trace else _SAMPLED
-        else:
-            flags = _NOT_SAMPLED_RANDOM if random_trace else _NOT_SAMPLED
-        return SpanContext(trace_id, self.new_span_id(), False, flags, decision.trace_state)
-
-    def finish(
-        self,
-        name: str,
-        kind: SpanKind,
-        span_context: SpanContext,
-        parent: SpanContext | None,
-        decision: _Decision,
-        links: Sequence[Link] | None,
-        start_ns: int,
-        outcome: str,
-        error: BaseException | None = None,
-    ) -> None:
-        """Hand the finished span to the span processors (nothing when not recording)."""
-        if not decision.recording:
-            return
-        if decision.fast and self.plain and not links and error is None:
-            attributes: dict[str, AnyValue] = dict(decision.attributes or {})
-            attributes["event.outcome"] = outcome
-            self.on_end(
-                ReadableSpan(
-                    name=name,
-                    context=span_context,
-                    parent=parent,
-                    resource=self.resource,
-                    attributes=attributes,
-                    kind=kind,
-                    instrumentation_info=self.tracer.instrumentation_info,
-                    start_time=start_ns,
-                    end_time=time.time_ns(),
-                    instrumentation_scope=self.tracer._instrumentation_scope,
-                )
-            )
-            return
-        tracer = self.tracer
-        span = SdkSpan(
-            name=name,
-            context=span_context,
-            parent=parent,
-            sampler=self.sampler,
-            resource=self.resource,
-            attributes=decision.attributes,
-            span_processor=tracer.span_processor,
-            kind=kind,
-            links=links or (),
-            instrumentation_info=tracer.instrumentation_info,
-            record_exception=False,
-            set_status_on_exception=False,
-            limits=tracer._span_limits,
-            instrumentation_scope=tracer._instrumentation_scope,
-        )
-        span.start(start_time=start_ns, parent_context=None if parent is None else _context_of(parent))
-        if error is not None:
-            _refuse(span, outcome, error)
-            return
-        span.set_attribute("event.outcome", outcome)
-        span.end()
 
 
 class TelemetryMiddleware:
@@ -524,7 +222,10 @@ class TelemetryMiddleware:
     default) uses the global providers (``opentelemetry.trace.set_tracer_provider`` /
     ``opentelemetry.metrics.set_meter_provider``), which are no-ops until you set them.
     ``correlation_capacity``: how many pending requests the stage remembers to link
-    replies (positive; ``InvalidArgumentError`` otherwise).
+    replies (positive; ``InvalidArgumentError`` otherwise). ``publish_latency``: also
+    record ``orkeon_event_latency_seconds`` for the publish patterns (the hand-off time);
+    ``False`` records the histogram once per message, on receive (from ``published_at``),
+    which halves the stage's metrics cost (the production setting of ``docs/bench.md``).
 
     The stage never swallows an error: a refusal ends the span with status ERROR and the
     error's type in ``error.type``, then propagates unchanged. Adding ``traceparent`` to
@@ -538,6 +239,7 @@ class TelemetryMiddleware:
         meter_provider: MeterProvider | None = None,
         *,
         correlation_capacity: int = 10_000,
+        publish_latency: bool = True,
     ) -> None:
         if (
             isinstance(correlation_capacity, bool)
@@ -572,7 +274,8 @@ class TelemetryMiddleware:
             description="Finite waits that expired (WaitTimedOutMessage emitted)",
         )
         self._requests = _RequestContexts(correlation_capacity)
-        self._lean_tracer: _LeanTracer | None = None
+        self._publish_latency = publish_latency
+        self._lean_tracer: LeanTracer | None = None
         self._sdk_only: object = None
         self._hub: EventHub | None = None
         self._clock: Clock = SystemClock()
@@ -599,7 +302,7 @@ class TelemetryMiddleware:
 
     # -- the two paths -----------------------------------------------------------------
 
-    def _lean(self) -> _LeanTracer | None:
+    def _lean(self) -> LeanTracer | None:
         """The lean recorder for the current tracer, or ``None`` for the SDK path;
         re-planned when the provider's processors, sampler or resource change."""
         tracer = self._tracer
@@ -608,7 +311,7 @@ class TelemetryMiddleware:
             return lean
         if tracer is self._sdk_only:
             return None
-        lean = self._lean_tracer = _LeanTracer.plan_for(tracer)
+        lean = self._lean_tracer = LeanTracer.plan_for(tracer)
         self._sdk_only = tracer if lean is None else None
         return lean
 
@@ -632,10 +335,11 @@ class TelemetryMiddleware:
                 if parent is None:
                     parent = request.consumer or request.producer
         trace_id = lean.new_trace_id() if parent is None else parent.trace_id
-        attributes = _attributes(message, operation)
-        decision = lean.decide(parent, trace_id, name, SpanKind.PRODUCER, attributes, links)
+        decision = lean.decide(
+            parent, trace_id, name, SpanKind.PRODUCER, partial(_attributes, message, operation), links
+        )
         span_context = lean.span_context(parent, trace_id, decision)
-        message = _with_metadata(message, inject_span_context(span_context))
+        message = message.with_metadata(inject_span_context(span_context))
         start_ns = time.time_ns()
         started = time.perf_counter()
         try:
@@ -658,8 +362,9 @@ class TelemetryMiddleware:
         producer = extract_span_context(message.metadata)
         parent = producer if producer is not None else _current_parent()
         trace_id = lean.new_trace_id() if parent is None else parent.trace_id
-        attributes = _attributes(message, operation)
-        decision = lean.decide(parent, trace_id, name, SpanKind.CONSUMER, attributes, None)
+        decision = lean.decide(
+            parent, trace_id, name, SpanKind.CONSUMER, partial(_attributes, message, operation), None
+        )
         span_context = lean.span_context(parent, trace_id, decision)
         start_ns = time.time_ns()
         try:
@@ -677,7 +382,8 @@ class TelemetryMiddleware:
     def _after_publish(
         self, operation: str, result: Message, elapsed: float, correlation_id: str | None, span_context: SpanContext
     ) -> None:
-        self._latency.record(elapsed, _PATTERN_ATTRS.get(operation))
+        if self._publish_latency:
+            self._latency.record(elapsed, _PATTERN_ATTRS.get(operation))
         key = (
             result.topic,
             str(result.source_crew_id),
@@ -707,7 +413,7 @@ class TelemetryMiddleware:
         if not has_current:
             carried = extract_span_context(message.metadata)
             if carried is not None:
-                parent = _context_of(carried)
+                parent = context_of(carried)
         correlation_id = message.correlation_id
         if operation == "reply" and correlation_id is not None:
             request = self._requests.pop(correlation_id)
@@ -717,7 +423,7 @@ class TelemetryMiddleware:
                 links = [Link(request.producer, _REQUEST_LINK_ATTRS)]
             anchor = request.consumer or request.producer
             if anchor is not None and parent is None and not has_current:
-                parent = _context_of(anchor)
+                parent = context_of(anchor)
         span = self._tracer.start_span(
             _SPAN_NAMES.get(operation, "event_hub"),
             context=parent,
@@ -729,12 +435,12 @@ class TelemetryMiddleware:
         )
         span_context = span.get_span_context()
         if span_context.is_valid:
-            message = _with_metadata(message, inject_span_context(span_context))
+            message = message.with_metadata(inject_span_context(span_context))
         started = time.perf_counter()
         try:
             result = next(message)
         except BaseException as exc:
-            _refuse(span, "refused", exc)
+            refuse_span(span, "refused", exc)
             raise
         elapsed = time.perf_counter() - started
         span.set_attribute("event.outcome", "accepted")
@@ -747,7 +453,7 @@ class TelemetryMiddleware:
         producer = extract_span_context(message.metadata)
         span = self._tracer.start_span(
             _SPAN_NAMES.get(operation, "event_hub"),
-            context=None if producer is None else _context_of(producer),
+            context=None if producer is None else context_of(producer),
             kind=SpanKind.CONSUMER,
             attributes=_attributes(message, operation),
             record_exception=False,
@@ -760,7 +466,7 @@ class TelemetryMiddleware:
             span.end()
             raise
         except BaseException as exc:
-            _refuse(span, "refused", exc)
+            refuse_span(span, "refused", exc)
             raise
         span.set_attribute("event.outcome", "consumed")
         span.end()
@@ -814,11 +520,3 @@ def _attributes(message: Message, operation: str) -> dict[str, str]:
     if message.correlation_id is not None:
         attributes["event.correlation_id"] = str(message.correlation_id)
     return attributes
-
-
-def _refuse(span: Span, outcome: str, error: BaseException) -> None:
-    span.set_attribute("event.outcome", outcome)
-    span.set_attribute("error.type", type(error).__name__)
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-    span.end()

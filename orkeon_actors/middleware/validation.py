@@ -2,7 +2,7 @@
 
 A message whose ``schema_id`` is not ``"_none"`` declares a contract; the stage refuses
 it on the publish path, with ``EventValidationError``, unless that id is registered in the
-:class:`~orkeon_actors.middleware.schema_registry.EventSchemaRegistry`. It does not check
+:class:`~orkeon_actors.hub.schema_registry.EventSchemaRegistry`. It does not check
 that the payload conforms to the schema (see ``plugins/orkeon-payload-schema`` for that).
 Messages declaring no contract (``"_none"``: every post, send and reply) pass untouched,
 and the receive path is never checked: a subscriber cannot fix a schema someone else
@@ -12,8 +12,8 @@ declared.
 from __future__ import annotations
 
 from orkeon_actors.errors import EventValidationError
-from orkeon_actors.middleware.pipeline import MiddlewareContext, Next
-from orkeon_actors.middleware.schema_registry import EventSchemaRegistry
+from orkeon_actors.hub.pipeline import MiddlewareContext, Next
+from orkeon_actors.hub.schema_registry import EventSchemaRegistry
 from orkeon_actors.model.message import NO_DECLARED_SCHEMA_ID, Message
 
 __all__ = ["ValidationMiddleware"]

@@ -151,7 +151,9 @@ class _UlidId(str):
         return str.__new__(cls, new_ulid_str())
 
     @classmethod
-    def _trusted(cls, value: str) -> _UlidId:
+    def unchecked(cls, value: str) -> _UlidId:
+        """The id of ``value`` without validating it: only for text this package wrote
+        itself (a store row read back), where validation would re-check a ULID it minted."""
         return str.__new__(cls, value)
 
     @property

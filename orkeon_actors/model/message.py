@@ -47,6 +47,9 @@ class FrozenMap(Mapping[str, str]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
     def __hash__(self) -> int:
         if self._hash is None:
             self._hash = hash(frozenset(self._data.items()))
@@ -153,8 +156,62 @@ class Message:
         return json.loads(self.payload)
 
     def with_metadata(self, extra: Mapping[str, str]) -> Message:
-        """A copy of this message with ``extra`` merged into its metadata."""
-        return attrs.evolve(self, metadata=self.metadata.merged(freeze_metadata(extra)))
+        """A copy of this message with ``extra`` merged into its metadata (``extra`` wins
+        on a conflict); every other field is kept. This message itself when ``extra`` is
+        empty. Raises ``InvalidArgumentError`` when ``extra`` is not a mapping of strings.
+
+        On the hot path of the telemetry stage (trace context on every message): the
+        copy is built field by field, here and only here, at half the cost of
+        ``attrs.evolve`` (a test checks it keeps every field)."""
+        if not extra:
+            return self
+        return Message(
+            self.id,
+            self.topic,
+            self.source_crew_id,
+            self.published_at,
+            self.payload,
+            self.metadata.merged(freeze_metadata(extra)),
+            self.source_agent_id,
+            self.target_crew_id,
+            self.target_mailbox,
+            self.correlation_id,
+            self.schema_id,
+        )
+
+    @classmethod
+    def wait_timed_out(
+        cls,
+        *,
+        message_id: MessageId,
+        at: datetime,
+        original_topic: str,
+        wait_id: str,
+        started_at: datetime,
+        target_crew_id: CrewId | None,
+    ) -> Message:
+        """The hub's ``WaitTimedOutMessage`` (spec §9.2): from the system, topic
+        :data:`WAIT_TIMED_OUT_TOPIC`, published ``at`` the expiry, with the metadata
+        ``original_topic`` (the waited topic, mailbox address or correlation id),
+        ``original_wait_id`` and ``original_started_at`` (fixed-width RFC 3339 UTC,
+        :func:`~orkeon_actors.model.clock.format_utc`), scoped to
+        ``target_crew_id`` (``None`` for a wait of the system)."""
+        from orkeon_actors.model.clock import format_utc  # clock -> options -> message: imported at use
+
+        return cls(
+            id=message_id,
+            topic=WAIT_TIMED_OUT_TOPIC,
+            source_crew_id=CrewId.SYSTEM,
+            published_at=at,
+            metadata=FrozenMap(
+                {
+                    "original_topic": original_topic,
+                    "original_wait_id": wait_id,
+                    "original_started_at": format_utc(started_at),
+                }
+            ),
+            target_crew_id=target_crew_id,
+        )
 
     @property
     def is_timeout(self) -> bool:

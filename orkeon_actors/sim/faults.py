@@ -41,7 +41,7 @@ import attrs
 
 from orkeon_actors.crew.model import Model, ModelRequest, ModelResponse
 from orkeon_actors.errors import BudgetExhaustedError
-from orkeon_actors.middleware.pipeline import Next, current_operation
+from orkeon_actors.hub.pipeline import Next, current_operation
 from orkeon_actors.model.message import Message
 
 __all__ = ["FaultInjector", "Faults", "FaultyModel", "SimulatedModelError"]

@@ -53,7 +53,7 @@ from orkeon_actors.crew.crew_actor import CrewActor, query_crew, restore_crew, s
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.middleware.pipeline import EventHubMiddleware
+from orkeon_actors.hub.pipeline import EventHubMiddleware
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.runtime import Runtime

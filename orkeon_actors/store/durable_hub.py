@@ -42,6 +42,7 @@ from loguru import logger
 
 from orkeon_actors.errors import HubStoppedError
 from orkeon_actors.hub.memory import HubCore
+from orkeon_actors.hub.pipeline import Next, Pipeline
 from orkeon_actors.hub.port import (
     CallerContext,
     DispatchObserver,
@@ -49,7 +50,6 @@ from orkeon_actors.hub.port import (
     MailboxRegistration,
 )
 from orkeon_actors.hub.scheduler import Scheduler
-from orkeon_actors.middleware.pipeline import Next, Pipeline
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId

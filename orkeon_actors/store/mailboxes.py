@@ -15,13 +15,13 @@ import functools
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import apsw
 
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.model.message import Message
-from orkeon_actors.store.codec import format_time, message_from_row, metadata_json
+from orkeon_actors.store.codec import envelope_columns, format_time, message_from_row
 from orkeon_actors.store.writer import WriteGroup
 
 __all__ = [
@@ -193,23 +193,29 @@ class UnregisterGroup(WriteGroup[Sequence[str], None]):
         return [None] * len(items)
 
 
+_INSERT_COLUMNS: Final = (
+    "message_id",
+    "payload",
+    "metadata",
+    "published_at",
+    "topic",
+    "source_crew_id",
+    "source_agent_id",
+    "target_crew_id",
+    "correlation_id",
+    "schema_id",
+)
+"""The envelope columns a mailbox row keeps, in the order of :func:`insert_params`
+(``published_at`` is also the row's ``received_at``)."""
+
+
 def insert_params(address: str, message: Message) -> tuple[Any, ...]:
     """A message's row but its sequence, computed off the writer thread (the
     bottleneck of durable posts): ``(address, id, payload, metadata, received_at, topic,
-    source_crew_id, source_agent_id, target_crew_id, correlation_id, schema_id)``."""
-    return (
-        address,
-        message.id,
-        message.payload,
-        metadata_json(message.metadata),
-        format_time(message.published_at),
-        message.topic,
-        message.source_crew_id,
-        message.source_agent_id,
-        message.target_crew_id,
-        message.correlation_id,
-        message.schema_id,
-    )
+    source_crew_id, source_agent_id, target_crew_id, correlation_id, schema_id)``, the
+    values in the store's row format (:func:`~orkeon_actors.store.codec.envelope_columns`)."""
+    columns = envelope_columns(message)
+    return (address, *[columns[name] for name in _INSERT_COLUMNS])
 
 
 def insert_prepared(conn: apsw.Connection, params: tuple[Any, ...], seq: int) -> bool:

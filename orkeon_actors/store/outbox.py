@@ -20,7 +20,7 @@ dispatcher never blocks: it hands its writes to the writer and goes on.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import apsw
 import attrs
@@ -30,7 +30,7 @@ from loguru import logger
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, mailboxes
-from orkeon_actors.store.codec import format_time, message_from_row, metadata_json, parse_time
+from orkeon_actors.store.codec import envelope_columns, message_from_row, parse_time
 from orkeon_actors.store.last_values import retain
 from orkeon_actors.store.records import OutboxRecord, OutboxState
 from orkeon_actors.store.writer import StoreWriter
@@ -47,6 +47,22 @@ INSERT INTO outbox (message_id, source_crew_id, target_mailbox, target_crew_id, 
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 'Pending', ?, ?, ?, ?, ?, ?)
 """
 
+_INSERT_COLUMNS: Final = (
+    "message_id",
+    "source_crew_id",
+    "target_mailbox",
+    "target_crew_id",
+    "topic",
+    "payload",
+    "metadata",
+    "published_at",
+    "source_agent_id",
+    "correlation_id",
+    "schema_id",
+)
+"""The envelope columns an outbox row keeps, in :data:`_INSERT`'s order around ``seq``
+and ``kind`` (``published_at`` is the row's ``created_at``)."""
+
 _SELECT = """
 SELECT seq, kind, state, created_at, dispatched_at, last_value_key, error,
        message_id, topic, source_crew_id, source_agent_id, target_crew_id, target_mailbox, correlation_id,
@@ -59,23 +75,14 @@ def insert_outbox(
     conn: apsw.Connection, seq: int, kind: str, message: Message, last_value_key: str | None
 ) -> OutboxRecord:
     """Write one pending outbox row; returns its record."""
-    mailbox = message.target_mailbox
+    columns = envelope_columns(message)
     conn.execute(
         _INSERT,
         (
-            message.id,
-            message.source_crew_id,
-            None if mailbox is None else str(mailbox),
-            message.target_crew_id,
-            message.topic,
-            message.payload,
-            metadata_json(message.metadata),
-            format_time(message.published_at),
+            *[columns[name] for name in _INSERT_COLUMNS[:8]],
             seq,
             kind,
-            message.source_agent_id,
-            message.correlation_id,
-            message.schema_id,
+            *[columns[name] for name in _INSERT_COLUMNS[8:]],
             last_value_key,
         ),
     )

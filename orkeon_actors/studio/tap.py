@@ -27,33 +27,20 @@ from typing import Any
 
 from orkeon_actors.errors import EventAclError
 from orkeon_actors.hub.observe import WaitInfo
-from orkeon_actors.middleware.pipeline import Next, current_operation
+from orkeon_actors.hub.pipeline import Next, current_operation
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.message import Message
 from orkeon_actors.studio.feed import StudioFeed, event
+from orkeon_actors.wire.studio_feed import feed_message_fields
 
 __all__ = ["StudioTap", "message_fields"]
-
-_PREVIEW_BYTES = 240
 
 
 def message_fields(message: Message) -> dict[str, Any]:
     """The feed fields describing ``message``: ids, parties, topic and a payload preview
-    (at most 240 bytes, decoded leniently)."""
-    preview = message.payload[:_PREVIEW_BYTES].decode("utf-8", "replace")
-    if len(message.payload) > _PREVIEW_BYTES:
-        preview += "…"
-    return {
-        "message_id": str(message.id),
-        "crew": str(message.source_crew_id),
-        "agent": None if message.source_agent_id is None else str(message.source_agent_id),
-        "to_crew": None if message.target_crew_id is None else str(message.target_crew_id),
-        "to": None if message.target_mailbox is None else str(message.target_mailbox),
-        "topic": message.topic,
-        "correlation_id": None if message.correlation_id is None else str(message.correlation_id),
-        "published_at": message.published_at.isoformat().replace("+00:00", "Z"),
-        "payload": preview,
-    }
+    (at most 240 bytes, decoded leniently), in the feed's wire format
+    (:mod:`orkeon_actors.wire.studio_feed`)."""
+    return feed_message_fields(message)
 
 
 class StudioTap:

@@ -1,4 +1,4 @@
-"""THE converter: the single owner of the tools' JSON wire format.
+"""THE converter of the tools' JSON wire format (defined by :mod:`orkeon_actors.wire.tool_json`).
 
 One :class:`cattrs.Converter` turns tool arguments (plain JSON values) into request DTOs
 and response DTOs back into plain JSON values. Its rules:
@@ -21,43 +21,24 @@ with a :class:`~orkeon_actors.errors.ToolValidationError` naming the field.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.gen import make_dict_unstructure_fn
 
 from orkeon_actors.errors import EventHubError, ToolValidationError
-from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
-from orkeon_actors.model.message import FrozenMap, Message, freeze_metadata
 from orkeon_actors.tools.dto import MessageEnvelope, ReceiveMessageResponse, WaitForEventResponse
 from orkeon_actors.tools.validation import field_names, json_kind
+from orkeon_actors.wire.tool_json import format_datetime, parse_datetime, tool_json_converter
 
 __all__ = ["converter", "format_datetime", "parse_datetime", "structure_request", "unstructure"]
 
 T = TypeVar("T")
 
-converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, prefer_attrib_converters=True)
-"""The one converter of the tools' wire format."""
-
-
-def format_datetime(value: datetime) -> str:
-    """RFC 3339 in UTC, ``Z`` suffix, microseconds (:func:`~orkeon_actors.model.clock.format_utc`).
-    Raises ``ValueError`` for a naive datetime."""
-    return format_utc(value)
-
-
-def parse_datetime(value: object) -> datetime:
-    """An aware UTC datetime from an ISO 8601 string with an offset (or ``Z``)."""
-    if not isinstance(value, str):
-        raise TypeError(f"expected an ISO 8601 timestamp string, got {json_kind(value)}")
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {value!r} has no UTC offset; append 'Z'")
-    return parsed.astimezone(UTC)
+converter = tool_json_converter(MessageEnvelope)
+"""The one converter of the tools' wire format (:mod:`orkeon_actors.wire.tool_json`),
+with the tools' strict input rules registered on top."""
 
 
 def _strict(kind: type, name: str) -> Any:
@@ -71,13 +52,6 @@ def _strict(kind: type, name: str) -> Any:
         return value
 
     return structure
-
-
-def _structure_metadata(value: object, _: type) -> FrozenMap:
-    if not isinstance(value, Mapping):
-        raise TypeError(f"expected an object of strings, got {json_kind(value)}")
-    frozen: FrozenMap = freeze_metadata(value)
-    return frozen
 
 
 def _string_type(kind: type[T]) -> Any:
@@ -94,16 +68,6 @@ for _kind, _name in ((str, "a string"), (int, "an integer"), (bool, "a boolean")
 
 for _id in (CrewId, AgentId, MessageId, CorrelationId):
     converter.register_structure_hook(_id, _string_type(_id))
-    converter.register_unstructure_hook(_id, str)
-
-converter.register_structure_hook(MailboxAddress, lambda value, _: MailboxAddress.parse(value))
-converter.register_unstructure_hook(MailboxAddress, str)
-converter.register_structure_hook(FrozenMap, _structure_metadata)
-converter.register_unstructure_hook(FrozenMap, dict)
-converter.register_structure_hook(datetime, lambda value, _: parse_datetime(value))
-converter.register_unstructure_hook(datetime, format_datetime)
-converter.register_unstructure_hook(Message, lambda m: converter.unstructure(MessageEnvelope.from_message(m)))
-converter.register_structure_hook(Message, lambda value, _: converter.structure(value, MessageEnvelope).to_message())
 for _result in (ReceiveMessageResponse, WaitForEventResponse):
     converter.register_unstructure_hook(
         _result, make_dict_unstructure_fn(_result, converter, _cattrs_omit_if_default=True)

@@ -23,7 +23,6 @@ from orkeon_actors.errors import ToolValidationError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import FrozenMap, Message
-from orkeon_actors.tools.payload import PAYLOAD_ENCODINGS, decode_payload, encode_decoded_payload
 from orkeon_actors.tools.validation import (
     GLOBAL_SCOPE,
     MAX_TIMEOUT_MS,
@@ -41,6 +40,8 @@ from orkeon_actors.tools.validation import (
     to_topic,
     to_topic_pattern,
 )
+from orkeon_actors.wire.payload import PAYLOAD_ENCODINGS
+from orkeon_actors.wire.tool_json import envelope_fields, message_fields
 
 __all__ = [
     "GetLastValueRequest",
@@ -193,38 +194,14 @@ class MessageEnvelope:
 
     @classmethod
     def from_message(cls, message: Message) -> MessageEnvelope:
-        payload, encoding = decode_payload(message.payload)
-        return cls(
-            message.id,
-            message.topic,
-            message.source_crew_id,
-            message.source_agent_id,
-            message.target_crew_id,
-            message.target_mailbox,
-            message.correlation_id,
-            message.published_at,
-            message.metadata,
-            payload,
-            encoding,
-            message.schema_id,
-        )
+        """The envelope of ``message`` (the tool JSON format's mapping,
+        :func:`orkeon_actors.wire.tool_json.envelope_fields`)."""
+        return cls(**envelope_fields(message))
 
     def to_message(self) -> Message:
         """The message this envelope describes. Raises ``InvalidArgumentError`` when the
         payload does not fit ``payload_encoding``."""
-        return Message(
-            self.id,
-            self.topic,
-            self.source_crew_id,
-            self.published_at,
-            encode_decoded_payload(self.payload, self.payload_encoding),
-            self.metadata,
-            self.source_agent_id,
-            self.target_crew_id,
-            self.target_mailbox,
-            self.correlation_id,
-            self.schema_id,
-        )
+        return Message(**message_fields(self))
 
 
 # -- publish_event --------------------------------------------------------------------

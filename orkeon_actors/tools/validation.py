@@ -23,6 +23,7 @@ from orkeon_actors.errors import EventHubError, ToolValidationError
 from orkeon_actors.model.address import MailboxAddress, validate_topic, validate_topic_pattern
 from orkeon_actors.model.ids import CorrelationId, CrewId
 from orkeon_actors.model.message import FrozenMap, encode_payload, freeze_metadata
+from orkeon_actors.wire.base import json_kind
 
 __all__ = [
     "GLOBAL_SCOPE",
@@ -52,25 +53,6 @@ GLOBAL_SCOPE: Final = "_global"
 """``crew_scope`` value naming the global last-value slot (what a ``publish_event``
 without ``target_crew_id`` retains into). No crew id can take it: crew ids cannot start
 with ``_``."""
-
-
-def json_kind(value: object) -> str:
-    """The JSON name of ``value``'s type, for error messages (``string``, ``integer``...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
 
 
 def _wrong_type(field: str, expected: str, value: object) -> ToolValidationError:

@@ -1,5 +1,8 @@
 """The guarantees every actor kind of ``orkeon_actors.actors`` gives, as
-``pykka.ThreadingActor`` does: one suite, run against each kind (pooled, caller-runs)."""
+``pykka.ThreadingActor`` does: one suite, run against each kind (pooled, caller-runs) and
+against ``pykka.ThreadingActor`` itself, the reference. This is the parity test behind
+the ``pykka`` pin's upper bound in ``pyproject.toml``: ``PooledActor`` implements pykka's
+hooks for new actor types, which pykka may change in a minor release."""
 
 from __future__ import annotations
 
@@ -24,8 +27,11 @@ MakeClass = Callable[..., type[pykka.Actor]]
 """``make(*mixins, **body)``: an actor class of the kind under test."""
 
 
-@pytest.fixture(params=["pooled", "caller_runs"])
+@pytest.fixture(params=["pooled", "caller_runs", "pykka_threading"])
 def make(request: pytest.FixtureRequest) -> Iterator[MakeClass]:
+    if request.param == "pykka_threading":
+        yield lambda *mixins, **body: type("TestActor", (*mixins, pykka.ThreadingActor), body)
+        return
     if request.param == "caller_runs":
         yield lambda *mixins, **body: type("TestActor", (*mixins, CallerRunsActor), body)
         return
@@ -112,3 +118,13 @@ def test_stopping_answers_the_stop_and_refuses_later_messages(make: MakeClass) -
     assert not ref.is_alive()
     with pytest.raises(pykka.ActorDeadError):
         ref.tell("after")
+
+
+def test_the_installed_pykka_has_every_hook_the_pooled_actor_uses() -> None:
+    import importlib.metadata
+
+    from orkeon_actors.actors.pooled import PYKKA_HOOKS
+
+    missing = [name for name in PYKKA_HOOKS if not callable(getattr(pykka.Actor, name, None))]
+    version = importlib.metadata.version("pykka")
+    assert not missing, f"pykka {version} lacks {missing}: PooledActor must follow pykka's change"

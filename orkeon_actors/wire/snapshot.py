@@ -1,0 +1,59 @@
+"""The crew snapshot's JSON format (spec §8.1): how model values appear in a snapshot.
+
+Datetime rule: ``datetime.isoformat()`` as is (an aware UTC datetime ends ``+00:00``),
+read back with ``datetime.fromisoformat`` (any ISO 8601 Python writes). Snapshots
+written by earlier releases use the same rule, so they load unchanged.
+
+A :class:`~orkeon_actors.model.message.Message` (kept mail, handover events) is an
+object with every field under its own name, the payload in standard base64. The crew
+layer (:mod:`orkeon_actors.crew.snapshot`) registers its records and tagged unions on
+the converter :func:`snapshot_converter` returns.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Any, Final
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from orkeon_actors.model.message import Message
+from orkeon_actors.wire.base import DatetimeRule, base_converter
+
+__all__ = ["SNAPSHOT_DATETIMES", "configure_snapshot", "snapshot_converter"]
+
+SNAPSHOT_DATETIMES: Final = DatetimeRule(
+    "ISO 8601 as datetime.isoformat() writes it, offset kept",
+    format=datetime.isoformat,
+    parse=datetime.fromisoformat,
+)
+
+
+def _b64encode(payload: bytes) -> str:
+    return base64.b64encode(payload).decode("ascii")
+
+
+def _b64decode(text: str, _: type) -> bytes:
+    return base64.b64decode(text)
+
+
+def configure_snapshot(converter: cattrs.Converter) -> cattrs.Converter:
+    """Register the snapshot format's own hooks on ``converter`` (a
+    :func:`~orkeon_actors.wire.base.base_converter` with :data:`SNAPSHOT_DATETIMES`):
+    ``Any`` passes through (tool results kept as JSON values) and ``Message`` is an
+    object of its fields with a base64 payload. Returns ``converter``."""
+    converter.register_structure_hook(Any, lambda value, _: value)
+    converter.register_unstructure_hook(
+        Message, make_dict_unstructure_fn(Message, converter, payload=override(unstruct_hook=_b64encode))
+    )
+    converter.register_structure_hook(
+        Message, make_dict_structure_fn(Message, converter, payload=override(struct_hook=_b64decode))
+    )
+    return converter
+
+
+def snapshot_converter() -> cattrs.Converter:
+    """A new converter of the snapshot format (unknown keys refused)."""
+    return configure_snapshot(base_converter(SNAPSHOT_DATETIMES, forbid_extra_keys=True))
