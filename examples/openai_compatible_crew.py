@@ -15,24 +15,19 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, BudgetLimits, CrewActor, query_crew, start_crew
+from orkeon_actors.crew import Agent, BudgetLimits, CrewActor, start_crew, wait_finished
+from orkeon_actors.errors import CrewFailedError
 from orkeon_actors.models import OpenAIChatModel, RetryPolicy
 from orkeon_actors.orchestration import Sequential, Task
 
 
 class Printer:
-    """A crew observer: prints the trace and notices when the crew is done."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
+    """A crew observer: prints the trace as the crew runs."""
 
     def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None:
         print(f"[{agent_id or crew_id}] {kind}: {detail}")
-        if kind == "crew" and detail.startswith(("completed", "failed")):
-            self.done.set()
 
 
 def main(topic: str) -> int:
@@ -72,13 +67,14 @@ def main(topic: str) -> int:
         crew = {"agents": [researcher, writer], "orchestration": tasks, "crew_id": "notes", "observer": printer}
         ref = CrewActor.start(rt.hub, **crew)
         start_crew(ref)
-        printer.done.wait()
-        _status, result, failure = query_crew(ref, "summary")
-        ref.stop()
-    if failure is not None:
-        print(f"crew failed: {failure.error_type}: {failure.message}", file=sys.stderr)
-        return 1
-    print(f"\n{result}")
+        try:
+            outcome = wait_finished(ref)  # the crew's outcome; its failure raised as CrewFailedError
+        except CrewFailedError as failed:
+            print(f"crew failed: {failed.failure}", file=sys.stderr)
+            return 1
+        finally:
+            ref.stop()
+    print(f"\n{outcome.result}")
     return 0
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "McpToolError",
     "CrewFailedError",
     "CrewNotFoundError",
+    "CrewStoppedError",
     "CrewWaitTimeoutError",
     "StoreCorruptError",
     "StoreDirectoryMissingError",
@@ -243,6 +244,13 @@ class McpToolError(EventHubError):
 class CrewNotFoundError(EventHubError, LookupError):
     """No crew with this id is running, asleep or finished (within its outcome's
     retention) under this supervisor: check the id, or spawn it first."""
+
+
+class CrewStoppedError(CrewNotFoundError):
+    """The crew actor you waited on (``orkeon_actors.crew.wait_finished(ref)``) is
+    stopped, or stopped before its crew finished (``ref.stop()``, the runtime stopping,
+    or its supervisor putting it to sleep): a supervised crew is waited for with
+    ``sup.wait_finished(crew_id)``."""
 
 
 class CrewFailedError(EventHubError):

@@ -24,9 +24,13 @@ from typing import Any
 
 from loguru import logger
 
-__all__ = ["StdlibPropagateHandler", "disable_logging", "enable_logging"]
+__all__ = ["LOG_FORMAT", "StdlibPropagateHandler", "disable_logging", "enable_logging"]
 
 PACKAGE = "orkeon_actors"
+
+LOG_FORMAT = "{time:YYYY-MM-DDTHH:mm:ss.SSSSSS!UTC}Z | {level: <8} | {name}:{function}:{line} - {message}"
+"""The format of a sink :func:`enable_logging` adds (unless given ``format=``): the time
+in RFC 3339 UTC with ``Z``, as every timestamp the runtime shows a person or a model."""
 
 _handlers: list[int] = []
 
@@ -34,8 +38,9 @@ _handlers: list[int] = []
 def enable_logging(level: str | int = "INFO", sink: Any = None, **options: Any) -> int:
     """Turn the runtime's log records on and send those at ``level`` or above to ``sink``
     (``sys.stderr`` when ``None``; ``options`` go to ``loguru.logger.add``, e.g.
-    ``format=``). Only records of ``orkeon_actors`` reach this sink. Returns the loguru
-    handler id. Raises ``ValueError`` for an unknown level name.
+    ``format=``; the default is :data:`LOG_FORMAT`, except for a ``logging.Handler``,
+    whose own formatter applies). Only records of ``orkeon_actors`` reach this sink.
+    Returns the loguru handler id. Raises ``ValueError`` for an unknown level name.
 
     loguru's own default handler (id 0, everything to stderr at DEBUG), if the program
     has not removed it yet, is removed first: it would print every record a second
@@ -45,6 +50,8 @@ def enable_logging(level: str | int = "INFO", sink: Any = None, **options: Any) 
     except ValueError:
         pass  # already removed: the program configures loguru itself
     logger.enable(PACKAGE)
+    if not isinstance(sink, logging.Handler):
+        options.setdefault("format", LOG_FORMAT)
     handler_id = logger.add(sys.stderr if sink is None else sink, level=level, filter=PACKAGE, **options)
     _handlers.append(handler_id)
     return handler_id

@@ -94,7 +94,9 @@ def test_mailboxes_outbox_last_values(populated: Path, capsys: pytest.CaptureFix
 
 def test_show_prints_a_snapshot_or_an_outcome_as_json(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["store", str(populated), "show", "sleepy"]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert "+00:00" not in out, "one timestamp format, the snapshot's own included: RFC 3339 with Z"
+    shown = json.loads(out)
     assert shown["state"] == "Asleep" and shown["snapshot"]["id"] == "sleepy" and len(shown["pending_waits"]) == 1
     assert main(["store", str(populated), "show", "bad"]) == 0
     failed = json.loads(capsys.readouterr().out)

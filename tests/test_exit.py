@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import orkeon_actors as ok
 
 FORGETS_STOP = textwrap.dedent(
@@ -34,6 +36,20 @@ BLOCKS_IN_WAIT = textwrap.dedent(
     """
 )
 
+BLOCKS_IN_WAIT_FINISHED = textwrap.dedent(
+    """
+    import orkeon_actors as ok
+    from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond, start_crew, wait_finished
+    from orkeon_actors.orchestration import Sequential, Task
+    rt = ok.Runtime.start()
+    agent = Agent("a", ScriptedModel([call("receive_message", {"wait_forever": True}), respond("done")]))
+    ref = CrewActor.start(rt.hub, agents=[agent], orchestration=Sequential([Task("go", "a")]))
+    start_crew(ref)
+    print("waiting", flush=True)
+    wait_finished(ref)  # the crew waits for mail forever: only Ctrl-C ends this
+    """
+)
+
 
 def test_a_program_that_never_stops_its_runtime_exits_and_keeps_its_commits(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
@@ -48,10 +64,9 @@ def test_a_program_that_never_stops_its_runtime_exits_and_keeps_its_commits(tmp_
         assert last is not None and last.json() == {"v": 2}
 
 
-def test_ctrl_c_ends_a_program_blocked_in_wait_for() -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", BLOCKS_IN_WAIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+@pytest.mark.parametrize("program", [BLOCKS_IN_WAIT, BLOCKS_IN_WAIT_FINISHED], ids=["wait_for", "wait_finished"])
+def test_ctrl_c_ends_a_program_blocked_in_wait_for(program: str) -> None:
+    child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "waiting"
     child.send_signal(signal.SIGINT)

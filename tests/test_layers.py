@@ -231,6 +231,15 @@ def test_the_unit_import_graph_has_no_cycle() -> None:
             assert cycle is None, " -> ".join(cycle)
 
 
+@pytest.mark.parametrize(
+    ("upper", "lower"),
+    [("orchestration", "crew"), ("middleware", "hub"), ("middleware", "acl"), ("store", "lifecycle")],
+)
+def test_the_pairs_that_once_imported_each_other_now_depend_one_way(upper: str, lower: str) -> None:
+    edges = _unit_edges()
+    assert (lower, upper) not in edges, edges.get((lower, upper))
+
+
 _PROBE = """
 import importlib, json, sys
 def loaded():

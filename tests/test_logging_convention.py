@@ -4,6 +4,7 @@ session enables the library's logs in conftest)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -42,6 +43,22 @@ def test_enable_logging_shows_the_runtimes_records_once() -> None:
     lines = [line for line in done.stderr.splitlines() if "reopened with" in line]
     assert len(lines) == 1, done.stderr  # once: loguru's default handler does not print it again
     assert "orkeon_actors.store.mailbox_store" in lines[0] and "DEBUG" in lines[0]
+    # one timestamp format everywhere a person reads one: RFC 3339, UTC, with Z
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z \| DEBUG ", lines[0]), lines[0]
+
+
+def test_the_cli_logs_with_rfc3339_timestamps_with_v_after_the_command(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orkeon_actors.cli", "demo", "-v", "--store", str(tmp_path / "d.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "| DEBUG " in line]
+    assert lines, done.stderr
+    assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z \| DEBUG ", line) for line in lines), lines[:3]
 
 
 def test_the_stdlib_logging_bridge_example() -> None:

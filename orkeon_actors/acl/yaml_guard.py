@@ -10,6 +10,8 @@ parser is iterative, so no recursion happens on the way) and refuses, with
   text, strings and comments included: the scanner's cost grows with the square of the
   flow nesting, so this is checked before it runs);
 * nesting deeper than :data:`MAX_YAML_DEPTH` (a ``RecursionError`` otherwise);
+* a list or a mapping used as a mapping key (``? - a``): the grammar's keys are plain
+  text, and such a key cannot even be built into a Python dict;
 * any tag outside the YAML core schema (``!!python/object``, ``!custom``...): the
   grammar needs none, and a tag is how a loader is made to run code;
 * more than :data:`MAX_YAML_NODES` nodes once aliases are expanded (a billion-laughs
@@ -24,7 +26,14 @@ from typing import Any, Final
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent, ScalarEvent
+from ruamel.yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    MappingStartEvent,
+    NodeEvent,
+    ScalarEvent,
+)
 
 from orkeon_actors.acl.links import AclConfigError
 
@@ -47,10 +56,18 @@ def _tag_text(event: NodeEvent) -> str | None:
     return str(getattr(tag, "value", tag))
 
 
+def _is_collection(event: NodeEvent, collection_anchors: set[str]) -> bool:
+    if isinstance(event, AliasEvent):
+        return str(event.anchor) in collection_anchors
+    return isinstance(event, CollectionStartEvent)
+
+
 def _check_events(yaml: YAML, text: str, source: str) -> None:
     nodes = 0
     anchors: dict[str, int] = {}  # anchor -> expanded node count of its node
+    collection_anchors: set[str] = set()
     open_collections: list[tuple[str | None, int]] = []  # (anchor, nodes before it)
+    children: list[list[int]] = []  # per open collection: [is a mapping, children so far]
     for event in yaml.parse(text):
         if isinstance(event, NodeEvent):
             tag = _tag_text(event)
@@ -58,6 +75,16 @@ def _check_events(yaml: YAML, text: str, source: str) -> None:
                 raise AclConfigError(
                     f"{source} uses the tag {tag!r}: tags are not part of the crew YAML grammar; remove it"
                 )
+            if children:
+                is_mapping, count = children[-1]
+                if is_mapping and count % 2 == 0 and _is_collection(event, collection_anchors):
+                    raise AclConfigError(
+                        f"{source} uses a list or a mapping as a mapping key (line {event.start_mark.line + 1}); "
+                        "keys are plain text: write `key: value`"
+                    )
+                children[-1][1] += 1
+            if isinstance(event, CollectionStartEvent):
+                children.append([isinstance(event, MappingStartEvent), 0])
         if isinstance(event, AliasEvent):
             nodes += anchors.get(str(event.anchor), 1)
         elif isinstance(event, ScalarEvent):
@@ -70,9 +97,11 @@ def _check_events(yaml: YAML, text: str, source: str) -> None:
             if len(open_collections) > MAX_YAML_DEPTH:
                 raise AclConfigError(f"{source} nests deeper than {MAX_YAML_DEPTH} levels (MAX_YAML_DEPTH); flatten it")
         elif isinstance(event, CollectionEndEvent) and open_collections:
+            children.pop()
             anchor, before = open_collections.pop()
             if anchor is not None:
                 anchors[str(anchor)] = nodes - before
+                collection_anchors.add(str(anchor))
         if nodes > MAX_YAML_NODES:
             raise AclConfigError(
                 f"{source} expands to more than {MAX_YAML_NODES} nodes (MAX_YAML_NODES) once its aliases are "

@@ -17,15 +17,16 @@ default executor, so the loop keeps serving other tasks meanwhile.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from orkeon_actors.aio.client import AsyncHubClient
-from orkeon_actors.errors import CrewWaitTimeoutError, InvalidArgumentError
+from orkeon_actors.errors import CrewWaitTimeoutError
 from orkeon_actors.hub.port import EventHub
 from orkeon_actors.model.ids import AgentId, CrewId
-from orkeon_actors.model.options import to_seconds
 from orkeon_actors.runtime import Runtime
 
 if TYPE_CHECKING:  # the crew layers load on first use: ``import orkeon_actors`` stays light
@@ -149,36 +150,43 @@ class AsyncCrewSupervisor:
         """As :meth:`CrewSupervisor.state`."""
         return await _in_executor(lambda: self.supervisor.state(crew_id))
 
-    async def wait_finished(self, crew_id: CrewId | str, timeout: float | None = None) -> CrewOutcome:
-        """Await the outcome of ``crew_id`` (``COMPLETED`` or ``FAILED``), holding no
-        thread: the supervisor's :meth:`~CrewSupervisor.when_finished` callback hands it
-        to the loop. ``timeout`` (seconds, ``None`` = no limit) passing raises
-        ``CrewWaitTimeoutError`` (a ``TimeoutError``; the crew keeps running).
-        Cancelling the task withdraws the callback."""
-        seconds = None if timeout is None else to_seconds(timeout, what="timeout")
-        if seconds is not None and seconds <= 0:
-            raise InvalidArgumentError(f"wait_finished(timeout={timeout!r}): give positive seconds or None")
+    async def wait_finished(self, crew_id: CrewId | str, timeout: float | timedelta | None = None) -> CrewOutcome:
+        """Await the outcome of ``crew_id``, holding no thread: the supervisor's
+        :meth:`~CrewSupervisor.when_finished` callback hands it to the loop. As the
+        blocking :meth:`CrewSupervisor.wait_finished`: the outcome of a completed crew,
+        ``CrewFailedError`` for a failed one, ``CrewNotFoundError`` for a crew never
+        spawned, and ``timeout`` (seconds or a ``timedelta``; ``None`` = no limit)
+        passing raises ``CrewWaitTimeoutError`` (a ``TimeoutError``; the crew keeps
+        running). Cancelling the task withdraws the callback."""
+        from orkeon_actors.crew.finished import finish_timeout, settle_finished
+        from orkeon_actors.lifecycle.finished import refuse_unknown
+
+        seconds = finish_timeout(timeout)
         crew = CrewId(crew_id)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[CrewOutcome] = loop.create_future()
+        told = threading.Event()
 
         def settle(outcome: CrewOutcome) -> None:
             if not future.done():
                 future.set_result(outcome)
 
         def on_finished(outcome: CrewOutcome) -> None:  # the supervisor's thread: only schedule
+            told.set()
             loop.call_soon_threadsafe(settle, outcome)
 
         withdraw = self.supervisor.when_finished(crew, on_finished)
         try:
+            await _in_executor(lambda: refuse_unknown(self.supervisor, crew, told.is_set))
             async with asyncio.timeout(seconds):
-                return await future
+                outcome = await future
         except TimeoutError:
             raise CrewWaitTimeoutError(
                 f"crew {crew} did not finish within {seconds:g}s; it keeps running: wait again or give a longer timeout"
             ) from None
         finally:
             withdraw()
+        return settle_finished(crew, outcome)
 
     async def stop(self, timeout: float = 30.0) -> None:
         """As :meth:`CrewSupervisor.stop` (graceful: live crews are put to sleep)."""

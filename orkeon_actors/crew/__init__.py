@@ -5,6 +5,7 @@ See ``docs/crews.md``.
 
 from orkeon_actors.crew.agent import Agent, BudgetLimits, Tool
 from orkeon_actors.crew.crew_actor import Activity, CrewActor, CrewObserver, EventBinding, query_crew, start_crew
+from orkeon_actors.crew.finished import wait_finished
 from orkeon_actors.crew.model import (
     ChatMessage,
     Model,
@@ -84,4 +85,5 @@ __all__ = [
     "start_crew",
     "to_dict",
     "to_json",
+    "wait_finished",
 ]

@@ -67,6 +67,7 @@ from orkeon_actors.crew.delivery import (
     restore_crew,
     start_crew,
 )
+from orkeon_actors.crew.finished import Unwatch, WatchFinish
 from orkeon_actors.crew.handover import CursorFilter, for_cursor
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
@@ -245,6 +246,8 @@ class CrewActor(PooledActor):
         catch-up, and the activity after it, come later)."""
         self._held: list[Any] = []
         """Actor messages received while awaiting the handover, replayed after it."""
+        self._finish_watches: list[WatchFinish] = []
+        """Told the outcome as the crew finishes (``orkeon_actors.crew.wait_finished``)."""
 
     # -- public API (call through the actor ref) ---------------------------------------
 
@@ -293,6 +296,9 @@ class CrewActor(PooledActor):
             self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
+        watches, self._finish_watches = self._finish_watches, []
+        for watch in watches:  # stopped unfinished (a finished crew told them already)
+            self._tell_watch(watch, None)
         if self._passivated:
             self._park_mailboxes()
             return
@@ -308,12 +314,18 @@ class CrewActor(PooledActor):
         try:
             return self._dispatch(message)
         finally:
-            if self.activity is not None and not isinstance(message, Query):
+            if self.activity is not None and not isinstance(message, (Query, WatchFinish, Unwatch)):
                 self.activity.end()
 
     def _dispatch(self, message: Any) -> Any:
         if isinstance(message, Query):
             return self._query(message.what)
+        if isinstance(message, WatchFinish):
+            return self._watch_finish(message)
+        if isinstance(message, Unwatch):
+            if message.watch in self._finish_watches:
+                self._finish_watches.remove(message.watch)
+            return None
         if isinstance(message, Passivate):
             self._passivate(message)
             return None
@@ -655,6 +667,7 @@ class CrewActor(PooledActor):
         self.trace(None, "crew", f"completed result={short(result)}")
         self._release_waits()
         self._close_if_unsupervised()
+        self._tell_finished()
 
     def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
         """Mark the crew failed with its cause (idempotent: the first cause wins)."""
@@ -665,6 +678,7 @@ class CrewActor(PooledActor):
         self.trace(agent_id, "crew", f"failed {self.failure}")
         self._release_waits()
         self._close_if_unsupervised()
+        self._tell_finished()
         try:
             self.on_crew_failed(self.failure)
         except Exception:
@@ -678,6 +692,28 @@ class CrewActor(PooledActor):
         if self._on_activity is None:
             self._release()
             note_crew_finished(self.hub, self.crew_id, self.status.value)
+
+    def _watch_finish(self, watch: WatchFinish) -> CrewId:
+        """Register ``watch`` (told at once if the crew already finished); the answer
+        names the crew."""
+        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+            self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
+        else:
+            self._finish_watches.append(watch)
+        return self.crew_id
+
+    def _tell_finished(self) -> None:
+        watches, self._finish_watches = self._finish_watches, []
+        if watches:
+            outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
+            for watch in watches:
+                self._tell_watch(watch, outcome)
+
+    def _tell_watch(self, watch: WatchFinish, outcome: CrewOutcome | None) -> None:
+        try:
+            watch.callback(outcome)
+        except Exception:  # one broken watcher must not keep the outcome from the others
+            logger.opt(exception=True).error("a wait_finished callback of crew {} failed", self.crew_id)
 
     def _set_status(self, status: CrewStatus) -> None:
         if status is not self.status:

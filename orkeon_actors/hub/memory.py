@@ -5,9 +5,12 @@ actor.
 The core holds everything live delivery needs; an adapter whose mailboxes outlive the
 process (``orkeon_actors.store``) gives it a :class:`MailboxStore`, a
 :class:`~orkeon_actors.hub.port.DispatchObserver` and a :class:`LastValueStore` instead
-of overriding its internals. This module is over 600 lines because the core's handles
-(subscriptions, readers, registrations) share its one lock discipline and are kept
-beside it.
+of overriding its internals. The core's handles (subscriptions, readers, registrations) are in
+:mod:`~orkeon_actors.hub.handles`, its collaborators' protocols in
+:mod:`~orkeon_actors.hub.collaborators`. This module stays over 600 lines because
+:class:`HubCore` is one lock discipline over one state (the live mailboxes, waiters,
+pending replies, the composed chains) that every operation of the port reads and
+writes: split, each part would reach into the others' state.
 
 Where the work happens (ARCHITECTURE §3):
 
@@ -26,10 +29,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import datetime, timedelta
-from typing import Protocol
+from datetime import datetime
 
-import attrs
 from loguru import logger
 
 from orkeon_actors.errors import (
@@ -41,6 +42,8 @@ from orkeon_actors.errors import (
     MailboxNotFoundError,
     UnknownCorrelationError,
 )
+from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore
+from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, TopicWait, WaitRegistration
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.pipeline import EventHubMiddleware, Next, Pipeline
@@ -51,7 +54,6 @@ from orkeon_actors.hub.port import (
     CallerContext,
     DispatchObserver,
     EventHub,
-    MailboxReader,
     MailboxRegistration,
     Subscription,
 )
@@ -59,7 +61,7 @@ from orkeon_actors.hub.quotas import CallerQuotas
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
-from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
+from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
@@ -80,7 +82,6 @@ from orkeon_actors.model.options import (
     WaitOnReply,
     WaitOnTopic,
     WaitTimeout,
-    coerce_wait_timeout,
 )
 
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "InMemoryEventHub",
     "LastValueStore",
     "MailboxStore",
+    "MemorySubscription",
     "WaitRegistration",
     "note_crew_finished",
 ]
@@ -100,301 +102,6 @@ WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
 
 FINISHED_CREWS_REMEMBERED = 10_000
 """How many finished crews a hub remembers to explain a refused post (see ``crew_finished``)."""
-
-
-class _TopicWait:
-    """A one-shot router entry: the first matching message settles the wait."""
-
-    __slots__ = ("crew_id", "metadata_match", "pattern", "waiter")
-
-    def __init__(self, pattern: str, crew_id: CrewId, metadata_match: FrozenMap | None, waiter: Waiter[Message]):
-        self.pattern = pattern
-        self.crew_id = crew_id
-        self.metadata_match = metadata_match
-        self.waiter = waiter
-
-    def offer(self, message: Message) -> None:
-        self.waiter.try_complete(message)
-
-
-@attrs.frozen
-class WaitRegistration:
-    """Where a waiter was registered: its ``kind`` (``on_topic`` / ``on_mailbox`` /
-    ``on_reply``), the ``original`` name reported by a timeout (§9.2), how to undo the
-    registration, and how to start listening (reply waits only; a no-op otherwise)."""
-
-    kind: str
-    original: str
-    cleanup: Callable[[], None]
-    listen: Callable[[], None] = lambda: None
-
-
-class MemorySubscription(Subscription):
-    """The in-memory subscription: a local buffer fed by the router; shared with the
-    non-blocking waits of :mod:`orkeon_actors.hub.async_wait`."""
-
-    __slots__ = ("_buffer", "_hub", "_receive", "crew_id", "metadata_match", "on_close", "pattern")
-
-    def __init__(
-        self,
-        hub: HubCore,
-        pattern: str,
-        crew_id: CrewId,
-        receive: Next | None,
-        metadata_match: FrozenMap | None = None,
-        max_buffered: int | None = None,
-    ) -> None:
-        self.pattern = pattern
-        self.crew_id = crew_id
-        self.metadata_match: FrozenMap | None = metadata_match or None
-        self._buffer: LocalBuffer[Message] = LocalBuffer(max_buffered)
-        self._hub = hub
-        self._receive = receive
-        self.on_close: Callable[[], None] | None = None
-        """Run by :meth:`close` (the caller's subscription quota is given back)."""
-
-    def offer(self, message: Message) -> None:
-        self._buffer.push(message)
-
-    def __next__(self) -> Message:
-        while True:
-            try:
-                message = self._buffer.take()
-            except BufferClosed:
-                raise StopIteration from None
-            consumed = self._hub.consume(self._receive, message)
-            if consumed is not None:
-                return consumed
-
-    def drain(self) -> list[Message]:
-        out = []
-        while (message := self._buffer.take_nowait()) is not None:
-            consumed = self._hub.consume(self._receive, message)
-            if consumed is not None:
-                out.append(consumed)
-        return out
-
-    def poll(self) -> Message | None:
-        while (message := self._buffer.take_nowait()) is not None:
-            consumed = self._hub.consume(self._receive, message)
-            if consumed is not None:
-                return consumed
-        return None
-
-    def inject(self, message: Message) -> None:
-        self._buffer.push(message)
-
-    def pending(self) -> list[Message]:
-        return self._buffer.peek_all()
-
-    def receive(self, timeout: WaitTimeout | float | int | timedelta, *, cancel: CancelToken | None = None) -> Message:
-        hub = self._hub
-        wait_timeout = coerce_wait_timeout(timeout)
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        clock = hub.clock
-        deadline = None if isinstance(wait_timeout, ForeverWaitTimeout) else clock.monotonic() + wait_timeout.seconds
-        wait_id = new_ulid_str()
-        started_at = clock.now()
-        while True:
-            message = self._take_before(deadline, wait_id, started_at, cancel)
-            if message.is_timeout:
-                return message
-            consumed = hub.consume(self._receive, message)
-            if consumed is not None:
-                return consumed
-
-    def _take_before(
-        self, deadline: float | None, wait_id: str, started_at: datetime, cancel: CancelToken | None
-    ) -> Message:
-        """The oldest buffered message, else block (a registered ``on_topic`` wait) for
-        the next one, the timeout at ``deadline``, a cancellation or a close."""
-        hub = self._hub
-        waiter: Waiter[Message] = Waiter()
-        try:
-            message = self._buffer.take_or_park(waiter)
-        except BufferClosed:
-            raise self.closed_error() from None
-        if message is not None:
-            return message
-        timer: TimerHandle | None = None
-        if deadline is not None:
-            caller = CallerContext(self.crew_id)
-            timer = hub.scheduler.schedule_at(
-                deadline, lambda: hub.expire_wait(waiter, caller, self.pattern, wait_id, started_at)
-            )
-        try:
-            return hub.block(waiter, "on_topic", cancel)
-        except BufferClosed:
-            raise self.closed_error() from None
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self._buffer.unpark(waiter)
-
-    def closed_error(self) -> EventHubError:
-        """The error a receive on this closed subscription raises."""
-        if self._hub.stopped:
-            return HubStoppedError("the runtime was stopped while waiting")
-        return InvalidArgumentError(
-            f"the subscription to {self.pattern!r} is closed; subscribe again to receive more messages"
-        )
-
-    @property
-    def dropped(self) -> int:
-        return self._buffer.dropped
-
-    @property
-    def hub(self) -> HubCore:
-        return self._hub
-
-    @property
-    def buffer(self) -> LocalBuffer[Message]:
-        """Where the router pushes this subscription's messages."""
-        return self._buffer
-
-    def close(self) -> None:
-        self._hub.router.remove(self)
-        self._buffer.close()
-        self._hub.forget_subscription(self)
-        if self.on_close is not None:
-            self.on_close()
-
-    @property
-    def closed(self) -> bool:
-        return self._buffer.closed
-
-    def __repr__(self) -> str:
-        return f"Subscription({self.pattern!r}, crew={self.crew_id!s}, buffered={len(self._buffer)})"
-
-
-class _MemoryReader(MailboxReader):
-    def __init__(self, handle: MailboxHandle, hub: HubCore) -> None:
-        self._handle = handle
-        self._hub = hub
-        self._buffer: LocalBuffer[Message] = LocalBuffer()
-        handle.attach(self._buffer)
-
-    def receive(self, cancel: CancelToken | None = None) -> Message:
-        self._hub.receiving(self._handle.address)
-        unregister = cancel.on_cancel(self._buffer.interrupt) if cancel is not None else None
-        try:
-            while True:
-                try:
-                    message = self._buffer.take()
-                except BufferClosed:
-                    if self._handle.closed:
-                        raise MailboxNotFoundError(self._handle.address) from None
-                    raise InvalidArgumentError(
-                        "this mailbox reader was closed; open a new one with reg.reader()"
-                    ) from None
-                consumed = self._hub.consume(self._hub.receive_reader, message)
-                if consumed is not None:
-                    return consumed
-        finally:
-            if unregister is not None:
-                unregister()
-                self._buffer.clear_interrupt()
-
-    def __next__(self) -> Message:
-        try:
-            return self.receive()
-        except (MailboxNotFoundError, InvalidArgumentError):
-            raise StopIteration from None
-
-    def close(self) -> None:
-        self._handle.detach(self._buffer)
-        self._hub.reader_closed(self._handle)
-
-
-class _MemoryRegistration(MailboxRegistration):
-    def __init__(self, hub: HubCore, handle: MailboxHandle) -> None:
-        self._hub = hub
-        self._handle = handle
-        self.address = handle.address
-
-    def reader(self) -> MailboxReader:
-        return _MemoryReader(self._handle, self._hub)
-
-    def depth(self) -> int:
-        return self._handle.depth()
-
-    @property
-    def handle(self) -> MailboxHandle:
-        return self._handle
-
-    @property
-    def hub(self) -> HubCore:
-        return self._hub
-
-    def close(self) -> list[Message]:
-        return self._hub.unregister(self._handle)
-
-    def __repr__(self) -> str:
-        return f"MailboxRegistration({str(self.address)!r})"
-
-
-class MailboxStore(Protocol):
-    """Where an adapter keeps its mailboxes beyond the live ones (a durable store): the
-    hub core calls it at each step of a mailbox's life instead of holding the message
-    only in the live mailbox. Every method runs on the calling thread of the operation.
-    """
-
-    def exists(self, address: MailboxAddress) -> bool:
-        """Whether ``address`` is registered though no live mailbox holds it here (a post
-        or send to it is accepted)."""
-        ...
-
-    def opened(self, handles: Sequence[MailboxHandle]) -> None:
-        """``handles`` were just registered live: register them durably and reload what
-        each kept, before any newer post reaches it. Raising undoes all of them."""
-        ...
-
-    def unregister(
-        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
-    ) -> list[list[Message]]:
-        """Close ``handles`` (``close_live`` closes the live side and returns each one's
-        unconsumed messages) and unregister them durably."""
-        ...
-
-    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
-        """Release the live ``handles`` (``unlive`` removes one from the live mailboxes)
-        but keep their addresses registered and their messages kept."""
-        ...
-
-    def append(self, message: Message) -> None:
-        """The end of the post and send chains: keep ``message`` for its mailbox, then
-        hand it to the mailbox live at that moment. Raises ``MailboxNotFoundError``."""
-        ...
-
-    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
-        """Run ``post`` (a whole post chain, on this thread) with its :meth:`append`
-        queued instead of waited for: the future completes once the message is kept
-        and handed to the mailbox live then (or fails with what ``append`` raises)."""
-        ...
-
-    def consumed(self, message: Message, consumed: Message | None) -> None:
-        """A mailbox or subscription handed ``message`` to a consumer (``consumed``:
-        what the receive stages made of it, ``None`` if they dropped it)."""
-        ...
-
-    def reader_closed(self, handle: MailboxHandle) -> None:
-        """A held reader of ``handle`` was closed."""
-        ...
-
-    def receiving(self, address: MailboxAddress) -> None:
-        """A consumer came back to ``address`` (a wait or a held reader's receive),
-        whatever that attempt brings: it is done with what it was handed before."""
-        ...
-
-
-class LastValueStore(Protocol):
-    """Where an adapter keeps retained last values beyond memory."""
-
-    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
-        """Keep ``message`` as the last value of ``(scope, key)``, then ``remember()`` it
-        in memory (before returning)."""
-        ...
 
 
 class HubCore(EventHub):
@@ -669,12 +376,12 @@ class HubCore(EventHub):
             for handle in handles:
                 handle.close()
             raise
-        return [_MemoryRegistration(self, handle) for handle in handles]
+        return [MemoryRegistration(self, handle) for handle in handles]
 
     def _handles(self, registrations: Sequence[MailboxRegistration]) -> list[MailboxHandle]:
         handles = []
         for registration in registrations:
-            if not isinstance(registration, _MemoryRegistration) or registration.hub is not self:
+            if not isinstance(registration, MemoryRegistration) or registration.hub is not self:
                 raise TypeError(f"not a registration of this hub: {registration!r}")
             handles.append(registration.handle)
         return handles
@@ -894,7 +601,7 @@ class HubCore(EventHub):
         Raises ``MailboxNotFoundError`` / ``UnknownCorrelationError``.
         """
         if isinstance(descriptor, WaitOnTopic):
-            entry = _TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
+            entry = TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
             self._router.add(entry)
             return WaitRegistration("on_topic", descriptor.topic, lambda: self._router.remove(entry))
         if isinstance(descriptor, WaitOnMailbox):

@@ -52,7 +52,7 @@ REPLY_TOPIC = "_system.reply"
 """Synthetic topic of replies."""
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # a dict key on every send (the per-caller quotas)
 class CallerContext:
     """Who is calling: the hub stamps these on every message the caller sends."""
 

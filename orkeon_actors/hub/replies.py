@@ -34,6 +34,7 @@ class PendingRequest:
         "listeners",
         "lock",
         "outcome",
+        "requester",
         "requester_agent",
         "requester_crew",
         "target",
@@ -51,15 +52,12 @@ class PendingRequest:
         self.correlation_id = correlation_id
         self.requester_crew = requester_crew
         self.requester_agent = requester_agent
+        self.requester = CallerContext(requester_crew, requester_agent)  # the quota key, built once
         self.target = target  # the request's mailbox address, for error messages
         self.listeners: list[Waiter[Message]] = [] if listener is None else [listener]
         self.outcome: Message | BaseException | None = None
         self.timer: TimerHandle | None = None
         self.lock = threading.Lock()
-
-    @property
-    def requester(self) -> CallerContext:
-        return CallerContext(self.requester_crew, self.requester_agent)
 
     def listen(self, waiter: Waiter[Message]) -> None:
         with self.lock:

@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
+from datetime import timedelta
 from typing import Any
 
 import pykka
@@ -343,10 +344,11 @@ class CrewSupervisor:
         withdrawing the callback. See :mod:`orkeon_actors.lifecycle.finished`."""
         return self.outcome_book.when_finished(CrewId(crew_id), callback)
 
-    def wait_finished(self, crew_id: CrewId | str, timeout: float | None = None) -> CrewOutcome:
+    def wait_finished(self, crew_id: CrewId | str, timeout: float | timedelta | None = None) -> CrewOutcome:
         """Block until the crew finishes; return its outcome if it completed. Raises
         ``CrewFailedError`` if it failed, ``CrewWaitTimeoutError`` after ``timeout``
-        seconds (``None``: no limit), ``CrewNotFoundError`` for a crew unknown here."""
+        (seconds or a ``timedelta``, however large; ``None``: no limit),
+        ``CrewNotFoundError`` for a crew unknown here."""
         return wait_finished(self, CrewId(crew_id), timeout)
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:

@@ -142,6 +142,41 @@ _GETTER: Final = _MetadataGetter()
 _EMPTY_CONTEXT: Final = Context()
 
 
+class _WrittenContexts:
+    """The span contexts this process wrote into messages, by their ``traceparent``, as
+    :func:`extract_span_context` reads them back (remote, only the sampled flag): a
+    message published and consumed in this process is not parsed again on receive.
+
+    Bounded (``capacity`` entries, oldest forgotten first; a message consumed after its
+    entry was forgotten is parsed by the propagator, with the same result). Only
+    contexts without a trace state are kept, so the ``traceparent`` alone is the key.
+    Safe across threads: each operation is one C-level ``OrderedDict`` call."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, SpanContext] = OrderedDict()
+
+    def remember(self, traceparent: str, span_context: SpanContext) -> None:
+        entries = self._entries
+        entries[traceparent] = SpanContext(
+            span_context.trace_id,
+            span_context.span_id,
+            is_remote=True,
+            trace_flags=_SAMPLED if span_context.trace_flags.sampled else _NOT_SAMPLED,
+        )
+        if len(entries) > self._capacity:
+            entries.popitem(last=False)
+
+    def get(self, traceparent: str) -> SpanContext | None:
+        return self._entries.get(traceparent)
+
+
+_WRITTEN_CAPACITY: Final = 16_384
+_WRITTEN: Final = _WrittenContexts(_WRITTEN_CAPACITY)
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_NOT_SAMPLED: Final = TraceFlags(TraceFlags.DEFAULT)
+
+
 def inject_span_context(span_context: SpanContext) -> dict[str, str]:
     """The metadata entries carrying ``span_context`` (W3C Trace Context, written by
     OpenTelemetry's propagator): ``traceparent``, plus ``tracestate`` when the trace
@@ -149,6 +184,8 @@ def inject_span_context(span_context: SpanContext) -> dict[str, str]:
     carrier: dict[str, str] = {}
     if span_context.is_valid:
         _PROPAGATOR.inject(carrier, context_of(span_context))
+        if TRACESTATE not in carrier:
+            _WRITTEN.remember(carrier[TRACEPARENT], span_context)
     return carrier
 
 
@@ -156,9 +193,14 @@ def extract_span_context(metadata: Mapping[str, str]) -> SpanContext | None:
     """The remote span context carried by ``metadata`` (``traceparent`` /
     ``tracestate``, read by OpenTelemetry's propagator), or ``None`` when absent or
     invalid by W3C Trace Context's rules. Only the *sampled* flag is kept, as a context
-    carried inside a message has always been read here."""
-    if TRACEPARENT not in metadata:
+    carried inside a message has always been read here. A ``traceparent`` this process
+    wrote (and no ``tracestate``) is answered from memory: the context the propagator
+    wrote it from, as it would parse it back."""
+    traceparent = metadata.get(TRACEPARENT)
+    if traceparent is None:
         return None
+    if TRACESTATE not in metadata and (written := _WRITTEN.get(traceparent)) is not None:
+        return written  # what the propagator wrote here, read back without parsing
     span_context = trace.get_current_span(_PROPAGATOR.extract(metadata, _EMPTY_CONTEXT, _GETTER)).get_span_context()
     if not span_context.is_valid:
         return None
@@ -222,10 +264,10 @@ class TelemetryMiddleware:
     default) uses the global providers (``opentelemetry.trace.set_tracer_provider`` /
     ``opentelemetry.metrics.set_meter_provider``), which are no-ops until you set them.
     ``correlation_capacity``: how many pending requests the stage remembers to link
-    replies (positive; ``InvalidArgumentError`` otherwise). ``publish_latency``: also
-    record ``orkeon_event_latency_seconds`` for the publish patterns (the hand-off time);
-    ``False`` records the histogram once per message, on receive (from ``published_at``),
-    which halves the stage's metrics cost (the production setting of ``docs/bench.md``).
+    replies (positive; ``InvalidArgumentError`` otherwise). By default
+    ``orkeon_event_latency_seconds`` is recorded once per message, on receive (from
+    ``published_at``); ``publish_latency=True`` also records it for the publish patterns
+    (the hand-off time), which doubles the stage's metrics cost.
 
     The stage never swallows an error: a refusal ends the span with status ERROR and the
     error's type in ``error.type``, then propagates unchanged. Adding ``traceparent`` to
@@ -239,7 +281,7 @@ class TelemetryMiddleware:
         meter_provider: MeterProvider | None = None,
         *,
         correlation_capacity: int = 10_000,
-        publish_latency: bool = True,
+        publish_latency: bool = False,
     ) -> None:
         if (
             isinstance(correlation_capacity, bool)

@@ -57,6 +57,10 @@ def _has_live_wal(path: str) -> bool:
         return False
 
 
+_READER_BUSY_MS = 5_000
+"""How long the identity check waits for a live owner's WAL lock before reporting it."""
+
+
 def _read_only(path: str, immutable: bool) -> apsw.Connection:
     """A connection that cannot write ``path``. ``immutable`` also tells SQLite not to
     lock it nor look for a WAL (nothing is created beside it); without it, the WAL of a
@@ -64,7 +68,11 @@ def _read_only(path: str, immutable: bool) -> apsw.Connection:
     if immutable:
         uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
         return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    return apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    # A live owner may hold the WAL index for a moment (a checkpoint, its close): wait
+    # for it rather than calling a healthy store unreadable.
+    conn.set_busy_timeout(_READER_BUSY_MS)
+    return conn
 
 
 def _store_bytes(path: str) -> int:
@@ -91,6 +99,20 @@ def _check_integrity(conn: apsw.Connection, path: str) -> None:
         )
 
 
+def _check_format_versions(header: bytes, path: str) -> None:
+    """SQLite opens a file whose header's write version (byte 18) or read version
+    (byte 19) is above 2 read-only, or not at all: the first write would then fail with
+    a raw ``ReadOnlyError``. The store only ever writes 1 (legacy) or 2 (WAL)."""
+    write_version, read_version = header[18], header[19]
+    if write_version not in (1, 2) or read_version not in (1, 2):
+        raise StoreCorruptError(
+            f"the store {path} has a damaged SQLite header (file format versions {write_version}/"
+            f"{read_version} at bytes 18-19, expected 1 or 2); it was left untouched: restore it from a backup, "
+            f"or salvage what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db`",
+            path=path,
+        )
+
+
 def verify_store_file(path: str) -> None:
     """Raise ``StoreVersionError`` unless ``path`` is absent, empty, or an orkeon store
     this release can open (see the module docstring); ``StoreError`` if its schema
@@ -107,6 +129,8 @@ def verify_store_file(path: str) -> None:
             "give the runtime its own store file",
             path=path,
         )
+    if header:
+        _check_format_versions(header, path)
     try:
         conn = _read_only(path, immutable=not wal)
     except apsw.CorruptError:

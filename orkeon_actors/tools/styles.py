@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
-from orkeon_actors.errors import ToolDefinitionError
+from orkeon_actors.errors import InvalidArgumentError, ToolDefinitionError
 
 __all__ = [
     "STYLES",
@@ -89,7 +89,7 @@ _GEMINI_FORMATS: Final = frozenset({"date-time", "enum", "float", "double", "int
 def render(definition: Mapping[str, Any], style: DefinitionStyle) -> dict[str, Any]:
     """``definition`` (canonical) in ``style``; the input is not modified."""
     if style not in STYLES:
-        raise ValueError(f"unknown definition style {style!r}; use one of {', '.join(map(repr, STYLES))}")
+        raise InvalidArgumentError(f"unknown definition style {style!r}; use one of {', '.join(map(repr, STYLES))}")
     name = str(definition["name"])
     pattern, rule = _NAME_RULES[style]
     if not pattern.match(name):

@@ -4,7 +4,7 @@ One base converter (:mod:`~orkeon_actors.wire.base`: ids, addresses, metadata ma
 a datetime rule, registered once) and one module per format, each stating its datetime
 rule in its docstring:
 
-* :mod:`~orkeon_actors.wire.snapshot`: the crew snapshot's JSON (``isoformat()``);
+* :mod:`~orkeon_actors.wire.snapshot`: the crew snapshot's JSON (UTC ``Z``; ``+00:00`` read);
 * :mod:`~orkeon_actors.wire.store_row`: the SQLite store's columns (fixed-width UTC ``Z``);
 * :mod:`~orkeon_actors.wire.tool_json`: what a model reads and writes (UTC ``Z``, an
   offset required on input), with :mod:`~orkeon_actors.wire.payload` for payload bytes;

@@ -1,8 +1,9 @@
 """The crew snapshot's JSON format (spec §8.1): how model values appear in a snapshot.
 
-Datetime rule: ``datetime.isoformat()`` as is (an aware UTC datetime ends ``+00:00``),
-read back with ``datetime.fromisoformat`` (any ISO 8601 Python writes). Snapshots
-written by earlier releases use the same rule, so they load unchanged.
+Datetime rule: RFC 3339 in UTC with ``Z`` (:func:`~orkeon_actors.model.clock.format_utc`),
+the one timestamp format a person reads (``orkeon store PATH show CREW`` prints
+snapshots), read back with ``datetime.fromisoformat`` (any ISO 8601 Python writes), so
+snapshots written by earlier releases (``+00:00`` offsets) load unchanged.
 
 A :class:`~orkeon_actors.model.message.Message` (kept mail, handover events) is an
 object with every field under its own name, the payload in standard base64. The crew
@@ -19,14 +20,15 @@ from typing import Any, Final
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.message import Message
 from orkeon_actors.wire.base import DatetimeRule, base_converter
 
 __all__ = ["SNAPSHOT_DATETIMES", "configure_snapshot", "snapshot_converter"]
 
 SNAPSHOT_DATETIMES: Final = DatetimeRule(
-    "ISO 8601 as datetime.isoformat() writes it, offset kept",
-    format=datetime.isoformat,
+    "RFC 3339 in UTC with Z; any ISO 8601 read (earlier snapshots wrote +00:00)",
+    format=format_utc,
     parse=datetime.fromisoformat,
 )
 

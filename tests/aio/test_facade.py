@@ -17,6 +17,8 @@ from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import (
     BudgetExhaustedError,
     CancelledError,
+    CrewFailedError,
+    CrewNotFoundError,
     CrewWaitTimeoutError,
     HubStoppedError,
     InvalidArgumentError,
@@ -298,6 +300,27 @@ def test_wait_finished_awaits_a_crews_outcome(tmp_path: Path) -> None:
             assert outcome.status is CrewStatus.COMPLETED and outcome.result == "done"
             again = await sup.wait_finished(crew, timeout=5)  # already finished: at once
             assert again.status is CrewStatus.COMPLETED
+
+    run(main)
+
+
+def _failing_crew(crew_id: ok.CrewId) -> CrewBlueprint:
+    agent = Agent("a", ScriptedModel([]))  # nothing to say: the crew fails
+    return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("go", agent.agent_id)]))
+
+
+def test_wait_finished_raises_a_failure_and_an_unknown_crew_as_the_blocking_call_does(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with ok.aio.start(store=str(tmp_path / "life.db")) as rt:
+            sup = await rt.start_supervisor(factories={"failing": _failing_crew})
+            crew = await sup.spawn("failing")
+            with pytest.raises(CrewFailedError) as caught:
+                await sup.wait_finished(crew, timeout=30)
+            assert caught.value.crew_id == str(crew) and caught.value.outcome.status is CrewStatus.FAILED
+            with pytest.raises(CrewNotFoundError):
+                await sup.wait_finished("nobody", timeout=30)
+            with pytest.raises(InvalidArgumentError):
+                await sup.wait_finished(crew, timeout=0)
 
     run(main)
 

@@ -126,6 +126,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
                         optional={"allowed_topics": st.lists(topics, max_size=2)},
                     ),
                     max_size=3,
+                    unique_by=lambda link: link["to"],  # a peer named twice is refused (one link per peer)
                 ),
                 "event": st.fixed_dictionaries(
                     {},

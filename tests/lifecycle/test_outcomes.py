@@ -152,3 +152,11 @@ def test_a_post_to_a_finished_supervised_crew_says_it_finished(env: Env) -> None
     with pytest.raises(MailboxNotFoundError) as caught:
         env.hub.bind("x", "y").post("agent://good/a", 1)
     assert caught.value.finished == "completed"
+
+
+def test_wait_finished_takes_a_timeout_beyond_what_the_platform_can_wait(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(respond("done"))
+    sup = env.boot()
+    sup.spawn("c", "c1")
+    assert sup.wait_finished("c1", timeout=1e10).result == "done"  # raised OverflowError before
+    assert sup.wait_finished("c1", timeout=timedelta.max).result == "done"

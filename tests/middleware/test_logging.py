@@ -122,3 +122,66 @@ def test_a_duplicate_seen_by_logging_is_logged_as_dropped(
 def test_negative_payload_limit_is_rejected() -> None:
     with pytest.raises(ok.errors.InvalidArgumentError):
         LoggingMiddleware(payload_limit=-1)
+
+
+def test_records_logged_from_many_threads_each_describe_their_own_message(
+    start_runtime: StartRuntime, log_records: list[dict[str, Any]]
+) -> None:
+    import threading
+
+    rt = start_runtime([LoggingMiddleware()])
+    barrier = threading.Barrier(4)
+
+    def publish(index: int) -> None:
+        client = rt.hub.bind(f"crew-{index}", "writer")
+        barrier.wait()
+        for n in range(50):
+            client.publish(f"topic.{index}", n)
+
+    threads = [threading.Thread(target=publish, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(log_records) == 200
+    for record in log_records:
+        extra = record["extra"]
+        assert extra["topic"] == "topic." + extra["source_crew"].removeprefix("crew-")
+        assert record["message"].startswith(f"hub publish publish {extra['topic']} {extra['message_id']} accepted (")
+
+
+_NO_SINK_TAKES_IT = """
+import orkeon_actors as ok
+from loguru import logger
+from orkeon_actors.middleware import LoggingMiddleware
+from orkeon_actors.middleware import logging_stage
+
+built = []
+original = logging_stage._fields
+def counting(*args):
+    built.append(1)
+    return original(*args)
+logging_stage._fields = counting
+
+logger.remove()  # only the sink below: INFO and above
+records = []
+logger.add(lambda m: records.append(m.record), level="INFO", format="{message}")
+logger.enable("orkeon_actors")
+with ok.Runtime.start(middleware=[LoggingMiddleware()]) as rt:  # records at DEBUG
+    client = rt.hub.bind("crew-a", "writer")
+    with client.subscribe("news") as sub:
+        client.publish("news", 1)
+        sub.receive(1)
+assert built == [] and records == [], (built, records)
+with ok.Runtime.start(middleware=[LoggingMiddleware(level="INFO")]) as rt:
+    rt.hub.bind("crew-a", "writer").publish("news", 1)
+assert len(built) == 1 and [r["extra"]["topic"] for r in records] == ["news"], (built, records)
+"""
+
+
+def test_a_record_no_sink_takes_is_dropped_before_its_fields_are_built() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NO_SINK_TAKES_IT], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

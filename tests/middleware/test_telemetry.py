@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import SpanContext, SpanKind, StatusCode, TraceFlags
 
@@ -306,8 +306,21 @@ def test_published_counter_and_latency_histogram(
         attrs_of(topic="news", source_crew="crew-a"): 2,
         attrs_of(topic="_system.post", source_crew="crew-a", target_crew="crew-b"): 1,
     }
+    assert metrics.values("orkeon_event_latency_seconds") == {attrs_of(pattern="receive"): 1}
+
+
+def test_publish_latency_opt_in_also_records_the_publish_patterns(
+    start_runtime: StartRuntime, tracing: Tracing, metrics: Metrics
+) -> None:
+    rt = start_runtime([TelemetryMiddleware(tracing.provider, metrics.provider, publish_latency=True)])
+    registration = rt.hub.register_mailbox(MAILBOX)
+    client = rt.hub.bind("crew-a", "writer")
+    client.publish("news", 1)
+    client.post(MAILBOX, 3)
+    with registration.reader() as reader:
+        reader.receive()
     assert metrics.values("orkeon_event_latency_seconds") == {
-        attrs_of(pattern="publish"): 2,
+        attrs_of(pattern="publish"): 1,
         attrs_of(pattern="post"): 1,
         attrs_of(pattern="receive"): 1,
     }
@@ -387,3 +400,22 @@ def test_one_stage_serves_one_runtime_at_a_time(start_runtime: StartRuntime, sta
 def test_correlation_capacity_must_be_positive() -> None:
     with pytest.raises(InvalidArgumentError):
         TelemetryMiddleware(correlation_capacity=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    trace_id=st.integers(1, 2**128 - 1),
+    span_id=st.integers(1, 2**64 - 1),
+    flags=st.integers(0, 255),
+)
+def test_a_context_written_here_reads_back_as_the_propagator_parses_it(trace_id: int, span_id: int, flags: int) -> None:
+    from opentelemetry.trace import get_current_span
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    written = inject_span_context(SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(flags)))
+    parsed = get_current_span(TraceContextTextMapPropagator().extract(written)).get_span_context()
+    expected = SpanContext(
+        parsed.trace_id, parsed.span_id, is_remote=True, trace_flags=TraceFlags(parsed.trace_flags & TraceFlags.SAMPLED)
+    )
+    assert extract_span_context(written) == expected  # answered from memory
+    assert extract_span_context({**written, "tracestate": "k=v"}).trace_state.get("k") == "v"  # parsed

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,7 @@ from ulid import ULID
 
 import orkeon_actors as ok
 from orkeon_actors.errors import EventHubError, InvalidIdError
-from orkeon_actors.model.ids import new_ulid_str
+from orkeon_actors.model.ids import new_secret_ulid_str, new_ulid_str
 
 
 def test_crew_and_agent_ids_accept_plain_names() -> None:
@@ -104,3 +106,45 @@ def test_ulids_minted_on_several_threads_at_once_are_unique_and_increase_per_thr
     assert len(set(every)) == threads * per_thread  # no id twice, across threads
     for into in minted:
         assert into == sorted(into) and len(set(into)) == len(into)  # each thread's in mint order
+
+
+def test_secret_ids_are_valid_ulids_of_their_minting_time_and_never_repeat_across_threads() -> None:
+    """Correlation ids read their 80 random bits from a per-thread CSPRNG buffer: every
+    id valid, none shared between threads, none repeated across buffer refills."""
+    minted: list[list[str]] = [[] for _ in range(4)]
+
+    def mint(out: list[str]) -> None:
+        out.extend(new_secret_ulid_str() for _ in range(2_000))  # many refills of 64 ids
+
+    before = time.time()
+    threads = [threading.Thread(target=mint, args=(out,)) for out in minted]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    after = time.time()
+    every = [i for out in minted for i in out]
+    assert len(set(every)) == len(every) == 8_000
+    for text in every[::97]:
+        decoded = ULID.from_str(str(ok.CorrelationId(text)))
+        assert before - 0.002 <= decoded.timestamp <= after + 0.002
+    randomness = {i[10:] for i in every}
+    assert len(randomness) == len(every)  # the 80 random bits differ too, not only the time
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_mints_its_parents_secret_ids() -> None:
+    new_secret_ulid_str()  # the parent's buffer holds 63 unused ids
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: mint what the parent's buffer would have given, report, exit
+        os.close(read)
+        os.write(write, ",".join(new_secret_ulid_str() for _ in range(63)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = set(pipe.read().split(","))
+    os.waitpid(pid, 0)
+    parent = {new_secret_ulid_str() for _ in range(63)}
+    assert len(child) == 63
+    assert {i[10:] for i in child}.isdisjoint({i[10:] for i in parent})

@@ -7,7 +7,7 @@ import contextlib
 import io
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
@@ -32,6 +32,8 @@ _yaml_tokens = st.sampled_from(
 
 @settings(FUZZ, max_examples=FUZZ.max_examples * 4)
 @given(text=st.lists(_yaml_tokens, max_size=60).map("".join) | st.text(max_size=200))
+@example(text="?   - links:")  # a list as a mapping key: unhashable for the loader
+@example(text="a: &x [1]\n? *x\n: 2")  # the same through an alias
 def test_any_text_is_a_block_or_a_config_error(text: str) -> None:
     try:
         block = load_links(text)

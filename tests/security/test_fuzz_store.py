@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import orkeon_actors as ok
-from orkeon_actors.errors import StoreError
+from orkeon_actors.errors import StoreCorruptError, StoreError
 from tests.security.conftest import FUZZ
 
 MAILBOX = "agent://c/a"
@@ -52,6 +52,8 @@ def _open_and_read(path: Path) -> set[str]:
 @given(
     flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=1, max_value=255)), min_size=1, max_size=4)
 )
+@example(flips=[(18, 1)])  # SQLite's write version 2 -> 3: the file would open read-only
+@example(flips=[(19, 4)])  # the read version: SQLite would refuse to read it
 def test_a_flipped_store_is_a_typed_error_or_keeps_every_accepted_message(
     pristine: tuple[Path, set[str]], tmp_path_factory: pytest.TempPathFactory, flips: list[tuple[int, int]]
 ) -> None:
@@ -66,3 +68,17 @@ def test_a_flipped_store_is_a_typed_error_or_keeps_every_accepted_message(
     except StoreError:
         return
     assert ids <= found
+
+
+@pytest.mark.parametrize("offset", [18, 19])
+def test_a_damaged_format_version_is_a_corrupt_store_left_untouched(
+    pristine: tuple[Path, set[str]], tmp_path: Path, offset: int
+) -> None:
+    damaged = bytearray(pristine[0].read_bytes())
+    damaged[offset] = 3
+    path = tmp_path / "state.db"
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(StoreCorruptError, match=r"bytes 18-19.*restore it from a backup"):
+        ok.Runtime.start(store=str(path))
+    assert path.read_bytes() == bytes(damaged)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]

@@ -32,7 +32,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orkeon_actors.errors import ToolDefinitionError
+from orkeon_actors.errors import InvalidArgumentError, ToolDefinitionError
 from orkeon_actors.tools import STYLES, TOOL_SPECS, canonical_arguments, render, tool_definitions
 from orkeon_actors.tools.definitions import canonical_definition
 
@@ -165,7 +165,7 @@ def test_mcp_style_is_an_mcp_tool() -> None:
 
 
 def test_unknown_style_and_refused_names() -> None:
-    with pytest.raises(ValueError, match="openai-strict"):
+    with pytest.raises(InvalidArgumentError, match="openai-strict"):  # typed, and a ValueError
         tool_definitions("bogus")  # type: ignore[arg-type]
     tool = {"name": "look up", "description": "d", "input_schema": {"type": "object"}}
     for style in STYLES:

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, query_crew, respond, start_crew
+from orkeon_actors.crew import (
+    Agent,
+    CrewActor,
+    CrewOutcome,
+    CrewStatus,
+    ScriptedModel,
+    query_crew,
+    respond,
+    start_crew,
+    wait_finished,
+)
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
 
@@ -22,5 +32,7 @@ def run() -> CrewStatus:
         start_crew(ref)
         wait_until(lambda: query_crew(ref, "status") is CrewStatus.COMPLETED, what="the crew completed")
         status: CrewStatus = query_crew(ref, "status")
+        outcome: CrewOutcome = wait_finished(ref, timeout=30)
         ref.stop()
+        assert outcome.status is status
         return status

@@ -1,0 +1,82 @@
+"""The collaborators a hub core takes instead of being subclassed
+(:class:`~orkeon_actors.hub.memory.HubCore`): where an adapter keeps its mailboxes and
+its retained last values beyond the live ones. The in-memory adapter has none; the
+SQLite adapter (:mod:`orkeon_actors.store`) implements both. The third collaborator,
+the :class:`~orkeon_actors.hub.port.DispatchObserver`, is part of the port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Protocol
+
+from orkeon_actors.hub.mailbox import MailboxHandle
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import CrewId
+from orkeon_actors.model.message import Message
+
+__all__ = ["LastValueStore", "MailboxStore"]
+
+
+class MailboxStore(Protocol):
+    """Where an adapter keeps its mailboxes beyond the live ones (a durable store): the
+    hub core calls it at each step of a mailbox's life instead of holding the message
+    only in the live mailbox. Every method runs on the calling thread of the operation.
+    """
+
+    def exists(self, address: MailboxAddress) -> bool:
+        """Whether ``address`` is registered though no live mailbox holds it here (a post
+        or send to it is accepted)."""
+        ...
+
+    def opened(self, handles: Sequence[MailboxHandle]) -> None:
+        """``handles`` were just registered live: register them durably and reload what
+        each kept, before any newer post reaches it. Raising undoes all of them."""
+        ...
+
+    def unregister(
+        self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
+    ) -> list[list[Message]]:
+        """Close ``handles`` (``close_live`` closes the live side and returns each one's
+        unconsumed messages) and unregister them durably."""
+        ...
+
+    def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
+        """Release the live ``handles`` (``unlive`` removes one from the live mailboxes)
+        but keep their addresses registered and their messages kept."""
+        ...
+
+    def append(self, message: Message) -> None:
+        """The end of the post and send chains: keep ``message`` for its mailbox, then
+        hand it to the mailbox live at that moment. Raises ``MailboxNotFoundError``."""
+        ...
+
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """Run ``post`` (a whole post chain, on this thread) with its :meth:`append`
+        queued instead of waited for: the future completes once the message is kept
+        and handed to the mailbox live then (or fails with what ``append`` raises)."""
+        ...
+
+    def consumed(self, message: Message, consumed: Message | None) -> None:
+        """A mailbox or subscription handed ``message`` to a consumer (``consumed``:
+        what the receive stages made of it, ``None`` if they dropped it)."""
+        ...
+
+    def reader_closed(self, handle: MailboxHandle) -> None:
+        """A held reader of ``handle`` was closed."""
+        ...
+
+    def receiving(self, address: MailboxAddress) -> None:
+        """A consumer came back to ``address`` (a wait or a held reader's receive),
+        whatever that attempt brings: it is done with what it was handed before."""
+        ...
+
+
+class LastValueStore(Protocol):
+    """Where an adapter keeps retained last values beyond memory."""
+
+    def retain(self, scope: CrewId | None, key: str, message: Message, remember: Callable[[], None]) -> None:
+        """Keep ``message`` as the last value of ``(scope, key)``, then ``remember()`` it
+        in memory (before returning)."""
+        ...
