@@ -23,7 +23,8 @@ def test_stop_leaves_no_thread_behind() -> None:
     with ok.Runtime.start() as rt:
         hub = rt.hub
         regs = [hub.register_mailbox(f"agent://c/a{i}") for i in range(5)]
-        hub.bind("c", "x").post("agent://c/a0", 1)
+        for i in range(5):  # a mailbox has an actor once it has work
+            hub.bind("c", "x").post(f"agent://c/a{i}", 1)
         hub.bind("c", "x").subscribe("t")
         hub.bind("c", "x").wait_for(ok.WaitOnTopic("t"), 0.01)
         live = [r for r in pykka.ActorRegistry.get_by_class(MailboxActor) if r.is_alive()]

@@ -13,10 +13,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["progress", "running", "scratch_directory"]
+__all__ = ["boot_crews", "progress", "running", "scratch_directory"]
 
 _directory: str | None = None
 _reporter: Callable[[str], None] | None = None
+_boot_crews: int | None = None
+
+
+def boot_crews(default: int) -> int:
+    """The sleeping crews of the lifecycle bench's boot store: ``--boot-crews``, else
+    ``default``."""
+    return default if _boot_crews is None else _boot_crews
 
 
 def scratch_directory(prefix: str) -> str:
@@ -31,19 +38,30 @@ def progress(text: str) -> None:
 
 
 @contextmanager
-def running(directory: str | os.PathLike[str] | None, reporter: Callable[[str], None] | None) -> Iterator[None]:
+def running(
+    directory: str | os.PathLike[str] | None,
+    reporter: Callable[[str], None] | None,
+    *,
+    boot: int | None = None,
+) -> Iterator[None]:
     """Run suites with scratch stores under ``directory`` (``None``: the system temp
-    directory) and progress sent to ``reporter``. Raises ``InvalidArgumentError`` for a
-    directory that does not exist."""
-    global _directory, _reporter
+    directory), progress sent to ``reporter`` and ``boot`` sleeping crews in the
+    lifecycle bench's boot store (``None``: its default). Raises ``InvalidArgumentError``
+    for a directory that does not exist or a ``boot`` below 1."""
+    global _directory, _reporter, _boot_crews
     if directory is not None and not os.path.isdir(directory):
         from orkeon_actors.errors import InvalidArgumentError
 
         raise InvalidArgumentError(f"--dir {os.fspath(directory)!r} is not a directory: create it or choose another")
-    previous = _directory, _reporter
+    if boot is not None and boot < 1:
+        from orkeon_actors.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"--boot-crews {boot}: give at least 1 crew")
+    previous = _directory, _reporter, _boot_crews
     _directory = None if directory is None else os.fspath(directory)
     _reporter = reporter
+    _boot_crews = boot
     try:
         yield
     finally:
-        _directory, _reporter = previous
+        _directory, _reporter, _boot_crews = previous

@@ -52,10 +52,12 @@ import apsw
 import attrs
 from loguru import logger
 
+from orkeon_actors.bench.context import boot_crews as configured_boot_crews
 from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
+from orkeon_actors.lifecycle.activation import CrewSource
 from orkeon_actors.model.ids import new_ulid_str
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
@@ -142,10 +144,11 @@ def _blueprint(receive_args: dict[str, Any]) -> CrewBlueprint:
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("wait", agent.agent_id)]))
 
 
-FACTORIES = {
-    FOREVER_NAME: lambda _crew: _blueprint({"wait_forever": True}),
-    FINITE_NAME: lambda _crew: _blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
+FACTORIES: dict[str, CrewSource] = {
+    FOREVER_NAME: _blueprint({"wait_forever": True}),
+    FINITE_NAME: _blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
 }
+"""Shared blueprints (``CrewSource``): no factory call per wake."""
 
 
 def _status(sup: CrewSupervisor, crew: str) -> CrewStatus | None:
@@ -353,13 +356,23 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-def _wake_latencies(db: str, count: int, samples: int) -> list[float]:
+def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[list[float], dict[str, float]]:
+    """The wake latencies of ``samples`` crews among ``count`` asleep, then (the second
+    value) those of as many others under load and the burst figures (see
+    :mod:`orkeon_actors.bench.lifecycle_scale`)."""
+    from orkeon_actors.bench import lifecycle_scale as scale  # it imports this module
+
     rt = Runtime.start(store=db)
     sup = CrewSupervisor(rt, factories=FACTORIES)
     try:
         if sup.booted_asleep != count:
             raise RuntimeError(f"{sup.booted_asleep} crews asleep at boot, expected {count}")
-        chosen = random.Random(8).sample(bench_crew_ids(count), samples)
+        order = bench_crew_ids(count)
+        random.Random(8).shuffle(order)
+        chosen, loaded = order[:samples], order[samples : 2 * samples]
+        single, pipelined = (50, 300) if quick else (2_000, 19_500)
+        burst_one = order[2 * samples : 2 * samples + single]
+        burst_many = order[2 * samples + single : 2 * samples + single + pipelined]
         client = rt.hub.bind("bench", "poster")
         latencies = []
         for crew in chosen:
@@ -369,13 +382,24 @@ def _wake_latencies(db: str, count: int, samples: int) -> list[float]:
             if not delivered.wait(30):
                 raise RuntimeError(f"crew {crew} was not woken by its post")
             latencies.append(DELIVERIES.at[crew][0] - started)
-        for crew in chosen:
+        progress(f"{samples} wakes under load")
+        under_load, load_rate = scale.loaded_latencies(rt, loaded)
+        for crew in chosen + loaded:
             wait_until(
                 lambda c=crew: sup.state(c) is LifecycleState.COMPLETED,  # type: ignore[misc]
                 timeout=60,
                 what=f"{crew} completed",
             )
-        return latencies
+        progress(f"a burst of {single:,} posts one at a time, then {pipelined:,} pipelined")
+        more = scale.burst(rt, burst_one, burst_many)  # every burst crew's agent got its message
+        more.update(
+            {
+                "wake_loaded_p50_ms": _pct(under_load, 0.5) * 1000,
+                "wake_loaded_p99_ms": _pct(under_load, 0.99) * 1000,
+                "wake_load_ops_per_s": load_rate,
+            }
+        )
+        return latencies, more
     finally:
         sup.stop()
         rt.stop()
@@ -427,9 +451,12 @@ def info_logging() -> Iterator[None]:
 
 @register("lifecycle")
 def bench_lifecycle(quick: bool) -> BenchResult:
+    from orkeon_actors.bench import lifecycle_scale as scale  # it imports this module
+
     sleeps, boot_crews, wake_crews, samples, expiring = (
         (20, 2_000, 2_000, 50, 300) if quick else (200, 1_000_000, 100_000, 1_000, 5_000)
     )
+    boot_crews = configured_boot_crews(boot_crews)
     directory = scratch_directory("orkeon-bench-lifecycle-")
     with info_logging():
         figures, populate_s = _measure(directory, quick, sleeps, boot_crews, wake_crews, samples, expiring)
@@ -446,11 +473,14 @@ def bench_lifecycle(quick: bool) -> BenchResult:
         "wake_latency_p99_ms": "ms",
         "expiry_crews": "crews",
         "expiries_per_s": "expiries/s",
+        **scale.UNITS,
     }
     notes = (
         f"{sleeps} real sleeps; boot of {boot_crews:,} sleeping crews in a child process "
         f"(store written in {populate_s:.1f} s); {samples} sequential wakes (post -> agent) among "
-        f"{wake_crews:,} asleep; {expiring:,} finite waits expiring at one instant; logging at INFO"
+        f"{wake_crews:,} asleep, then as many under the load of {scale.LOAD_CREWS:,} crews posting and "
+        f"publishing, then a burst; {expiring:,} finite waits expiring at one instant; a memory child; "
+        "logging at INFO"
     )
     return BenchResult("lifecycle", {k: figures[k] for k in units}, units, notes=notes)
 
@@ -458,6 +488,8 @@ def bench_lifecycle(quick: bool) -> BenchResult:
 def _measure(
     directory: str, quick: bool, sleeps: int, boot_crews: int, wake_crews: int, samples: int, expiring: int
 ) -> tuple[dict[str, float], float]:
+    from orkeon_actors.bench import lifecycle_scale as scale  # it imports this module
+
     try:
         progress(f"{sleeps} real sleeps")
         sleeps_per_s, template = _real_sleeps(os.path.join(directory, "sleeps.db"), sleeps)
@@ -466,6 +498,7 @@ def _measure(
         boot_db = os.path.join(directory, "boot.db")
         progress(f"populating {boot_crews:,} sleeping crews, then a boot")
         populate_s = populate(boot_db, template, bench_crew_ids(boot_crews))
+        boot_disk = scale.disk_bytes_per_crew(boot_db, boot_crews)
         boot = _boot(boot_db, boot_crews)
         for suffix in ("", "-wal", "-shm", ".lock"):
             if os.path.exists(boot_db + suffix):
@@ -474,10 +507,14 @@ def _measure(
         wake_db = os.path.join(directory, "wake.db")
         progress(f"populating {wake_crews:,} sleeping crews, then {samples} wakes")
         populate(wake_db, template, bench_crew_ids(wake_crews))
-        latencies = _wake_latencies(wake_db, wake_crews, samples)
+        wake_disk = scale.disk_bytes_per_crew(wake_db, wake_crews)
+        latencies, more = _wake_latencies(wake_db, wake_crews, samples, quick)
 
         progress(f"{expiring:,} expiries")
         expiries_per_s = _expiries(os.path.join(directory, "expiry.db"), finite, expiring, lead=1.0 if quick else 3.0)
+
+        progress("a memory child: parked crews, a mass sleep")
+        more.update(scale.memory(os.path.join(directory, "memory.db"), *((200, 300) if quick else (1_000, 10_000))))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     figures = {
@@ -491,5 +528,8 @@ def _measure(
         "wake_latency_p99_ms": _pct(latencies, 0.99) * 1000,
         "expiry_crews": float(expiring),
         "expiries_per_s": expiries_per_s,
+        "boot_disk_bytes_per_crew": boot_disk,
+        "wake_disk_bytes_per_crew": wake_disk,
+        **more,
     }
     return figures, populate_s

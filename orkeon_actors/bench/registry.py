@@ -15,7 +15,7 @@ from orkeon_actors.model.clock import SystemClock, format_utc
 
 __all__ = ["BenchResult", "SUITES", "SUITE_NAMES", "register", "run_suites", "render_table", "best_of"]
 
-SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp")
+SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume")
 """Every suite ``orkeon bench`` knows, in the order ``all`` runs them."""
 
 
@@ -58,6 +58,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
         history,  # noqa: F401
         hub,  # noqa: F401
         lifecycle,  # noqa: F401
+        pause_resume,  # noqa: F401
         sim,  # noqa: F401
         store,  # noqa: F401
         wake_cost,  # noqa: F401

@@ -20,15 +20,19 @@ __all__ = ["TARGETS", "Target", "Verdict", "evaluate"]
 
 @attrs.frozen
 class Target:
-    comparison: str  # ">=" or "<"
+    comparison: str  # ">=", "<" or "<="
     value: float
 
     def met_by(self, figure: float) -> bool:
-        compare: Callable[[float, float], bool] = operator.ge if self.comparison == ">=" else operator.lt
+        compare: Callable[[float, float], bool] = _COMPARE[self.comparison]
         return compare(figure, self.value)
 
     def __str__(self) -> str:
-        return f"{'≥' if self.comparison == '>=' else '<'} {self.value:g}"
+        return f"{_SHOWN[self.comparison]} {self.value:g}"
+
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_SHOWN = {">=": "≥", "<": "<", "<=": "≤"}
 
 
 TARGETS: dict[str, dict[str, Target]] = {
@@ -58,7 +62,20 @@ TARGETS: dict[str, dict[str, Target]] = {
         "boot_ms": Target("<", 3000),
         "boot_rss_mb": Target("<", 300),
         "wake_latency_p99_ms": Target("<", 10),
-        "expiries_per_s": Target(">=", 5000),
+        "wake_loaded_p99_ms": Target("<", 10),
+        "expiries_per_s": Target(">=", 2000),
+        "parked_crew_kb": Target("<=", 8),
+        "parked_crew_start_ms": Target("<=", 0.5),
+    },
+    "wakecost": {"steps_us": Target("<=", 250)},
+    "pauseresume": {
+        f"{name}_{paused}": target
+        for paused in (2_000, 20_000)
+        for name, target in (
+            ("resume_throughput_vs_langgraph", Target(">=", 2)),
+            ("resume_p99_vs_langgraph", Target("<=", 1)),
+            ("disk_per_paused_vs_langgraph", Target("<=", 1)),
+        )
     },
 }
 

@@ -34,11 +34,19 @@ class _TerminalProgress:
             self._stream.flush()
 
 
-def run_bench(suites: list[str], *, quick: bool, as_json: bool, check: bool, directory: str | None) -> int:
+def run_bench(
+    suites: list[str],
+    *,
+    quick: bool,
+    as_json: bool,
+    check: bool,
+    directory: str | None,
+    boot_crews: int | None = None,
+) -> int:
     """Run ``suites`` and print their figures; 1 with ``check`` when a target was missed."""
     reporter = _TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
     try:
-        with running(directory, reporter):
+        with running(directory, reporter, boot=boot_crews):
             results = run_suites(suites, quick=quick)
     finally:
         if reporter is not None:

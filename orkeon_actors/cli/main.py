@@ -120,6 +120,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with the lifecycle suite: run a supervisor under churn for SECONDS, reporting RSS and its maps",
     )
+    bench.add_argument(
+        "--boot-crews",
+        type=int,
+        metavar="N",
+        help="sleeping crews in the lifecycle boot store (default 1,000,000; 2,000 with --quick)",
+    )
 
     add_store_parser(sub, common)
     from orkeon_actors.cli.message_cmd import add_message_parser
@@ -205,7 +211,14 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.command == "bench":
         from orkeon_actors.cli.bench_cmd import run_bench
 
-        return run_bench(list(args.suites), quick=args.quick, as_json=args.json, check=args.check, directory=args.dir)
+        return run_bench(
+            list(args.suites),
+            quick=args.quick,
+            as_json=args.json,
+            check=args.check,
+            directory=args.dir,
+            boot_crews=args.boot_crews,
+        )
     if args.command == "store":
         return run_store(args, parser)
     if args.command == "message":

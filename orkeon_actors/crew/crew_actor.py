@@ -179,6 +179,7 @@ class CrewActor(PooledActor):
 
     name: ClassVar[str] = "crew"
     idle_timeout: ClassVar[float | None] = None
+    start_on_first_message: ClassVar[bool] = True  # a crew is always told to begin or restore
     links: ClassVar[tuple[Any, ...] | None] = None  # None: never declared (ACL permissive default)
 
     def __init__(

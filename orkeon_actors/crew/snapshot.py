@@ -11,6 +11,8 @@ migrators (§8.4) and refuses a version it does not know with :class:`SnapshotVe
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
@@ -80,6 +82,49 @@ class CrewSnapshot:
 converter = snapshot_converter()
 """The snapshot format's converter (:mod:`orkeon_actors.wire.snapshot`: datetimes as
 ``isoformat()``, payloads in base64), with the crew's tagged unions registered below."""
+
+
+def _homogeneous_tuple(cls: Any) -> bool:
+    args = typing.get_args(cls)
+    return typing.get_origin(cls) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _structure_homogeneous_tuple(cls: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """``tuple[X, ...]`` through ``X``'s own (generated) hook, fetched once: cattrs'
+    generic tuple hook looks the element's hook up again for every snapshot."""
+    element = typing.get_args(cls)[0]
+    hook = converter.get_structure_hook(element)
+    return lambda value, _: tuple([hook(item, element) for item in value])
+
+
+def _optional(cls: Any) -> bool:
+    args = typing.get_args(cls)
+    return typing.get_origin(cls) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args
+
+
+def _structure_optional(cls: Any) -> Callable[[Any, Any], Any]:
+    """``X | None`` through ``X``'s hook, fetched once (as above)."""
+    [element] = [arg for arg in typing.get_args(cls) if arg is not type(None)]
+    hook = converter.get_structure_hook(element)
+    return lambda value, _: None if value is None else hook(value, element)
+
+
+def _unstructure_homogeneous_tuple(cls: Any) -> Callable[[Any], list[Any]]:
+    """``tuple[X, ...]`` to a list through ``X``'s own hook, fetched once (as above)."""
+    hook = converter.get_unstructure_hook(typing.get_args(cls)[0])
+    return lambda value: [hook(item) for item in value]
+
+
+def _unstructure_optional(cls: Any) -> Callable[[Any], Any]:
+    [element] = [arg for arg in typing.get_args(cls) if arg is not type(None)]
+    hook = converter.get_unstructure_hook(element)
+    return lambda value: None if value is None else hook(value)
+
+
+converter.register_structure_hook_factory(_homogeneous_tuple, _structure_homogeneous_tuple)
+converter.register_structure_hook_factory(_optional, _structure_optional)
+converter.register_unstructure_hook_factory(_homogeneous_tuple, _unstructure_homogeneous_tuple)
+converter.register_unstructure_hook_factory(_optional, _unstructure_optional)
 
 _MODE_OF = {cls: mode for mode, cls in MODES.items()}
 configure_tagged_union(OrchestrationState, converter, tag_generator=lambda cls: _MODE_OF[cls], tag_name="mode")

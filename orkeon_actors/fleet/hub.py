@@ -123,6 +123,11 @@ class _FleetMailboxes:
         else:
             self.hub.forward(message, address)
 
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """A local post is queued for the store's next group commit; a post forwarded
+        to another host returns on the broker's confirm, its future already done."""
+        return self.local.post_nowait(post)
+
     def consumed(self, message: Message, consumed: Message | None) -> None:
         self.local.consumed(message, consumed)
 

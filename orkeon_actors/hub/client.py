@@ -12,7 +12,8 @@ size, metadata, waits per caller), so nothing refused is stored or routed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, wait
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -71,6 +72,10 @@ def validate_wait_descriptor(descriptor: object) -> None:
         raise InvalidArgumentError(
             f"wait_for takes WaitOnTopic, WaitOnMailbox or WaitOnReply, got {type(descriptor).__name__}"
         )
+
+
+PostItem = tuple[MailboxAddress | str, object] | tuple[MailboxAddress | str, object, Mapping[str, str] | None]
+"""One post of :meth:`HubClient.post_many`: ``(to, payload)`` or ``(to, payload, metadata)``."""
 
 
 class HubClient:
@@ -132,6 +137,42 @@ class HubClient:
         return self.hub.post(
             self.caller, address, self._payload(payload), metadata, cancel, idempotency_key=idempotency_key
         )
+
+    def post_nowait(
+        self, to: MailboxAddress | str, payload: object = b"", metadata: Mapping[str, str] | None = None
+    ) -> Future[Message]:
+        """:meth:`post` without waiting for its commit: a pipelined post. The future
+        completes with the message once it is kept (on a durable hub, at the group
+        commit that wrote it) and handed to the mailbox live then, or fails with the
+        error :meth:`post` would have raised from that point (``StoreWriteError``,
+        ``HubStoppedError``, ``MailboxNotFoundError`` for a registration closed
+        meanwhile). What is refused before anything is written (an unknown mailbox, a
+        reserved topic, a middleware stage, the limits) raises here, at once.
+
+        One thread can keep the writer's group commit full this way: posts queued
+        back to back share transactions, while :meth:`post` waits for one commit per
+        call. Posts from one thread are kept and handed over in call order. Callbacks
+        added to the future run on the store's writer thread: keep them short and never
+        wait for the store in them. Without a store (in memory) the post is done when
+        this returns and the future is already complete."""
+        address = MailboxAddress.parse(to)
+        if address.scheme is Scheme.TOPIC:
+            check_publish_topic(self.caller, address.name or "")
+        check_metadata(metadata)
+        return self.hub.post_nowait(self.caller, address, self._payload(payload), metadata)
+
+    def post_many(
+        self,
+        posts: Iterable[tuple[MailboxAddress | str, object] | tuple[MailboxAddress | str, object, Mapping[str, str]]],
+    ) -> list[Message]:
+        """Post every ``(to, payload)`` or ``(to, payload, metadata)`` of ``posts``
+        pipelined (:meth:`post_nowait`) and wait until all are committed; their
+        messages, in order. A post refused before the write raises at once (the ones
+        before it are posted); otherwise the first failed post's error is raised once
+        every post has settled."""
+        futures = [self.post_nowait(*post) for post in posts]
+        wait(futures)
+        return [future.result() for future in futures]
 
     def send(
         self,

@@ -9,6 +9,7 @@ the :class:`~orkeon_actors.hub.port.DispatchObserver`, is part of the port.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Protocol
 
 from orkeon_actors.hub.mailbox import MailboxHandle
@@ -50,6 +51,12 @@ class MailboxStore(Protocol):
     def append(self, message: Message) -> None:
         """The end of the post and send chains: keep ``message`` for its mailbox, then
         hand it to the mailbox live at that moment. Raises ``MailboxNotFoundError``."""
+        ...
+
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """Run ``post`` (a whole post chain, on this thread) with its :meth:`append`
+        queued instead of waited for: the future completes once the message is kept
+        and handed to the mailbox live then (or fails with what ``append`` raises)."""
         ...
 
     def consumed(self, message: Message, consumed: Message | None) -> None:

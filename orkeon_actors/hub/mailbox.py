@@ -1,5 +1,11 @@
-"""Addressed mailboxes: one pykka actor each (a caller-runs actor, see
-:mod:`orkeon_actors.actors.caller_runs`: run by the thread that tells it).
+"""Addressed mailboxes: one pykka actor each while it has work (a caller-runs actor,
+see :mod:`orkeon_actors.actors.caller_runs`: run by the thread that tells it).
+
+A mailbox gets its actor only when it first has work: a message, or a reader taken on.
+Until then (a crew just woken, a crew parked on its waits) the handle keeps the
+waiters registered on it, in order, and hands them to the actor when it starts; a
+mailbox that never receives anything never starts an actor (no actor start, no
+registry entry, nothing to stop at close).
 
 The actor owns the mailbox's FIFO queue, its one-shot waiters (``wait_for`` on the
 mailbox) and at most one *held reader* (consume-and-hold): while a reader holds the
@@ -34,6 +40,7 @@ import attrs
 import pykka
 
 from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, turns_deferred
+from orkeon_actors.actors.executor import TurnExecutor, current_executor, executor_scope
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.waiter import LocalBuffer, Waiter
 from orkeon_actors.model.address import MailboxAddress
@@ -81,12 +88,14 @@ class MailboxActor(CallerRunsActor):
     turn (no thread hand-off per post, wait or close); :class:`MailboxHandle` tells it
     inside :func:`deferred_turns`, so a turn never runs under the handle's lock."""
 
-    def __init__(self, address: MailboxAddress, handle: MailboxHandle) -> None:
+    def __init__(
+        self, address: MailboxAddress, handle: MailboxHandle, waiters: list[Waiter[Message]] | None = None
+    ) -> None:
         super().__init__()
         self.address = address
         self._handle = handle
         self._queue: deque[Message] = deque()
-        self._waiters: deque[Waiter[Message]] = deque()
+        self._waiters: deque[Waiter[Message]] = deque(waiters or ())
         self._reader: LocalBuffer[Message] | None = None
 
     def on_receive(self, message: object) -> object:
@@ -209,6 +218,10 @@ class MailboxHandle:
     the actor, so a post either raises ``MailboxNotFoundError`` or is accepted (and then
     consumed, or handed back by ``close``).
 
+    The actor starts with the first message or reader (:meth:`_actor`); before that,
+    ``waiting`` holds the waiters added (the queue is empty by construction, so a
+    waiter can only wait), and ``close`` fails them itself.
+
     Delivery modes: ``TELL`` (the actor receives each post), ``STAGING`` (a reader was
     taken on while ``in_flight`` posts were still in the actor's inbox: new posts are kept
     in ``staged`` until the actor has pushed the last in-flight one, then released in
@@ -219,6 +232,7 @@ class MailboxHandle:
         "address",
         "closed",
         "direct_reader",
+        "executor",
         "held",
         "in_flight",
         "lock",
@@ -228,6 +242,7 @@ class MailboxHandle:
         "ref",
         "reloaded",
         "staged",
+        "waiting",
     )
 
     def __init__(self, address: MailboxAddress, owner: object) -> None:
@@ -237,12 +252,32 @@ class MailboxHandle:
         self.owner = owner
         self.mode = _Mode.TELL
         self.in_flight = 0  # posts told to the actor and not yet processed by it
-        self.staged: deque[Message] = deque()
+        self.staged: list[Message] = []  # a list, not a deque: only appended, then taken whole
         self.direct_reader: LocalBuffer[Message] | None = None
         self.held: list[Message] | None = None  # see hold()
         self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept
         self.reloaded: set[MessageId] | None = None  # see release()
-        self.ref: pykka.ActorRef[MailboxActor] = MailboxActor.start(address, self)
+        self.ref: pykka.ActorRef[MailboxActor] | None = None  # started by _actor()
+        # The executor the actor binds to, whichever thread starts it: the scope's at
+        # registration (a simulation's), else the actor class's pool.
+        self.executor: TurnExecutor = current_executor() or MailboxActor.pool
+        self.waiting: list[Waiter[Message]] = []  # waiters added before the actor started
+
+    @property
+    def actor_started(self) -> bool:
+        """Whether the mailbox has an actor (it had a message or a reader)."""
+        return self.ref is not None
+
+    def _actor(self) -> pykka.ActorRef[MailboxActor]:
+        """Under the lock, inside ``deferred_turns``: the actor, started now if it was
+        not, with the waiters added so far (in order, those already settled left out)."""
+        ref = self.ref
+        if ref is None:
+            waiting = [w for w in self.waiting if not w.settled]
+            self.waiting = []
+            with executor_scope(self.executor):
+                ref = self.ref = MailboxActor.start(self.address, self, waiting)
+        return ref
 
     def deliver(self, message: Message) -> None:
         with deferred_turns(), self.lock:
@@ -298,24 +333,38 @@ class MailboxHandle:
             self.staged.append(message)
             return
         self.in_flight += 1
-        self.ref.tell(message)
+        self._actor().tell(message)
 
     def add_waiter(self, waiter: Waiter[Message]) -> None:
         with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
-            self.ref.tell(_AddWaiter(waiter))
+            ref = self.ref
+            if ref is not None:
+                ref.tell(_AddWaiter(waiter))
+                return
+            # No actor: nothing was ever delivered, so nothing is queued; the waiter waits.
+            waiting = self.waiting
+            if len(waiting) >= 8:
+                waiting[:] = [w for w in waiting if not w.settled]
+            if not waiter.settled:
+                waiting.append(waiter)
 
     def remove_waiter(self, waiter: Waiter[Message]) -> None:
         with deferred_turns(), self.lock:
-            if not self.closed:
-                self.ref.tell(_RemoveWaiter(waiter))
+            if self.closed:
+                return
+            ref = self.ref
+            if ref is not None:
+                ref.tell(_RemoveWaiter(waiter))
+            elif waiter in self.waiting:
+                self.waiting.remove(waiter)
 
     def attach(self, buffer: LocalBuffer[Message]) -> None:
         with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)
-            self.ref.tell(_Attach(buffer))
+            self._actor().tell(_Attach(buffer))
 
     def detach(self, buffer: LocalBuffer[Message]) -> None:
         with deferred_turns(), self.lock:
@@ -326,7 +375,7 @@ class MailboxHandle:
             staged = list(self.staged)
             self.staged.clear()
             if not self.closed:
-                self.ref.tell(_Detach(buffer, leftovers, staged))
+                self._actor().tell(_Detach(buffer, leftovers, staged))
 
     def depth(self) -> int:
         self._refuse_to_wait_for_a_deferred_turn("depth")
@@ -334,6 +383,8 @@ class MailboxHandle:
             if self.closed:
                 return 0
             staged = len(self.staged)
+            if self.ref is None:
+                return staged
             future = self.ref.ask(_Depth(), block=False)
         return int(future.get()) + staged
 
@@ -350,7 +401,17 @@ class MailboxHandle:
             if self.held is not None:
                 staged.extend(self.held)
                 self.held = None
-            future = self.ref.ask(_Close(staged), block=False)
+            if self.ref is None:
+                waiting, self.waiting = self.waiting, []
+                future = None
+            else:
+                future = self.ref.ask(_Close(staged), block=False)
+        if future is None:
+            # No actor ever started: nothing was queued; fail the waiters, off the lock.
+            error = MailboxNotFoundError(self.address)
+            for waiter in waiting:
+                waiter.try_fail(error)
+            return staged
         leftovers: list[Message] = future.get()
         return leftovers
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime
 
 from loguru import logger
@@ -494,6 +495,14 @@ class HubCore(EventHub):
             else self._keyed("post", idempotency_key, to, self._append_to_mailbox)
         )
         return chain(self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
+
+    def post_nowait(
+        self, caller: CallerContext, to: MailboxAddress, payload: object, metadata: Mapping[str, str] | None
+    ) -> Future[Message]:
+        store = self._store
+        if store is None or to.scheme is Scheme.TOPIC:
+            return super().post_nowait(caller, to, payload, metadata)
+        return store.post_nowait(lambda: self.post(caller, to, payload, metadata, None))
 
     def _open_request(
         self,

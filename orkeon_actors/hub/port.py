@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -294,6 +295,19 @@ class EventHub(abc.ABC):
         *,
         idempotency_key: str | None = None,
     ) -> Message: ...
+
+    def post_nowait(
+        self, caller: CallerContext, to: MailboxAddress, payload: object, metadata: Mapping[str, str] | None
+    ) -> Future[Message]:
+        """:meth:`post` without waiting for the store: the future completes with the
+        message once it is kept (at the commit of a durable hub) and handed to the
+        mailbox live then, or fails with what :meth:`post` would raise from that point
+        on. What is refused before anything is written (an unknown mailbox, a
+        middleware stage) raises here. This default, for a hub that keeps nothing
+        beyond its process, posts and returns a completed future."""
+        future: Future[Message] = Future()
+        future.set_result(self.post(caller, to, payload, metadata, None))
+        return future
 
     @abc.abstractmethod
     def request(

@@ -1,8 +1,9 @@
 """Crew sleep and wake (spec §7): the ports and the supervisor. The SQLite adapters of
 the ports (crew state store, wake and expiry indexes) live in :mod:`orkeon_actors.store`."""
 
-from orkeon_actors.lifecycle.activation import SnapshotActivator
+from orkeon_actors.lifecycle.activation import CrewSource, SnapshotActivator
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
+from orkeon_actors.lifecycle.memory import give_back_memory
 from orkeon_actors.lifecycle.metrics import LifecycleStats, WakeTrigger
 from orkeon_actors.lifecycle.ports import (
     CrewActivator,
@@ -27,6 +28,8 @@ __all__ = [
     "CrewActivator",
     "CrewBlueprint",
     "CrewFactory",
+    "CrewSource",
+    "give_back_memory",
     "CrewIdleDetector",
     "CrewLifecycleManager",
     "CrewStateStore",

@@ -42,7 +42,7 @@ from orkeon_actors.lifecycle.ports import DurableCrewStateStore
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
-__all__ = ["BuiltCrew", "CrewBlueprint", "CrewFactory", "SnapshotActivator"]
+__all__ = ["BuiltCrew", "CrewBlueprint", "CrewFactory", "CrewSource", "SnapshotActivator"]
 
 
 @attrs.frozen
@@ -61,6 +61,14 @@ class CrewBlueprint:
 
 CrewFactory = Callable[[CrewId], CrewBlueprint]
 """``factory(crew_id) -> CrewBlueprint``, registered under the crew's name."""
+
+CrewSource = CrewFactory | CrewBlueprint
+"""What may be registered under a crew's name: a factory, called at every spawn and
+wake, or a :class:`CrewBlueprint` itself, shared by every crew of that name (each wake
+skips the factory call: the cheaper wake for crews whose definitions do not depend on
+their id). A shared blueprint's agents and models serve many crews at once, so they
+must hold no per-crew state; this package's models hold none (a ``ScriptedModel``
+derives its position from the conversation)."""
 
 
 @attrs.frozen(eq=False)
@@ -89,7 +97,7 @@ class SnapshotActivator:
         self,
         hub: DurableEventHub,
         store: DurableCrewStateStore,
-        factories: Mapping[str, CrewFactory],
+        factories: Mapping[str, CrewSource],
         *,
         idle_timeout: float | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
@@ -111,7 +119,8 @@ class SnapshotActivator:
         return self.store.load(crew_id)
 
     def build(self, name: str, crew_id: CrewId) -> BuiltCrew:
-        """Start the actor of crew ``crew_id`` from the factory ``name`` (not begun:
+        """Start the actor of crew ``crew_id`` from the factory (or the shared blueprint)
+        registered as ``name`` (not begun:
         tell it ``start_crew`` or :meth:`restore`). ``InvalidArgumentError`` if no
         factory is registered under ``name``; the factory's own errors propagate."""
         factory = self.factories.get(name)
@@ -119,7 +128,7 @@ class SnapshotActivator:
             raise InvalidArgumentError(
                 f"no crew factory registered under {name!r}: call supervisor.register_factory({name!r}, fn) first"
             )
-        bp = factory(crew_id)
+        bp = factory if isinstance(factory, CrewBlueprint) else factory(crew_id)
         ledger = self.hub.defer_acks(crew_id)  # before the crew registers its mailboxes
         ref = bp.cls.start(
             self.hub,

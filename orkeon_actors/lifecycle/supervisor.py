@@ -60,7 +60,7 @@ from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreErr
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
-from orkeon_actors.lifecycle.activation import CrewBlueprint, CrewFactory, SnapshotActivator
+from orkeon_actors.lifecycle.activation import CrewBlueprint, CrewFactory, CrewSource, SnapshotActivator
 from orkeon_actors.lifecycle.finished import wait_finished
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats
@@ -123,7 +123,7 @@ class CrewSupervisor:
         self,
         runtime: LifecycleHost,
         *,
-        factories: Mapping[str, CrewFactory] | None = None,
+        factories: Mapping[str, CrewSource] | None = None,
         idle_timeout: float | None = None,
         max_active: int | None = None,
         window: float = 60.0,
@@ -140,7 +140,7 @@ class CrewSupervisor:
         self.max_active = max_active
         self.window = window
         self.window_size = window_size
-        self.factories: dict[str, CrewFactory] = dict(factories or {})
+        self.factories: dict[str, CrewSource] = dict(factories or {})
         if isinstance(finished_memory, bool) or not isinstance(finished_memory, int) or finished_memory < 0:
             raise InvalidArgumentError(
                 f"finished_memory must be a number of crews (an int >= 0), got {finished_memory!r}"
@@ -328,8 +328,9 @@ class CrewSupervisor:
 
     # -- API ----------------------------------------------------------------------------
 
-    def register_factory(self, name: str, factory: CrewFactory) -> None:
-        """Register how to build crews named ``name`` (at spawn and at every wake)."""
+    def register_factory(self, name: str, factory: CrewSource) -> None:
+        """Register how to build crews named ``name`` (at spawn and at every wake): a
+        factory, or a :class:`CrewBlueprint` shared by all of them (``CrewSource``)."""
         self.factories[name] = factory
 
     def spawn(self, name: str, crew_id: CrewId | str | None = None) -> CrewId:

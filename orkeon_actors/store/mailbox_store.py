@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Final
 
 import apsw
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 __all__ = ["MAILBOX_TOPICS", "SqliteMailboxStore"]
 
 MAILBOX_TOPICS: Final = frozenset({POST_TOPIC, SEND_TOPIC})
+
+_pipelined = threading.local()
+"""``future``: set by :meth:`SqliteMailboxStore.post_nowait` for the append of the post
+running on this thread, taken by that append."""
 
 
 class SqliteMailboxStore:
@@ -92,9 +97,7 @@ class SqliteMailboxStore:
         reopened without the writer (:meth:`reopen`)."""
         reopened: list[MailboxHandle] = []
         try:
-            rest: list[MailboxHandle] = []
-            for handle in handles:
-                (reopened if self.reopen(handle) else rest).append(handle)
+            rest = self.reopen(handles, reopened)
             if rest:
                 self._register_durably(rest)
         except BaseException:
@@ -130,35 +133,50 @@ class SqliteMailboxStore:
             if messages:
                 logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
 
-    def reopen(self, handle: MailboxHandle) -> bool:
-        """Open ``handle`` on an address already durably registered (a parked mailbox of
-        a crew waking up, or one registered before a restart) without a writer round
-        trip: nothing needs writing, and a woken crew must not wait behind other
-        transactions' fsyncs. ``False`` (take the writer's path) for a new address or
-        one whose registration is being closed.
+    def reopen(self, handles: Sequence[MailboxHandle], reopened: list[MailboxHandle]) -> list[MailboxHandle]:
+        """Open ``handles`` on addresses already durably registered (the parked
+        mailboxes of a crew waking up, or ones registered before a restart) without a
+        writer round trip: nothing needs writing, and a woken crew must not wait behind
+        other transactions' fsyncs. The ones reopened are appended to ``reopened`` (as
+        they are, so that a caller can undo them if a later step fails); returns the
+        rest, which take the writer's path: new addresses, and those whose
+        registration is being closed. Two reads for all of them, on one connection.
 
-        Ordering without the writer: the handle holds its deliveries, becomes the live
-        mailbox of its address, and only then reads what is kept. A post committed
+        Ordering without the writer: each handle holds its deliveries, becomes the live
+        mailbox of its address, and only then is what is kept read. A post committed
         before that point was captured without this handle, so its row is read here; one
         committed after is delivered live into the held handle (and, if it committed
         before the read, read too: it counts once). The kept messages go first, in
         ``seq`` order, then the held ones: the slow path's order."""
-        address = handle.address
-        key = str(address)
+        rest: list[MailboxHandle] = []
         with self._closing_lock:
-            if self.closing[address]:
-                return False
+            candidates: list[MailboxHandle] = []
+            for handle in handles:
+                (rest if self.closing[handle.address] else candidates).append(handle)
+        if not candidates:
+            return rest
+        kept: dict[str, list[Message]] = {}
+        opening: list[tuple[MailboxHandle, str]] = []
         with self.hub.readers.connection() as conn:
-            if not mailboxes.is_registered(conn, key):
-                return False
-            handle.hold()
-            self.parked.discard(address)
-            self.live[address] = handle
-            kept = mailboxes.load_messages(conn, key)
-        handle.release(kept)
-        if kept:
-            logger.debug("mailbox {} reopened with {} kept message(s)", address, len(kept))
-        return True
+            keys = [str(handle.address) for handle in candidates]
+            registered = mailboxes.registered_among(conn, keys)
+            for handle, key in zip(candidates, keys, strict=True):
+                if key not in registered:
+                    rest.append(handle)
+                    continue
+                handle.hold()
+                self.parked.discard(handle.address)
+                self.live[handle.address] = handle
+                reopened.append(handle)
+                opening.append((handle, key))
+            if opening:
+                kept = mailboxes.load_messages_of(conn, [key for _, key in opening])
+        for handle, key in opening:
+            messages = kept.get(key, [])
+            handle.release(messages)
+            if messages:
+                logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
+        return rest
 
     def unregister(
         self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
@@ -199,11 +217,37 @@ class SqliteMailboxStore:
             )
         return leftovers
 
+    def post_nowait(self, post: Callable[[], Message]) -> Future[Message]:
+        """Run ``post`` (the hub's whole post chain, on this thread) with its
+        :meth:`append` queued for the next group commit instead of waited for. The
+        future completes on the writer thread, right after the commit, once the message
+        was handed to the mailbox live then (so one thread's posts are handed over in
+        their order, as the writer commits them in that order); it fails with the
+        write's error (``StoreWriteError``, ``HubStoppedError``) or the hand-over's
+        (``MailboxNotFoundError``: the registration was closed meanwhile). A chain that
+        ends without an append (a stage that kept the message to itself) completes it
+        at once."""
+        future: Future[Message] = Future()
+        _pipelined.future = future
+        try:
+            message = post()
+        finally:
+            taken = _pipelined.future is None
+            _pipelined.future = None
+        if not taken:
+            future.set_result(message)
+        return future
+
     def append(self, message: Message) -> None:
         address = message.target_mailbox
         if address is None:
             raise MailboxNotFoundError(address)
         key = str(address)
+        future: Future[Message] | None = getattr(_pipelined, "future", None)
+        if future is not None:
+            _pipelined.future = None  # this post's: a post made by a stage meanwhile waits as usual
+            self._append_nowait(message, address, key, future)
+            return
         live: list[MailboxHandle | None] = [None]
 
         def capture(_: int) -> None:
@@ -252,6 +296,19 @@ class SqliteMailboxStore:
             else:
                 outcomes.append(None)
         return outcomes
+
+    def _append_nowait(self, message: Message, address: MailboxAddress, key: str, future: Future[Message]) -> None:
+        def committed(_: int) -> None:  # on the writer thread, in commit order
+            self.hand_to_live(message, self.live.get(address))  # raising fails the future (on_error)
+            future.set_result(message)
+
+        def failed(error: BaseException) -> None:
+            if not future.done():
+                future.set_exception(error)
+
+        self.hub.writer.post_in(
+            self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=committed, on_error=failed
+        )
 
     def hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
         """Hand a committed ``message`` to ``handle``, the mailbox that was live at its

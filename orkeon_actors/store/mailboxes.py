@@ -245,6 +245,25 @@ def load_messages(conn: apsw.Connection, address: str) -> list[Message]:
     return [message_from_row(row) for row in conn.execute(_LOAD, (address,))]
 
 
+def load_messages_of(conn: apsw.Connection, addresses: Sequence[str]) -> dict[str, list[Message]]:
+    """Every message kept for each of ``addresses`` (those with none are absent), each
+    list oldest first: one statement for all of them."""
+    if len(addresses) == 1:
+        [address] = addresses
+        messages = load_messages(conn, address)
+        return {address: messages} if messages else {}
+    kept: dict[str, list[Message]] = {}
+    marks = ", ".join("?" * len(addresses))
+    for row in conn.execute(_LOAD_MANY.format(marks=marks), tuple(addresses)):
+        kept.setdefault(str(row[5]), []).append(message_from_row(row))
+    return kept
+
+
+_LOAD_MANY = _LOAD.replace(
+    "mailbox_address = ? ORDER BY seq", "mailbox_address IN ({marks}) ORDER BY mailbox_address, seq"
+)
+
+
 def delete_message(conn: apsw.Connection, address: str, message_id: str) -> None:
     conn.execute(_DELETE, (address, message_id))
 
@@ -278,6 +297,13 @@ def unregister(conn: apsw.Connection, address: str) -> int:
 def is_registered(conn: apsw.Connection, address: str) -> bool:
     """Whether ``address`` has a ``mailbox_registry`` row (one primary-key lookup)."""
     return conn.execute("SELECT 1 FROM mailbox_registry WHERE address = ?", (address,)).fetchone() is not None
+
+
+def registered_among(conn: apsw.Connection, addresses: Sequence[str]) -> set[str]:
+    """Which of ``addresses`` have a ``mailbox_registry`` row (one statement)."""
+    marks = ", ".join("?" * len(addresses))
+    rows = conn.execute(f"SELECT address FROM mailbox_registry WHERE address IN ({marks})", tuple(addresses))
+    return {str(row[0]) for row in rows}
 
 
 def registered_addresses(conn: apsw.Connection) -> list[str]:

@@ -108,3 +108,32 @@ def test_an_idle_thread_ends_after_keep_alive() -> None:
 def test_keep_alive_must_be_positive() -> None:
     with pytest.raises(ValueError, match="keep_alive must be > 0"):
         ActorThreadPool(keep_alive=0)
+
+
+def test_an_actor_started_on_its_first_message_runs_on_start_in_that_turn(pool: ActorThreadPool) -> None:
+    """``start_on_first_message``: no turn at ``start``; ``on_start`` runs, on the pool,
+    right before the first message, in the same turn; a stop alone runs it too."""
+    seen: list[tuple[str, object]] = []
+
+    class Lazy(PooledActor):
+        start_on_first_message = True
+
+        def on_start(self) -> None:
+            seen.append(("start", threading.current_thread().name))
+
+        def on_receive(self, message: Any) -> Any:
+            seen.append(("message", threading.current_thread().name))
+            return message
+
+    Lazy.pool = pool
+    ref = Lazy.start()
+    assert pool.threads == 0 and seen == []  # nothing ran yet: no turn was submitted
+    assert ref.ask("hello") == "hello"
+    assert [kind for kind, _ in seen] == ["start", "message"]
+    assert seen[0][1] == seen[1][1] != threading.current_thread().name  # one turn, on a pool thread
+    ref.stop()
+
+    seen.clear()
+    other = Lazy.start()
+    other.stop()
+    assert [kind for kind, _ in seen] == ["start"]

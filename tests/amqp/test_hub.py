@@ -123,6 +123,20 @@ def test_a_post_from_a_reaches_a_mailbox_on_b_with_its_fields(fleet: Fleet) -> N
     assert (got.source_crew_id, got.source_agent_id, got.target_crew_id) == ("c1", "x", "billing")
 
 
+def test_pipelined_posts_reach_a_local_and_a_remote_mailbox_in_order(fleet: Fleet) -> None:
+    fleet.register_on_b("agent://billing/scorer")
+    local = fleet.a.hub.register_mailbox("agent://c1/inbox")
+    client = fleet.a.hub.bind("c1", "x")
+    remote = [client.post_nowait("agent://billing/scorer", n) for n in range(3)]
+    here = [client.post_nowait("agent://c1/inbox", n) for n in range(3)]
+    sent = [future.result(10) for future in remote + here]
+    reader = fleet.b.hub.bind("billing", "scorer")
+    got = [reader.wait_for(ok.WaitOnMailbox("agent://billing/scorer"), 10) for _ in range(3)]
+    assert [m.id for m in got] == [m.id for m in sent[:3]]
+    assert [m.id for m in fleet.hub_a.kept_messages("agent://c1/inbox")] == [m.id for m in sent[3:]]
+    assert local.depth() == 3
+
+
 def test_posts_across_hosts_keep_fifo(fleet: Fleet) -> None:
     registration = fleet.register_on_b("crew://billing")
     poster = fleet.a.hub.bind("c1", "x")

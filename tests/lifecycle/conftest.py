@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,8 @@ import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.crew import CrewActor, CrewSnapshot, CrewStatus, query_crew
-from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
+from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
+from orkeon_actors.lifecycle.activation import CrewSource
 from orkeon_actors.testing import wait_until
 
 
@@ -21,7 +22,7 @@ class Env:
         self.clock = ok.VirtualClock()
         self.rt: ok.Runtime | None = None
         self.sup: CrewSupervisor | None = None
-        self.factories: dict[str, Callable[[ok.CrewId], CrewBlueprint]] = {}
+        self.factories: dict[str, CrewSource] = {}
 
     def boot(self, **options: Any) -> CrewSupervisor:
         self.rt = ok.Runtime.start(store=str(self.db), clock=self.clock)

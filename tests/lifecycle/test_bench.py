@@ -30,13 +30,18 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    main(["bench", "lifecycle", "--quick", "--json"])
+    main(["bench", "lifecycle", "--quick", "--json", "--boot-crews", "3000"])
     figures = json.loads(capsys.readouterr().out)["lifecycle"]
-    assert figures["boot_crews"] == 2_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
+    assert figures["boot_crews"] == 3_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
     expected = {"sleeps_per_s", "populate_s", "boot_ms", "boot_rss_mb", "boot_rss_total_mb"}
     expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s"}
+    expected |= {"boot_disk_bytes_per_crew", "wake_disk_bytes_per_crew", "wake_loaded_p50_ms", "wake_loaded_p99_ms"}
+    expected |= {"wake_load_ops_per_s", "burst_one_at_a_time_per_s", "burst_pipelined_per_s"}
+    expected |= {"burst_pipelined_commit_per_s", "parked_crew_kb", "parked_crew_start_ms", "mass_sleep_rss_live_mb"}
     assert expected <= set(figures)
     assert all(figures[key] > 0 for key in expected - {"boot_rss_mb"})
+    assert figures["burst_one_at_a_time_posts"] == 50 and figures["burst_pipelined_posts"] == 300
+    assert figures["mass_sleep_crews"] == 300
     assert list(tmp_path.iterdir()) == []  # its stores removed
 
 
@@ -160,6 +165,8 @@ def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back
     built = itertools.count()
 
     class DiesAtStart(CrewActor):
+        start_on_first_message = False  # on_start runs (and fails) at start, before any restore
+
         @classmethod
         def start(cls, *args: Any, **kwargs: Any) -> pykka.ActorRef[Any]:
             ref = super().start(*args, **kwargs)
@@ -170,7 +177,8 @@ def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back
             raise RuntimeError("dies before restoring")
 
     def factory(crew: object) -> CrewBlueprint:
-        blueprint = bench.FACTORIES[bench.FINITE_NAME](crew)
+        blueprint = bench.FACTORIES[bench.FINITE_NAME]
+        assert isinstance(blueprint, CrewBlueprint)
         return attrs.evolve(blueprint, cls=DiesAtStart) if next(built) < 2 else blueprint
 
     env.factories[bench.FINITE_NAME] = factory
@@ -194,3 +202,19 @@ def test_the_live_cursor_bench_publishes_to_a_woken_crew_that_reads_them_all(tmp
 
     for volatile in (False, True):
         assert publishes_per_second(tmp_path, 20, 2, volatile=volatile) > 0  # the reader finished: all read
+
+
+def test_orkeon_bench_pauseresume_measures_both_sides_or_says_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orkeon_actors.bench.pause_resume import langgraph_available
+
+    monkeypatch.chdir(tmp_path)
+    main(["bench", "pauseresume", "--quick"])
+    table = capsys.readouterr().out
+    for paused in (200, 1_000):
+        for figure in ("orkeon_resume_per_s", "orkeon_resume_p99_ms", "orkeon_disk_bytes_per_paused"):
+            assert f"{figure}_{paused} " in table
+        assert (f"resume_throughput_vs_langgraph_{paused} " in table) is langgraph_available()
+    assert ("LangGraph rows SKIPPED" in table) is not langgraph_available()
+    assert list(tmp_path.iterdir()) == []

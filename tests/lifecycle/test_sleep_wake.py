@@ -55,7 +55,7 @@ def test_sleep_releases_every_actor_and_a_post_wakes_it(env: Env) -> None:
     baseline = _threads_without_idle_pool()
     sup.spawn("c", "c1")
     assert env.settle("c1") is CrewStatus.WAITING
-    assert _live_actors() == 3  # the crew, crew://c1, agent://c1/a
+    assert _live_actors() == 1  # the crew: its idle mailboxes (waiters only) have no actor yet
     assert sup.sleep("c1") is True
     assert sup.state("c1") is LifecycleState.ASLEEP
     wait_until(lambda: _live_actors() == 0, what="no actor of c1")
@@ -222,3 +222,36 @@ def test_a_busy_crew_refuses_to_sleep(env: Env) -> None:
     env.settle("c1", CrewStatus.COMPLETED)
     assert sup.sleep("c1") is False
     wait_until(lambda: env.hub.load_snapshot("c1") is None, what="completed crew deleted")
+
+
+def test_a_blueprint_registered_itself_is_shared_by_every_crew_of_its_name(env: Env) -> None:
+    """A ``CrewBlueprint`` registered in place of a factory builds every crew of that
+    name, at spawn and at each wake (no factory call): crews sharing it keep their own
+    state (conversations, mailboxes) and each completes with its own message."""
+    blueprint = _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    sup.register_factory("shared", blueprint)
+    for crew in ("c1", "c2"):
+        sup.spawn("shared", crew)
+        assert env.settle(crew) is CrewStatus.WAITING
+        assert sup.sleep(crew) is True
+    poster = env.hub.bind("other", "x")
+    for crew in ("c2", "c1"):
+        poster.post(f"agent://{crew}/a", {"to": crew})
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert _result(env, crew)["message"]["payload"] == {"to": crew}  # type: ignore[index]
+
+
+def test_a_pipelined_burst_of_posts_wakes_every_sleeping_crew_once(env: Env) -> None:
+    env.factories["c"] = lambda _: _crew(call("receive_message", {"wait_forever": True}), respond("done"))
+    sup = env.boot()
+    crews = [f"c{i}" for i in range(5)]
+    for crew in crews:
+        sup.spawn("c", crew)
+        assert env.settle(crew) is CrewStatus.WAITING
+        assert sup.sleep(crew) is True
+    env.hub.bind("other", "x").post_many([(f"agent://{crew}/a", {"to": crew}) for crew in crews])
+    for crew in crews:
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert _result(env, crew)["message"]["payload"] == {"to": crew}  # type: ignore[index]
+    assert sup.stats.wakes == 5

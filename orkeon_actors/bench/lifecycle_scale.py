@@ -1,0 +1,253 @@
+"""The parts of ``orkeon bench lifecycle`` about scale: a burst of posts to sleeping
+crews, wakes under load, what a crew costs on disk and parked in memory, and the
+resident set around a mass sleep (figures defined in docs/bench.md).
+
+* :func:`burst`: ``B1`` posts to sleeping crews one ``post`` at a time, then ``B2``
+  pipelined (``post_nowait``), from one thread; rates until every woken agent got its
+  message (``burst_*_per_s``) and, pipelined, until every post was committed;
+* :func:`loaded_latencies`: the wake latency of ``wake_latency_p50/p99_ms``, measured
+  while ``LOAD_CREWS`` other crews post (pipelined, to a mailbox drained by a reader)
+  and publish as fast as two threads let them;
+* :func:`disk_bytes_per_crew`: the store file's size over its sleeping crews;
+* :func:`memory_child` (in a fresh process): the memory and start time of a live crew
+  parked on its wait (``tracemalloc``, CPU time), and ``VmRSS`` before and after
+  ``M`` live crews are put to sleep, then after :func:`give_back_memory`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from collections import deque
+from concurrent.futures import Future, wait
+from typing import Any
+
+from loguru import logger
+
+from orkeon_actors.actors import DEFAULT_POOL
+from orkeon_actors.bench.lifecycle import DELIVERIES, FACTORIES, FOREVER_NAME
+from orkeon_actors.crew import CrewStatus
+from orkeon_actors.errors import CancelledError
+from orkeon_actors.lifecycle import CrewSupervisor, give_back_memory
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.message import Message
+from orkeon_actors.runtime import Runtime
+from orkeon_actors.testing import wait_until
+
+__all__ = ["LOAD_CREWS", "UNITS", "burst", "disk_bytes_per_crew", "loaded_latencies", "memory", "memory_child"]
+
+LOAD_CREWS = 1_000
+"""The crews whose posts and publishes load the machine during the loaded wakes."""
+
+IN_FLIGHT = 256
+"""Posts each load thread keeps queued for the writer at most."""
+
+UNITS = {
+    "boot_disk_bytes_per_crew": "bytes",
+    "wake_disk_bytes_per_crew": "bytes",
+    "wake_loaded_p50_ms": "ms",
+    "wake_loaded_p99_ms": "ms",
+    "wake_load_ops_per_s": "ops/s",
+    "burst_one_at_a_time_posts": "posts",
+    "burst_one_at_a_time_per_s": "wakes/s",
+    "burst_pipelined_posts": "posts",
+    "burst_pipelined_per_s": "wakes/s",
+    "burst_pipelined_commit_per_s": "posts/s",
+    "parked_crew_kb": "KB/crew",
+    "parked_crew_start_ms": "ms CPU/crew",
+    "parked_crew_start_wall_ms": "ms/crew",
+    "mass_sleep_crews": "crews",
+    "mass_sleep_rss_live_mb": "MB",
+    "mass_sleep_rss_asleep_mb": "MB",
+    "mass_sleep_rss_given_back_mb": "MB",
+    "malloc_trimmed": "1 = glibc malloc_trim ran",
+}
+"""The units of the figures this module adds to the lifecycle suite."""
+
+
+def disk_bytes_per_crew(db: str, crews: int) -> float:
+    """The store's bytes on disk (file and WAL) per sleeping crew."""
+    size = sum(os.path.getsize(db + suffix) for suffix in ("", "-wal") if os.path.exists(db + suffix))
+    return size / crews
+
+
+def _wake_all(crews: list[str], post: Any) -> tuple[float, float]:
+    """(seconds until every post was made, seconds until every agent got its message)."""
+    delivered = DELIVERIES.expect_all(crews)
+    started = time.perf_counter()
+    post(crews)
+    posted = time.perf_counter() - started
+    if not delivered.wait(900):
+        raise RuntimeError(f"a burst of {len(crews)} posts did not wake every crew within 900 s")
+    return posted, time.perf_counter() - started
+
+
+def burst(rt: Runtime, one_at_a_time: list[str], pipelined: list[str]) -> dict[str, float]:
+    """Wake ``one_at_a_time`` with one blocking ``post`` each, then ``pipelined`` with
+    ``post_nowait`` (all from this thread)."""
+    client = rt.hub.bind("bench", "burst")
+
+    def one_by_one(crews: list[str]) -> None:
+        for crew in crews:
+            client.post(f"agent://{crew}/a", {"wake": crew})
+
+    def pipelining(crews: list[str]) -> None:
+        wait([client.post_nowait(f"agent://{crew}/a", {"wake": crew}) for crew in crews])
+
+    _, single = _wake_all(one_at_a_time, one_by_one)
+    committed, woken = _wake_all(pipelined, pipelining)
+    return {
+        "burst_one_at_a_time_posts": float(len(one_at_a_time)),
+        "burst_one_at_a_time_per_s": len(one_at_a_time) / single,
+        "burst_pipelined_posts": float(len(pipelined)),
+        "burst_pipelined_per_s": len(pipelined) / woken,
+        "burst_pipelined_commit_per_s": len(pipelined) / committed,
+    }
+
+
+def loaded_latencies(rt: Runtime, crews: list[str]) -> tuple[list[float], float]:
+    """Wake ``crews`` one at a time (as ``wake_latency``) while ``LOAD_CREWS`` other crews
+    post and publish from two threads; the latencies, and the load's operations/s."""
+    sink = "agent://bench-load/sink"
+    reader = rt.hub.register_mailbox(sink).reader()
+    clients = [rt.hub.bind(f"load-{i}", "a") for i in range(LOAD_CREWS)]
+    stop = threading.Event()
+    token = CancelToken()
+    done = [0, 0]
+
+    def load(index: int) -> None:
+        mine = clients[index::2]
+        in_flight: deque[Future[Message]] = deque()
+        i = 0
+        while not stop.is_set():
+            client = mine[i % len(mine)]
+            in_flight.append(client.post_nowait(sink, b"load"))  # pipelined: as fast as the writer takes them
+            client.publish("bench.load", b"load")
+            if len(in_flight) > IN_FLIGHT:
+                in_flight.popleft().result()
+            i += 1
+        wait(in_flight)
+        done[index] = i * 2
+
+    def drain() -> None:
+        try:
+            while True:
+                reader.receive(cancel=token)
+        except CancelledError:
+            return
+
+    threads = [threading.Thread(target=load, args=(i,), daemon=True) for i in (0, 1)]
+    threads.append(threading.Thread(target=drain, daemon=True))
+    for thread in threads:
+        thread.start()
+    poster = rt.hub.bind("bench", "poster")
+    latencies: list[float] = []
+    started = time.perf_counter()
+    try:
+        for crew in crews:
+            delivered = DELIVERIES.expect(crew)
+            before = time.perf_counter()
+            poster.post(f"agent://{crew}/a", {"wake": crew})
+            if not delivered.wait(60):
+                raise RuntimeError(f"crew {crew} was not woken by its post under load")
+            latencies.append(DELIVERIES.at[crew][0] - before)
+    finally:
+        stop.set()
+        for thread in threads[:2]:
+            thread.join(30)
+        token.cancel()
+        threads[2].join(30)
+        reader.close()
+    return latencies, sum(done) / (time.perf_counter() - started)
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def _spawn_parked(sup: CrewSupervisor, crews: list[str]) -> tuple[float, float]:
+    """Spawn ``crews`` and wait until each is parked on its wait; (CPU seconds, wall
+    seconds) until no pool thread had work left, before the statuses are checked."""
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    for crew in crews:
+        sup.spawn(FOREVER_NAME, crew)
+    wait_until(lambda: DEFAULT_POOL.busy == 0, timeout=120, what="every crew's first turn done")
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    for crew in crews:
+        wait_until(lambda c=crew: sup.status(c) is CrewStatus.WAITING, timeout=120, what=f"{crew} parked")  # type: ignore[misc]
+    return cpu, wall
+
+
+def memory_child(db: str, parked: int, sleeping: int) -> None:
+    """Child process of :func:`memory`: print its figures as one JSON line."""
+    logger.remove()
+    logger.add(sys.stderr, level="INFO")
+    rt = Runtime.start(store=db)
+    sup = CrewSupervisor(rt, factories=FACTORIES)
+    try:
+        _spawn_parked(sup, [f"warm{i}" for i in range(50)])  # first-use costs out of the way
+        # Start cost: CPU time per crew from spawn to parked on its wait.
+        cpu, wall = _spawn_parked(sup, [f"p{i}" for i in range(parked)])
+        start_cpu_ms = cpu / parked * 1000
+        start_wall_ms = wall / parked * 1000
+        # Memory of a parked crew: what tracemalloc sees allocated for ``parked`` more.
+        give_back_memory()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        _spawn_parked(sup, [f"q{i}" for i in range(parked)])
+        give_back_memory()
+        traced_kb = (tracemalloc.get_traced_memory()[0] - before) / parked / 1024
+        tracemalloc.stop()
+        # The resident set around a mass sleep.
+        give_back_memory()
+        rss_start = _rss_kb()
+        many = [f"m{i}" for i in range(sleeping)]
+        _spawn_parked(sup, many)
+        rss_live = _rss_kb()
+        for crew in many:
+            if not sup.sleep(crew):
+                raise RuntimeError(f"crew {crew} did not sleep")
+        wait_until(lambda: sup.ref(many[-1]) is None, timeout=120, what="the last crew released")
+        rss_asleep = _rss_kb()
+        trimmed = give_back_memory()
+        rss_trimmed = _rss_kb()
+    finally:
+        sup.stop()
+        rt.stop()
+    figures = {
+        "parked_crew_kb": traced_kb,
+        "parked_crew_start_ms": start_cpu_ms,
+        "parked_crew_start_wall_ms": start_wall_ms,
+        "mass_sleep_crews": float(sleeping),
+        "mass_sleep_rss_live_mb": (rss_live - rss_start) / 1024,
+        "mass_sleep_rss_asleep_mb": (rss_asleep - rss_start) / 1024,
+        "mass_sleep_rss_given_back_mb": (rss_trimmed - rss_start) / 1024,
+        "malloc_trimmed": float(trimmed),
+    }
+    print(json.dumps(figures))
+
+
+def memory(db: str, parked: int, sleeping: int) -> dict[str, float]:
+    """Run :func:`memory_child` on a new store ``db`` in a fresh process."""
+    code = "import sys; from orkeon_actors.bench.lifecycle_scale import memory_child; " + (
+        "memory_child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, db, str(parked), str(sleeping)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    ).stdout
+    figures: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return figures
