@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -126,3 +128,23 @@ def test_bench_scratch_stores_go_to_the_temp_directory_or_dir(tmp_path: Path) ->
 def test_bench_dir_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "hub", "--dir", str(tmp_path / "missing")]) == 1
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_the_cli_names_every_simulated_example() -> None:
+    from orkeon_actors.cli.main import SIMULATED_MODES
+    from orkeon_actors.sim.examples import EXAMPLES
+
+    assert SIMULATED_MODES == tuple(EXAMPLES)
+
+
+def test_building_the_cli_loads_neither_the_simulator_nor_the_durable_hub() -> None:
+    # Every command pays for what the parser imports: `orkeon message sent` must not
+    # load the simulator, the crews or the durable hub before it reads one table.
+    probe = (
+        "import sys; from orkeon_actors.cli.main import _build_parser; _build_parser(); "
+        "import orkeon_actors.cli.message_cmd; "
+        "print(sorted(m for m in ('orkeon_actors.sim', 'orkeon_actors.crew', 'orkeon_actors.store.durable_hub') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

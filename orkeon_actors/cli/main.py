@@ -25,7 +25,10 @@ from collections.abc import Sequence
 
 from orkeon_actors.bench.registry import SUITE_NAMES
 from orkeon_actors.cli.store_cmd import add_store_parser, run_store
-from orkeon_actors.sim.examples import EXAMPLES
+
+SIMULATED_MODES = ("sequential", "hierarchical", "parallel", "consensual", "graph", "autonomous")
+"""The example runs of ``orkeon simulate`` (``orkeon_actors.sim.examples.EXAMPLES``, named
+here so that building the parser does not import the simulator)."""
 
 __all__ = ["main"]
 
@@ -58,9 +61,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "example",
         nargs="?",
         default="all",
-        choices=["all", *EXAMPLES],
+        choices=["all", *SIMULATED_MODES],
         metavar="MODE",
-        help=f"one of: all (default: the six together), {', '.join(EXAMPLES)}",
+        help=f"one of: all (default: the six together), {', '.join(SIMULATED_MODES)}",
     )
     simulate.add_argument(
         "--seed", type=int, default=0, help="the seed: it orders deliveries ready at one instant and draws faults"

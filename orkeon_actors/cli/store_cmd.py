@@ -16,8 +16,6 @@ from typing import Any
 import attrs
 
 from orkeon_actors.model.clock import SystemClock
-from orkeon_actors.store.config import PurgePolicy
-from orkeon_actors.store.inspect import StoreInspector, purge_store
 
 __all__ = ["VIEWS", "add_store_parser", "run_store"]
 
@@ -40,6 +38,10 @@ def add_store_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run_store(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Print the view; 0 on success, 1 when ``show`` finds no such crew."""
+    # Here, not at the top: building the CLI's parser must not load the store.
+    from orkeon_actors.store.config import PurgePolicy
+    from orkeon_actors.store.inspect import StoreInspector, purge_store
+
     if args.view == "show" and not args.crew:
         parser.error("orkeon store PATH show needs the crew id: orkeon store PATH show CREW")
     if args.view != "show" and args.crew:

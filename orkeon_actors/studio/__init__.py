@@ -11,11 +11,40 @@ What it shows and how it is built: ``docs/studio.md``. It is the external peer
 post from it (allowed with ``studio_post=True``) passes the ACL like any other.
 """
 
-from orkeon_actors.studio.feed import StudioFeed
-from orkeon_actors.studio.server import StudioServer
-from orkeon_actors.studio.sources import STUDIO_CLIENT, LiveSource, StoreFileSource, Visibility
-from orkeon_actors.studio.tap import StudioTap
-from orkeon_actors.studio.watcher import LifecycleWatcher
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orkeon_actors.studio.feed import StudioFeed
+    from orkeon_actors.studio.server import StudioServer
+    from orkeon_actors.studio.sources import STUDIO_CLIENT, LiveSource, StoreFileSource, Visibility
+    from orkeon_actors.studio.tap import StudioTap
+    from orkeon_actors.studio.watcher import LifecycleWatcher
+
+_DEFINED_IN: dict[str, str] = {
+    "StudioFeed": "feed",
+    "StudioServer": "server",
+    "STUDIO_CLIENT": "sources",
+    "LiveSource": "sources",
+    "StoreFileSource": "sources",
+    "Visibility": "sources",
+    "StudioTap": "tap",
+    "LifecycleWatcher": "watcher",
+}
+"""Imported on first use: the CLI builds ``orkeon studio``'s parser without loading the
+Studio's server and sources."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "STUDIO_CLIENT",

@@ -7,8 +7,6 @@ import sys
 import threading
 
 from orkeon_actors.errors import InvalidArgumentError
-from orkeon_actors.studio.server import StudioServer
-from orkeon_actors.studio.sources import StoreFileSource
 
 __all__ = ["HELP", "configure_parser", "run_studio"]
 
@@ -34,6 +32,9 @@ def configure_parser(studio: argparse.ArgumentParser) -> None:
 
 def run_studio(args: argparse.Namespace) -> int:
     """Serve until interrupted (Ctrl-C). Prints the URL to open, token included."""
+    from orkeon_actors.studio.server import StudioServer  # here: the CLI's parser stays light
+    from orkeon_actors.studio.sources import StoreFileSource
+
     try:
         source = StoreFileSource(args.store)
         server = StudioServer(source, host=args.host, port=args.port, allow_remote=args.allow_remote)
