@@ -26,10 +26,10 @@ Errors are in :mod:`orkeon_actors.errors` (``ok.errors``), all subclasses of
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orkeon_actors import errors
+from orkeon_actors.lazy import lazy_attributes
 
 # Eager on purpose: importing the logging convention silences the library
 # (``logger.disable("orkeon_actors")``) before any of it can log.
@@ -129,16 +129,7 @@ loads only the model, the errors and the logging convention, and each subpackage
 what it builds on."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        value: Any = importlib.import_module(f"{__name__}.{name}")
-    else:
-        module_name = _FACADE.get(name)
-        if module_name is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _FACADE, _SUBPACKAGES)
 
 
 def __dir__() -> list[str]:

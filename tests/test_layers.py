@@ -96,7 +96,7 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
 # -- the layer order ----------------------------------------------------------------------
 
 LAYERS: list[set[str]] = [
-    {"errors", "testing", "logs"},
+    {"errors", "testing", "logs", "lazy"},
     {"model"},
     {"history"},
     {"wire"},
@@ -261,7 +261,7 @@ def test_importing_a_unit_alone_in_a_fresh_interpreter_loads_only_lower_layers(u
     )
     assert result.returncode == 0, result.stderr  # no circular import: the unit imports alone
     report = json.loads(result.stdout)
-    assert set(report["facade"]) <= {"errors", "model", "logs"}, "import orkeon_actors must load only the model"
+    assert set(report["facade"]) <= {"errors", "model", "logs", "lazy"}, "import orkeon_actors must load only the model"
     loaded = set(report["loaded"]) - set(report["facade"]) - {unit}
     above = sorted(u for u in loaded if LAYER_OF[u] >= LAYER_OF[unit])
     assert not above, f"importing orkeon_actors.{unit} loaded {above}, which are not below it"

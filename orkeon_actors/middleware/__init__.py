@@ -17,7 +17,7 @@ See ``docs/middleware.md``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orkeon_actors.hub.pipeline import (
     PUBLISH_OPERATIONS,
@@ -29,6 +29,7 @@ from orkeon_actors.hub.pipeline import (
     current_operation,
 )
 from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
+from orkeon_actors.lazy import lazy_attributes
 from orkeon_actors.middleware.discovery import ENTRY_POINT_GROUP, MiddlewarePlugin, discover, load
 from orkeon_actors.middleware.idempotency import DEFAULT_IDEMPOTENCY_CAPACITY, IdempotencyMiddleware
 from orkeon_actors.middleware.logging_stage import LoggingMiddleware
@@ -66,15 +67,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -10,8 +10,9 @@ durable hub first.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from orkeon_actors.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from orkeon_actors.store.config import Durability, PurgePolicy, StoreConfig
@@ -30,30 +31,24 @@ if TYPE_CHECKING:
     from orkeon_actors.store.writer import WriterStats
 
 _DEFINED_IN: dict[str, str] = {
-    "Durability": "config",
-    "PurgePolicy": "config",
-    "StoreConfig": "config",
-    "SqliteEventHub": "durable_hub",
-    "PurgeReport": "purge",
-    "CrewState": "records",
-    "OutboxRecord": "records",
-    "OutboxState": "records",
-    "PendingWaitKind": "records",
-    "PendingWaitRecord": "records",
-    "SnapshotRecord": "records",
-    "SCHEMA_VERSION": "schema",
-    "UnitOfWork": "unit_of_work",
-    "WriterStats": "writer",
+    "Durability": ".config",
+    "PurgePolicy": ".config",
+    "StoreConfig": ".config",
+    "SqliteEventHub": ".durable_hub",
+    "PurgeReport": ".purge",
+    "CrewState": ".records",
+    "OutboxRecord": ".records",
+    "OutboxState": ".records",
+    "PendingWaitKind": ".records",
+    "PendingWaitRecord": ".records",
+    "SnapshotRecord": ".records",
+    "SCHEMA_VERSION": ".schema",
+    "UnitOfWork": ".unit_of_work",
+    "WriterStats": ".writer",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _DEFINED_IN.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _DEFINED_IN)
 
 
 def __dir__() -> list[str]:

@@ -13,8 +13,9 @@ post from it (allowed with ``studio_post=True``) passes the ACL like any other.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from orkeon_actors.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from orkeon_actors.studio.feed import StudioFeed
@@ -24,26 +25,20 @@ if TYPE_CHECKING:
     from orkeon_actors.studio.watcher import LifecycleWatcher
 
 _DEFINED_IN: dict[str, str] = {
-    "StudioFeed": "feed",
-    "StudioServer": "server",
-    "STUDIO_CLIENT": "sources",
-    "LiveSource": "sources",
-    "StoreFileSource": "sources",
-    "Visibility": "sources",
-    "StudioTap": "tap",
-    "LifecycleWatcher": "watcher",
+    "StudioFeed": ".feed",
+    "StudioServer": ".server",
+    "STUDIO_CLIENT": ".sources",
+    "LiveSource": ".sources",
+    "StoreFileSource": ".sources",
+    "Visibility": ".sources",
+    "StudioTap": ".tap",
+    "LifecycleWatcher": ".watcher",
 }
 """Imported on first use: the CLI builds ``orkeon studio``'s parser without loading the
 Studio's server and sources."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _DEFINED_IN.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _DEFINED_IN)
 
 
 __all__ = [
