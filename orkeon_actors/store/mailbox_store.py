@@ -238,14 +238,22 @@ class SqliteMailboxStore:
             future.set_result(message)
         return future
 
+    @staticmethod
+    def take_pipelined() -> Future[Message] | None:
+        """The future of the :meth:`post_nowait` running on this thread, if its write
+        was not queued yet; taking it makes the caller responsible for completing it
+        (at its commit) and makes every later write of this post wait as usual."""
+        future: Future[Message] | None = getattr(_pipelined, "future", None)
+        _pipelined.future = None
+        return future
+
     def append(self, message: Message) -> None:
         address = message.target_mailbox
         if address is None:
             raise MailboxNotFoundError(address)
         key = str(address)
-        future: Future[Message] | None = getattr(_pipelined, "future", None)
+        future = self.take_pipelined()
         if future is not None:
-            _pipelined.future = None  # this post's: a post made by a stage meanwhile waits as usual
             self._append_nowait(message, address, key, future)
             return
         live: list[MailboxHandle | None] = [None]

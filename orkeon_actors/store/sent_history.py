@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -202,6 +203,10 @@ class SqliteSentHistory:
 
     def _one_transaction(self, intent: SentIntent, to: MailboxAddress) -> Message:
         store = self.hub.mailbox_store
+        future = store.take_pipelined()
+        if future is not None:
+            self._one_transaction_nowait(intent, to, future)
+            return intent.message
         live: list[Any] = [None]
 
         def capture(replayed: Message | None) -> None:
@@ -213,6 +218,25 @@ class SqliteSentHistory:
             return replayed
         store.hand_to_live(intent.message, live[0])
         return intent.message
+
+    def _one_transaction_nowait(self, intent: SentIntent, to: MailboxAddress, future: Future[Message]) -> None:
+        """:meth:`_one_transaction` for a pipelined post (``post_nowait``): queued for the
+        writer's next group commit; ``future`` completes after it, with the message (or
+        the original one, for a reused idempotency key), handed to the mailbox live."""
+        store = self.hub.mailbox_store
+
+        def committed(replayed: Message | None) -> None:  # on the writer thread, in commit order
+            if replayed is not None:
+                future.set_result(replayed)
+                return
+            store.hand_to_live(intent.message, store.live.get(to))  # raising fails the future
+            future.set_result(intent.message)
+
+        def failed(error: BaseException) -> None:
+            if not future.done():
+                future.set_exception(error)
+
+        self.hub.writer.post_in(self.group, PreparedSend.of(intent, to), after_commit=committed, on_error=failed)
 
     def _staged(self, intent: SentIntent, content: bytes, terminal: Callable[[Message], Message]) -> Message:
         writer = self.hub.writer

@@ -33,6 +33,19 @@ def test_a_burst_from_one_thread_is_received_in_order_and_shares_transactions(op
     assert [reader.receive().json()["n"] for _ in range(300)] == list(range(300))
 
 
+def test_an_agents_pipelined_posts_are_each_in_its_sent_history_once(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOX)
+    client = rt.hub.bind("poster", "p")
+    transactions_before = durable(rt).writer.stats.transactions
+    messages = [future.result(timeout=30) for future in [client.post_nowait(BOX, i) for i in range(100)]]
+    assert durable(rt).writer.stats.transactions - transactions_before < 100  # still group-committed
+    history = client.sent()
+    assert history.coverage.state.value == "complete"
+    assert [str(row.message_id) for row in history.rows] == [str(m.id) for m in messages]
+    assert rt.hub.verify_sent(history.sender.address).ok
+
+
 def test_post_many_returns_every_message_once_committed_and_they_survive_a_restart(open_store: Opener) -> None:
     rt = open_store()
     rt.hub.register_mailbox(BOX)
