@@ -21,14 +21,35 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from orkeon_actors.bench.registry import SUITE_NAMES
 from orkeon_actors.cli.store_cmd import add_store_parser, run_store
 
 SIMULATED_MODES = ("sequential", "hierarchical", "parallel", "consensual", "graph", "autonomous")
-"""The example runs of ``orkeon simulate`` (``orkeon_actors.sim.examples.EXAMPLES``, named
-here so that building the parser does not import the simulator)."""
+"""The stock example runs of ``orkeon simulate`` (``orkeon_actors.sim.examples.EXAMPLES``),
+named here for its help text, so that building the parser does not import the simulator."""
+
+
+class _SimulateChoices:
+    """``orkeon simulate``'s accepted MODEs for argparse: ``all`` and every example
+    registered in ``EXAMPLES`` when the command is parsed (a test or a plugin may add
+    one), read only then."""
+
+    def _names(self) -> list[str]:
+        from orkeon_actors.sim.examples import EXAMPLES
+
+        return ["all", *EXAMPLES]
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
 
 __all__ = ["main"]
 
@@ -61,7 +82,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "example",
         nargs="?",
         default="all",
-        choices=["all", *SIMULATED_MODES],
+        choices=_SimulateChoices(),
         metavar="MODE",
         help=f"one of: all (default: the six together), {', '.join(SIMULATED_MODES)}",
     )
