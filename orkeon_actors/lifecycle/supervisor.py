@@ -217,34 +217,37 @@ class CrewSupervisor:
                 if cursor_topic in durable.get(crew, ()) and cursor_matches(cursor_topic, match, crew, message):
                     keys.setdefault(crew, []).append(key)
             if keys:
-                shared.live_kept[message.id] = self.wakes.keep_for_sleepers(keys, message, lambda _crew: False)
+                waiter = self.wakes.keep_for_sleepers(keys, message, lambda _crew: False)
+                shared.live_kept[message.id] = (waiter, frozenset(keys))
         except (HubStoppedError, StoreError) as exc:
             logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
 
     def on_dispatch(self, message: Message) -> None:
         live = self.shared.live_kept.pop(message.id, None) if self.shared.live_kept else None
         try:
-            self._dispatched(message)
+            self._dispatched(message, live[1] if live is not None else frozenset())
         finally:
             if live is not None:
                 try:
-                    live.wait()
+                    live[0].wait()
                 except HubStoppedError:
                     logger.debug("topic event {} not kept for live crews: the store is closed", message.id)
                 except StoreError as exc:  # published already: the live cursors have it, not durably
                     logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
 
-    def _dispatched(self, message: Message) -> None:
+    def _dispatched(self, message: Message, kept_live: frozenset[CrewId] = frozenset()) -> None:
         """After ``message`` was routed (on the thread that dispatched it: a topic
         message's publisher or the outbox dispatcher, which may wait for the store
         writer; a post or reply may come from the writer's thread and never waits).
+        ``kept_live``: the live crews :meth:`_keep_for_live` kept it for.
 
         A topic message matching a sleeping crew's cursor is kept durably for it
         (:meth:`_keep_for_sleepers`): the write is queued first, then the actor is told
         (so the read of kept events by a wake it decides is queued after that write),
-        then the message leaves ``in_flight`` (a wake decided before this point adopts
-        it from there, one decided after hears of it from ``Dispatched``), and only then
-        does the publisher wait for the commit. A failure to keep is logged; the wake
+        and the message leaves ``in_flight`` once the actor handled ``Dispatched`` (a
+        wake decided before that adopts it from there, in routing order with the
+        messages routed after it; one decided after hears of it from ``Dispatched``);
+        then the publisher waits for the commit. A failure to keep is logged; the wake
         goes on without the durable copy."""
         shared = self.shared
         topic = message.topic
@@ -260,15 +263,14 @@ class CrewSupervisor:
                 shared.in_flight.pop(message.id, None)
                 return
             try:
-                kept = self._keep_for_sleepers(message, patterns)
+                kept = self._keep_for_sleepers(message, patterns, kept_live)
             except (HubStoppedError, StoreError) as exc:
                 logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
         try:
-            self._ref.tell(Dispatched(message))
+            self._ref.tell(Dispatched(message))  # the actor takes it out of ``in_flight``
         except pykka.ActorDeadError:
-            logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
-        finally:
             shared.in_flight.pop(message.id, None)
+            logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
         if kept is None:
             return
         try:
@@ -278,26 +280,36 @@ class CrewSupervisor:
         except StoreError as exc:  # published already: the wake goes on, not durably
             logger.error("topic event {} not kept for its sleeping crews: {}", message.id, exc)
 
-    def _keep_for_sleepers(self, message: Message, patterns: Sequence[str]) -> Waiter[None] | None:
+    def _keep_for_sleepers(
+        self, message: Message, patterns: Sequence[str], kept_live: frozenset[CrewId] = frozenset()
+    ) -> Waiter[None] | None:
         """Queue the durable copy of ``message`` for every crew with a cursor (a parked
         ``wait_for_event`` included) it matches that is asleep, or woken but not yet past
         the read of its kept events, when the write runs; ``None`` if no crew has such a
         cursor. The wake it causes reads it back and hands it over (once: by id); if the
         process dies first, the next boot wakes the crew with it, so a crash loses no
-        topic trigger of a sleeping crew. A crew past that read is skipped: its handover
-        or its live cursors have the message (``Dispatched``, ``in_flight``)."""
+        topic trigger of a sleeping crew. A crew past that read is skipped (its handover
+        or its live cursors have the message: ``Dispatched``, ``in_flight``) unless the
+        message is for one of its durable cursors and was routed before the crew went
+        live (not in ``kept_live``: :meth:`_keep_for_live` did not keep it). Its row
+        then comes after the wake's read, and the crew's next snapshot deletes it with
+        the events it reflects; without it a crash before that snapshot would lose an
+        event whose publish returned."""
         if message.topic.startswith("_system."):
             return None
         shared = self.shared
+        durable = shared.durable_live
         keys: dict[CrewId, list[str]] = {}
         for crew, key, topic, match in self.wakes.sleeping_cursors(patterns):
-            if crew in shared.kept_read:
+            if crew in kept_live or (crew in shared.kept_read and topic not in durable.get(crew, ())):
                 continue
             if cursor_matches(topic, match, crew, message):
                 keys.setdefault(crew, []).append(key)
         if not keys:
             return None
-        return self.wakes.keep_for_sleepers(keys, message, lambda crew: crew in shared.kept_read)
+        return self.wakes.keep_for_sleepers(
+            keys, message, lambda crew: crew in shared.kept_read and crew not in durable
+        )
 
     def _idle_timer(self, crew_id: CrewId) -> None:
         try:

@@ -120,7 +120,10 @@ class SupervisorActor(pykka.ThreadingActor):
             except Exception as exc:
                 message.future.set_exception(exc)
         elif isinstance(message, Dispatched):
-            self._dispatched(message.message)
+            try:
+                self._dispatched(message.message)
+            finally:  # not before: a wake until now adopts it in routing order (Handover)
+                self.shared.in_flight.pop(message.message.id, None)
         elif isinstance(message, SnapshotTaken):
             self._snapshot_taken(message)
         elif isinstance(message, Passivated):
@@ -303,7 +306,6 @@ class SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.pop(crew_id, None)
         if entry is None:
             return
-        self.shared.leave_live(crew_id)  # asleep: the sleeping crews' keeping takes over
         entry.carry.extend(report.leftovers)
         self._not_activating(crew_id)
         self.idle.forget(crew_id)
@@ -312,6 +314,9 @@ class SupervisorActor(pykka.ThreadingActor):
             self.shared.live.discard(crew_id)
             self.shared.kept_read.discard(crew_id)
             self.shared.status.pop(crew_id, None)
+        # Asleep: the sleeping crews' keeping takes over, once ``kept_read`` no longer
+        # has it (a message routed after it left the live crews must not skip both).
+        self.shared.leave_live(crew_id)
         self.hub.end_deferral(crew_id)
         if len(entry.ledger):
             logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))

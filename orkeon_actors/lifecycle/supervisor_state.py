@@ -234,8 +234,9 @@ class SharedState:
         self.live_view: tuple[str, ...] = ()
         """The patterns of ``durable_live``, once each: a publish matching one of them
         is kept for those crews before it is routed (``CrewSupervisor.on_route``)."""
-        self.live_kept: dict[MessageId, Waiter[None]] = {}
-        """The keeping writes queued by ``on_route``, waited for by ``on_dispatch``."""
+        self.live_kept: dict[MessageId, tuple[Waiter[None], frozenset[CrewId]]] = {}
+        """The keeping writes queued by ``on_route`` (and the crews kept for), waited
+        for by ``on_dispatch``."""
         self.stop_watch: threading.Event | None = None
         """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
         that is not running (waiting, finished), so the crews that refused to sleep
