@@ -34,7 +34,7 @@ import apsw
 import attrs
 
 from orkeon_actors.errors import StoreVersionError
-from orkeon_actors.store.sent_rows import SCHEMA as _V7
+from orkeon_actors.store import sent_rows
 
 __all__ = [
     "APPLICATION_ID",
@@ -244,7 +244,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "sleeping crews' topic cursors and the events kept for them", _script(_V4)),
     Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
     Migration(6, "mailbox high-water marks of supervised crews instead of a row per post", _script(_V6)),
-    Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(_V7)),
+    Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(sent_rows.SCHEMA)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
