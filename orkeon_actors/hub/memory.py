@@ -44,6 +44,7 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
+from orkeon_actors.hub.crew_names import CrewNames
 from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, TopicWait, WaitRegistration
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
@@ -140,6 +141,8 @@ class HubCore(EventHub):
     ) -> None:
         self.clock = clock
         self._sent = sent_recorder
+        self.crew_names = CrewNames()
+        """The readable names of the crews live here (display only: sent rows record them)."""
         self._store = mailbox_store
         self._observer = observer
         self._last_value_store = last_value_store
@@ -812,6 +815,12 @@ class HubCore(EventHub):
 
     def is_active_correlation(self, correlation_id: CorrelationId) -> bool:
         return self._replies.is_active(correlation_id)
+
+    def name_crew(self, crew_id: CrewId, name: str) -> Callable[[], None]:
+        return self.crew_names.name(crew_id, name)
+
+    def crew_name(self, crew_id: CrewId | None) -> str | None:
+        return self.crew_names.name_of(crew_id)
 
     def pending_waits(self) -> dict[str, int]:
         counts = dict.fromkeys(WAIT_KINDS, 0)

@@ -5,7 +5,9 @@ MESSAGE-R01..R08, R11).
 Which sends are recorded: every post, send (request) and reply to a mailbox by a caller
 bound to an agent (``hub.bind(crew, agent)``). Never: ``hub.system`` and crew-level
 callers (no agent: a service principal, R11), anything whose other end is the system
-crew, publishes and ``topic://`` posts (broadcasts, not sends), timeouts.
+crew, publishes and ``topic://`` posts (broadcasts, not sends), timeouts. Each endpoint
+carries the crew's readable name at that instant
+(:meth:`~orkeon_actors.hub.port.EventHub.crew_name`), display only.
 
 The protocol of one send, with its crash points (:data:`~orkeon_actors.store.faults.SEND_POINTS`):
 
@@ -86,11 +88,6 @@ def _kind(message: Message) -> SendKind:
     return SendKind.POST if message.topic == POST_TOPIC else SendKind.SEND
 
 
-def _sender(message: Message) -> Endpoint:
-    assert message.source_agent_id is not None
-    return agent_endpoint(message.source_crew_id, message.source_agent_id)
-
-
 class SqliteSentHistory:
     """The sent history of one :class:`~orkeon_actors.store.SqliteEventHub` (see the
     module docstring). ``enabled`` is the store's ``sent_history`` setting."""
@@ -164,14 +161,24 @@ class SqliteSentHistory:
                 )
             return terminal(message)
         assert to is not None
-        sender = _sender(message)
+        sender = self._sender(message)
         if self._materialised.get(sender.id):
             self._retry_completions(sender.id)
         kind = _kind(message)
-        intent = SentIntent(kind, sender, endpoint_of(to), key, message, self.now_ms())
+        intent = SentIntent(kind, sender, self._endpoint(to), key, message, self.now_ms())
         if kind is SendKind.REPLY or self._lives_elsewhere(to):
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
+
+    def _sender(self, message: Message) -> Endpoint:
+        """The agent endpoint of ``message``'s sender, with its crew's name now."""
+        assert message.source_agent_id is not None
+        crew = message.source_crew_id
+        return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
+
+    def _endpoint(self, to: MailboxAddress) -> Endpoint:
+        """The canonical endpoint of ``to``, with its crew's name now (display only)."""
+        return endpoint_of(to, self.hub.crew_name(to.crew_id))
 
     def _lives_elsewhere(self, to: MailboxAddress) -> bool:
         """On a fleet host (a hub that forwards posts to other hosts), a mailbox this
@@ -322,7 +329,7 @@ class SqliteSentHistory:
             return
         assert message.target_mailbox is not None
         intent = SentIntent(
-            SendKind.POST, _sender(message), endpoint_of(message.target_mailbox), None, message, self.now_ms()
+            SendKind.POST, self._sender(message), self._endpoint(message.target_mailbox), None, message, self.now_ms()
         )
         sent_rows.reserve(conn, intent, content_digest(SendKind.POST, intent.to, message))
 

@@ -53,7 +53,7 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
 ) -> None:
     out = _json(capsys, "message", "sent", "agent://a/alice", "--json", "--store", str(store_path))
     assert set(out) == {"sender", "coverage", "rows"}
-    assert out["sender"] == {"kind": "agent", "id": "a/alice", "address": "agent://a/alice"}
+    assert out["sender"] == {"kind": "agent", "id": "a/alice", "address": "agent://a/alice", "name": None}
     assert out["coverage"]["state"] == "complete" and out["coverage"]["pending"] == 0
     assert isinstance(out["coverage"]["since_ms"], int)
     first, second = out["rows"]
@@ -69,7 +69,7 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
     }
     assert (first["kind"], first["to"], first["metadata"]) == (
         "post",
-        {"kind": "agent", "id": "b/bob", "address": BOB},
+        {"kind": "agent", "id": "b/bob", "address": BOB, "name": None},
         {"k": "v"},
     )
     assert (second["to"]["kind"], second["idempotency_key"]) == ("client", "ui-1")

@@ -44,7 +44,7 @@ def _swap(conn: apsw.Connection) -> None:
 
 def _old_row_version(conn: apsw.Connection) -> None:
     data = json.loads(_record(conn, BAD))
-    data["version"] = 2
+    data["version"] = 99
     _set_record(conn, BAD, json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
 
 
@@ -76,7 +76,7 @@ DAMAGES: dict[str, tuple[Damage, int, str]] = {
     ),
     "corrupt row": (_flip, BAD, "does not match its node"),
     "substituted rows": (_swap, BAD, ""),
-    "row of another version": (_old_row_version, BAD, "version 2"),
+    "row of another version": (_old_row_version, BAD, "version 99"),
     "unreadable row": (lambda c: _set_record(c, BAD, b"\xff\x00not json"), BAD, "not JSON"),
     "node of another version": (
         lambda c: c.execute("UPDATE sent_nodes SET version = 9 WHERE sender = ? AND seq = ?", (SENDER, BAD)),
