@@ -175,7 +175,7 @@ class HubCore(EventHub):
         """Compose, once, the chain of every operation from :attr:`pipeline`."""
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
-        self._topic_post_chain = pipe.publish_chain("post", self._route)
+        self._topic_post_chain = pipe.publish_chain("post", self._route_topic_post)
         self._post_chain = pipe.publish_chain("post", self._deliver_to_mailbox)
         self._send_chain = pipe.publish_chain("send", self._deliver_to_mailbox)
         self._reply_chain = pipe.publish_chain("reply", self._deliver_reply)
@@ -241,6 +241,13 @@ class HubCore(EventHub):
         finally:
             observer.dispatched(message)
         return message
+
+    def _route_topic_post(self, message: Message) -> Message:
+        """The end of a ``topic://`` post's chain: routed, and recorded in its sender's
+        history when the sender is an agent (the recorder decides)."""
+        if self._sent is not None:
+            return self._sent.deliver(message, message.target_mailbox, None, self._route)
+        return self._route(message)
 
     def _deliver_to_mailbox(self, message: Message) -> Message:
         if self._sent is not None:
@@ -484,11 +491,9 @@ class HubCore(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if to.scheme is Scheme.TOPIC:
-            if idempotency_key is not None:
-                raise InvalidArgumentError(
-                    f"{to} is a topic: a broadcast has no sent history, so it takes no idempotency_key"
-                )
             message = self.stamp(caller, to.name or "", payload, metadata, None, to)
+            if idempotency_key is not None:
+                return self._keyed("post", idempotency_key, to, self._route)(message)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
             raise self._missing(to)

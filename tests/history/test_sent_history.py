@@ -104,7 +104,9 @@ def test_system_crew_level_and_timeout_traffic_is_in_no_agent_history(open_store
         assert reader.receive().id == system_request.id
     assert system_request.correlation_id is not None
     hub.bind("b", "bob").reply(system_request.correlation_id, "pong")
-    alice.post("topic://news", "a broadcast")
+    alice.publish("news", "an event, not a send")
+    hub.bind("b").post("topic://news", "a crew-level broadcast")
+    hub.system.post("topic://news", "the system's broadcast")
     for who in (alice, hub.bind("b", "bob")):
         history = who.sent()
         assert history.coverage.state is CoverageState.COMPLETE
@@ -355,7 +357,7 @@ class TestIdempotencyKeys:
         hub.register_mailbox(BOB)
         with pytest.raises(SentHistoryUnavailableError, match="agent"):
             hub.bind("a").post(BOB, "crew-level", idempotency_key="k")
-        with pytest.raises(ok.errors.InvalidArgumentError, match="topic"):
-            hub.bind("a", "alice").post("topic://news", "x", idempotency_key="k")
+        with pytest.raises(SentHistoryUnavailableError, match="agent"):
+            hub.bind("a").post("topic://news", "crew-level broadcast", idempotency_key="k")
         with pytest.raises(ok.errors.InvalidArgumentError, match="idempotency_key"):
             hub.bind("a", "alice").post(BOB, "x", idempotency_key="")
