@@ -644,16 +644,19 @@ class HubCore(EventHub):
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id, caller)
         message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
-        if self._sent is None or caller.agent_id is None or request.requester_crew.is_system:
+        agent = request.requester_agent
+        # A reply to the system or to a service principal (a requester with no agent: a
+        # crew-level client, a client:// peer) belongs to that request, not to the
+        # replier's sent history (MESSAGE-R11).
+        if self._sent is None or caller.agent_id is None or agent is None or request.requester_crew.is_system:
             if idempotency_key is not None:
                 raise SentHistoryUnavailableError(
                     "idempotency_key needs the sent history of an agent: reply from a client bound to an agent "
-                    "(hub.bind(crew, agent)) on a durable store (Runtime.start(store=...))"
+                    "(hub.bind(crew, agent)) on a durable store (Runtime.start(store=...)) to a request of an "
+                    "agent (a reply to the system or to a crew-level requester is in no sent history)"
                 )
             return self._reply_chain(message)
-        agent = request.requester_agent
-        crew = request.requester_crew
-        requester = MailboxAddress.crew(crew) if agent is None else MailboxAddress.agent(crew, agent)
+        requester = MailboxAddress.agent(request.requester_crew, agent)
         if idempotency_key is not None:
             return self._keyed("reply", idempotency_key, requester, self._deliver_reply)(message)
         sent = self._sent
