@@ -17,6 +17,10 @@
   (what the work costs, not how long a shared core made it wait), in rounds that
   alternate between the two stores, the best round of each.
   ``write_cost_ratio_100k_vs_10`` ≈ 1 is constant work (target < 1.5).
+* **an agent's post, mailbox vs topic**: one agent posting and waiting for each post
+  (``synchronous=FULL``) to a mailbox (the copy and the sent row in one transaction)
+  and to ``topic://`` (the staged protocol: intent, routing, completion), rounds
+  interleaved, best of each.
 * **durable post (the history's cost)**: ``THREADS`` agents posting (the ``orkeon bench
   store`` workload) on stores with ``sent_history`` off and on, rounds interleaved, best
   of each: ``post_history_on_vs_off``.
@@ -50,7 +54,7 @@ from orkeon_actors.store.mailboxes import RegistryCache, register_many
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup
 
-__all__ = ["catalog_reads", "durable_post_rate", "write_cost_per_send", "write_costs"]
+__all__ = ["agent_post_latency", "catalog_reads", "durable_post_rate", "write_cost_per_send", "write_costs"]
 
 AGENTS = 557
 READS = 10
@@ -244,6 +248,27 @@ def durable_post_rate(directory: str, history: bool, per_thread: int) -> float:
         return THREADS * per_thread / (time.perf_counter() - began)
 
 
+def agent_post_latency(directory: str, per_round: int, rounds: int) -> dict[str, float]:
+    """Seconds per post of one agent waiting for each (``synchronous=FULL``): to a
+    mailbox (one transaction with its sent row) and to ``topic://`` (intent, routing,
+    completion: two transactions), rounds interleaved, the best of each."""
+    path = os.path.join(directory, f"topic-{time.monotonic_ns()}.db")
+    best = {"mailbox": math.inf, "topic": math.inf}
+    with Runtime.start(store=StoreConfig(path)) as rt:
+        hub = rt.hub
+        hub.register_mailbox("agent://bench-history/sink")
+        listener = hub.bind("bench-listener").subscribe("bench-news")
+        agent = hub.bind("bench-history", "poster")
+        for _ in range(rounds):
+            for kind, to in (("mailbox", "agent://bench-history/sink"), ("topic", "topic://bench-news")):
+                began = time.perf_counter()
+                for n in range(per_round):
+                    agent.post(to, {"n": n})
+                best[kind] = min(best[kind], (time.perf_counter() - began) / per_round)
+                listener.drain()
+    return best
+
+
 @register("history")
 def bench_history(quick: bool) -> BenchResult:
     directory = scratch_directory("orkeon-bench-history-")
@@ -256,6 +281,10 @@ def bench_history(quick: bool) -> BenchResult:
         figures["write_cost_us_at_10"] = small * 1e6
         figures["write_cost_us_at_100k"] = large * 1e6
         figures["write_cost_ratio_100k_vs_10"] = large / small
+        progress("an agent's post to a mailbox and to a topic")
+        latency = agent_post_latency(directory, 50 if quick else 200, 3 if quick else 5)
+        figures["agent_mailbox_post_ms"] = latency["mailbox"] * 1e3
+        figures["agent_topic_post_ms"] = latency["topic"] * 1e3
         progress("durable posts with the history off and on")
         per_thread = 150 if quick else 600
         off = on = 0.0
@@ -277,6 +306,8 @@ def bench_history(quick: bool) -> BenchResult:
         "write_cost_us_at_10": "µs CPU per send, history work, after 10 rows (best round)",
         "write_cost_us_at_100k": "µs CPU per send, history work, after 100,000 rows (best round)",
         "write_cost_ratio_100k_vs_10": "ratio (≈ 1: constant work; target < 1.5)",
+        "agent_mailbox_post_ms": "ms per post to a mailbox, one agent waiting for each (best round)",
+        "agent_topic_post_ms": "ms per post to topic://, one agent waiting for each (best round)",
         "post_history_off_per_s": f"posts/s, {THREADS} agents, sent_history=False",
         "post_history_on_per_s": f"posts/s, {THREADS} agents, sent_history=True",
         "post_history_on_vs_off": "ratio, same run",
