@@ -51,6 +51,7 @@ TARGETS: dict[str, dict[str, Target]] = {
         "sent_p95_s": Target("<", 1.0),
         "sent_vs_ls_p95": Target("<", 2.0),
         "unreadable_ls_refused": Target(">=", 1.0),
+        "write_cost_ratio_100k_vs_10": Target("<", 1.5),
     },
     "amqp": {
         "post_receive_vs_raw": Target(">=", 0.70),

@@ -134,10 +134,12 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     coverage = history.coverage
     since = "" if coverage.since_ms is None else f" since {coverage.since_ms}"
     pending = f", {coverage.pending} pending" if coverage.pending else ""
-    print(f"{sender.address}: {len(history)} sent, coverage {coverage.state.value}{since}{pending}")
+    named = history.named_sender
+    name = "" if named.name is None else f" ({named.name}, name at send time)"
+    print(f"{sender.address}{name}: {len(history)} sent, coverage {coverage.state.value}{since}{pending}")
     for row in history.rows:
         key = "" if row.idempotency_key is None else f"  key={row.idempotency_key}"
-        print(f"  {row.sent_at_ms}  {row.kind.value:<5}  {row.message_id}  to {row.to.id} (then {row.to.address}){key}")
+        print(f"  {row.sent_at_ms}  {row.kind.value:<5}  {row.message_id}  to {row.to.display()}{key}")
         if row.body is not None:
             print(f"      {row.body.decode('utf-8', errors='replace')}")
     return 0
@@ -161,7 +163,9 @@ def _ls(args: argparse.Namespace) -> int:
     with _read_only(args.store) as conn:
         rows = [_held(tuple(row)) for row in conn.execute(sql, params)]
     if args.json:
-        print(json.dumps({"mailbox": endpoint_json(endpoint_of(address)), "messages": rows}, ensure_ascii=False))
+        mailbox = endpoint_json(endpoint_of(address))
+        del mailbox["name"]  # a mailbox row keeps no crew names: ls shows addresses only
+        print(json.dumps({"mailbox": mailbox, "messages": rows}, ensure_ascii=False))
         return 0
     print(f"{address}: {len(rows)} held")
     for row in rows:

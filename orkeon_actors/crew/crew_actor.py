@@ -228,6 +228,8 @@ class CrewActor(PooledActor):
         self.address = MailboxAddress.crew(self.crew_id)
         self._agents: dict[AgentId, AgentRuntime] = {}
         self._crew_registration: MailboxRegistration | None = None
+        self._unname: Callable[[], None] = lambda: None
+        """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
         self._crew_pump: AsyncWait | None = None
         self._crew_pump_token: str | None = None
         self._subscriptions: list[PushSubscription] = []
@@ -444,6 +446,8 @@ class CrewActor(PooledActor):
         """The crew's mailbox and every agent's, in one call (one store round trip on
         the durable hub; each reloads what was kept for it)."""
         runtimes = list(self._agents.values())
+        self._unname()
+        self._unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
         crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
         self._crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
@@ -657,6 +661,7 @@ class CrewActor(PooledActor):
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
+        self._unname()
         if order is not None and order.supervision is not None:
             order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
 
@@ -741,6 +746,7 @@ class CrewActor(PooledActor):
         for runtime in self._agents.values():
             runtime.registration = None
         self._crew_registration = None
+        self._unname()
 
     def _after_finish(self, message: Any) -> None:
         """A late outcome for a finished crew: nothing to do (waits were withdrawn; a

@@ -3,9 +3,13 @@
 An :class:`Endpoint` is what a row stores for its sender and its recipient: the
 ``kind`` (``agent``, ``crew``, ``client``, ``topic``), the immutable canonical ``id``
 (``crew/agent`` for an agent, the crew id, the client or topic name) and, as
-display-only metadata, the readable ``address`` the endpoint had when the message was
-sent. Replies and automation use ``kind`` and ``id``, never ``address``: a readable form
-shown later is historical. A ``client://`` peer is a ``client`` endpoint, never an agent.
+display-only metadata, the readable forms the endpoint had when the message was sent:
+its ``address`` and, for an agent or crew endpoint whose crew ran in the runtime then,
+the crew's ``name:`` (its blueprint's name, :meth:`EventHub.crew_name
+<orkeon_actors.hub.port.EventHub.crew_name>`; ``None`` when the hub knew none). Replies
+and automation use ``kind`` and ``id``, never ``address`` or ``name``: a readable form
+shown later is historical (:meth:`Endpoint.display` marks it so). A ``client://`` peer
+is a ``client`` endpoint, never an agent.
 """
 
 from __future__ import annotations
@@ -40,20 +44,29 @@ _KINDS: Final = {
 @attrs.frozen
 class Endpoint:
     """One end of a sent row: ``kind`` and canonical ``id`` (what replies and automation
-    use) and the readable ``address`` at publication time (display only, historical)."""
+    use), the readable ``address`` and the crew's ``name`` at publication time (display
+    only, historical; ``name`` is ``None`` when no crew name was known)."""
 
     kind: EndpointKind
     id: str
     address: str
+    name: str | None = None
 
     @property
     def key(self) -> str:
         """The canonical text a store indexes (``kind:id``)."""
         return f"{self.kind.value}:{self.id}"
 
+    def display(self) -> str:
+        """The canonical id with its readable forms, marked historical: ``sales/alice
+        (then agent://sales/alice; sales-team, name at send time)``."""
+        name = "" if self.name is None else f"; {self.name}, name at send time"
+        return f"{self.id} (then {self.address}{name})"
 
-def endpoint_of(address: MailboxAddress) -> Endpoint:
-    """The canonical endpoint of a mailbox address."""
+
+def endpoint_of(address: MailboxAddress, name: str | None = None) -> Endpoint:
+    """The canonical endpoint of a mailbox address; ``name`` is the crew's readable name
+    at this instant (display only), kept for agent and crew endpoints only."""
     kind = _KINDS[address.scheme]
     if kind is EndpointKind.AGENT:
         canonical = f"{address.crew_id}/{address.agent_id}"
@@ -61,12 +74,14 @@ def endpoint_of(address: MailboxAddress) -> Endpoint:
         canonical = str(address.crew_id)
     else:
         canonical = address.name or ""
-    return Endpoint(kind, canonical, str(address))
+        name = None  # a client's or topic's address is its readable form; no crew names it
+    return Endpoint(kind, canonical, str(address), name)
 
 
-def agent_endpoint(crew_id: CrewId, agent_id: AgentId) -> Endpoint:
-    """The endpoint of the agent ``crew_id``/``agent_id`` (a sender)."""
-    return endpoint_of(MailboxAddress.agent(crew_id, agent_id))
+def agent_endpoint(crew_id: CrewId, agent_id: AgentId, name: str | None = None) -> Endpoint:
+    """The endpoint of the agent ``crew_id``/``agent_id`` (a sender); ``name`` as for
+    :func:`endpoint_of`."""
+    return endpoint_of(MailboxAddress.agent(crew_id, agent_id), name)
 
 
 def parse_sender(address: str | None = None, *, canonical_id: str | None = None) -> Endpoint:

@@ -17,9 +17,15 @@ import attrs
 from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.model.message import Message
 
-__all__ = ["RECORD_VERSION", "SendKind", "SentIntent", "SentRecord"]
+__all__ = ["READABLE_VERSIONS", "RECORD_VERSION", "SendKind", "SentIntent", "SentRecord"]
 
-RECORD_VERSION: Final = 1
+RECORD_VERSION: Final = 2
+"""2: each endpoint may carry the crew's readable ``name`` at publication time (left out
+of the bytes when there is none)."""
+
+READABLE_VERSIONS: Final = frozenset({1, RECORD_VERSION})
+"""The versions a reader decodes: 1 is 2 without endpoint names (its rows and intents
+keep their bytes, so the ledger still verifies them)."""
 
 
 class SendKind(enum.Enum):

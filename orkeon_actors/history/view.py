@@ -60,8 +60,11 @@ class Coverage:
             )
 
 
-def endpoint_json(endpoint: Endpoint) -> dict[str, str]:
-    return {"kind": endpoint.kind.value, "id": endpoint.id, "address": endpoint.address}
+def endpoint_json(endpoint: Endpoint) -> dict[str, str | None]:
+    """``{"kind", "id", "address", "name"}``: ``kind`` and ``id`` are canonical;
+    ``address`` and ``name`` (the crew's ``name:`` then, or ``None``) are display-only
+    and historical (docs/history.md)."""
+    return {"kind": endpoint.kind.value, "id": endpoint.id, "address": endpoint.address, "name": endpoint.name}
 
 
 @attrs.frozen
@@ -77,6 +80,14 @@ class SentHistory:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @property
+    def named_sender(self) -> Endpoint:
+        """:attr:`sender` with the readable name its latest row recorded (``None`` without
+        rows): the query names the sender by id or address, a row knows its name then."""
+        if not self.rows or self.rows[-1].sender.name is None:
+            return self.sender
+        return attrs.evolve(self.sender, name=self.rows[-1].sender.name)
+
     def count(self) -> int:
         """How many rows, refusing (``SentCoverageError``) a coverage that is not
         complete."""
@@ -87,7 +98,7 @@ class SentHistory:
         """The stable JSON shape (``docs/history.md``); ``count`` adds ``"count"`` and
         refuses, like :meth:`count`, a coverage that is not complete."""
         out: dict[str, Any] = {
-            "sender": endpoint_json(self.sender),
+            "sender": endpoint_json(self.named_sender),
             "coverage": self.coverage.to_json(),
             "rows": [_row_json(row, self.include_body) for row in self.rows],
         }

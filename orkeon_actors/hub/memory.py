@@ -44,6 +44,7 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
+from orkeon_actors.hub.crew_names import CrewNames
 from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, TopicWait, WaitRegistration
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.observe import WaitObserver, wait_info
@@ -140,6 +141,8 @@ class HubCore(EventHub):
     ) -> None:
         self.clock = clock
         self._sent = sent_recorder
+        self.crew_names = CrewNames()
+        """The readable names of the crews live here (display only: sent rows record them)."""
         self._store = mailbox_store
         self._observer = observer
         self._last_value_store = last_value_store
@@ -172,7 +175,7 @@ class HubCore(EventHub):
         """Compose, once, the chain of every operation from :attr:`pipeline`."""
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
-        self._topic_post_chain = pipe.publish_chain("post", self._route)
+        self._topic_post_chain = pipe.publish_chain("post", self._route_topic_post)
         self._post_chain = pipe.publish_chain("post", self._deliver_to_mailbox)
         self._send_chain = pipe.publish_chain("send", self._deliver_to_mailbox)
         self._reply_chain = pipe.publish_chain("reply", self._deliver_reply)
@@ -238,6 +241,13 @@ class HubCore(EventHub):
         finally:
             observer.dispatched(message)
         return message
+
+    def _route_topic_post(self, message: Message) -> Message:
+        """The end of a ``topic://`` post's chain: routed, and recorded in its sender's
+        history when the sender is an agent (the recorder decides)."""
+        if self._sent is not None:
+            return self._sent.deliver(message, message.target_mailbox, None, self._route)
+        return self._route(message)
 
     def _deliver_to_mailbox(self, message: Message) -> Message:
         if self._sent is not None:
@@ -481,11 +491,9 @@ class HubCore(EventHub):
         if cancel is not None:
             cancel.raise_if_cancelled()
         if to.scheme is Scheme.TOPIC:
-            if idempotency_key is not None:
-                raise InvalidArgumentError(
-                    f"{to} is a topic: a broadcast has no sent history, so it takes no idempotency_key"
-                )
             message = self.stamp(caller, to.name or "", payload, metadata, None, to)
+            if idempotency_key is not None:
+                return self._keyed("post", idempotency_key, to, self._route)(message)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
             raise self._missing(to)
@@ -636,16 +644,19 @@ class HubCore(EventHub):
             cancel.raise_if_cancelled()
         request = self._replies.require_active(correlation_id, caller)
         message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
-        if self._sent is None or caller.agent_id is None or request.requester_crew.is_system:
+        agent = request.requester_agent
+        # A reply to the system or to a service principal (a requester with no agent: a
+        # crew-level client, a client:// peer) belongs to that request, not to the
+        # replier's sent history (MESSAGE-R11).
+        if self._sent is None or caller.agent_id is None or agent is None or request.requester_crew.is_system:
             if idempotency_key is not None:
                 raise SentHistoryUnavailableError(
                     "idempotency_key needs the sent history of an agent: reply from a client bound to an agent "
-                    "(hub.bind(crew, agent)) on a durable store (Runtime.start(store=...))"
+                    "(hub.bind(crew, agent)) on a durable store (Runtime.start(store=...)) to a request of an "
+                    "agent (a reply to the system or to a crew-level requester is in no sent history)"
                 )
             return self._reply_chain(message)
-        agent = request.requester_agent
-        crew = request.requester_crew
-        requester = MailboxAddress.crew(crew) if agent is None else MailboxAddress.agent(crew, agent)
+        requester = MailboxAddress.agent(request.requester_crew, agent)
         if idempotency_key is not None:
             return self._keyed("reply", idempotency_key, requester, self._deliver_reply)(message)
         sent = self._sent
@@ -812,6 +823,12 @@ class HubCore(EventHub):
 
     def is_active_correlation(self, correlation_id: CorrelationId) -> bool:
         return self._replies.is_active(correlation_id)
+
+    def name_crew(self, crew_id: CrewId, name: str) -> Callable[[], None]:
+        return self.crew_names.name(crew_id, name)
+
+    def crew_name(self, crew_id: CrewId | None) -> str | None:
+        return self.crew_names.name_of(crew_id)
 
     def pending_waits(self) -> dict[str, int]:
         counts = dict.fromkeys(WAIT_KINDS, 0)

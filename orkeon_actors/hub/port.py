@@ -10,7 +10,7 @@ the shared contract test suite in ``tests/contract``.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -378,6 +378,19 @@ class EventHub(abc.ABC):
     @abc.abstractmethod
     def pending_waits(self) -> dict[str, int]:
         """Waits in progress per kind (``on_topic``, ``on_mailbox``, ``on_reply``)."""
+
+    def name_crew(self, crew_id: CrewId, name: str) -> Callable[[], None]:
+        """Tell the hub that the crew ``crew_id``, live on it from now, runs as ``name``
+        (its blueprint's ``name:``); returns the call that withdraws it when the crew's
+        mailboxes leave the hub. Display only: the sent history records it beside the
+        canonical ids (docs/history.md); nothing routes by it. This default, for a hub
+        that records nothing, keeps no name."""
+        return lambda: None
+
+    def crew_name(self, crew_id: CrewId | None) -> str | None:
+        """The name the crew ``crew_id`` runs as on this hub (:meth:`name_crew`), or
+        ``None`` (not live here, or never named)."""
+        return None
 
     def sent_history(
         self, sender: Endpoint, to: MailboxAddress | None, since_ms: int | None, include_body: bool

@@ -14,8 +14,9 @@ same transaction as its ``processed_messages`` row and its state. Once that comm
   handed to the broker first and marked ``Dispatched`` once the broker confirmed it; one
   the broker cannot take now stays ``Pending`` (dispatched again at the next boot);
 * a **publish** is routed to the live subscribers, then marked ``Dispatched`` (with its
-  retained last value, if any). A crash between the two re-publishes it at the next
-  boot: at-least-once, as subscribers are not durable.
+  retained last value, if any, and, for an agent's ``topic://`` post, its sender's sent
+  row). A crash between the two re-publishes it at the next boot: at-least-once, as
+  subscribers are not durable (the sender still gets one row).
 
 At boot, every ``Pending`` row is dispatched again, in its original order. The
 dispatcher never blocks: it hands its writes to the writer and goes on.
@@ -193,9 +194,12 @@ def _dispatch_work(host: OutboxHost, records: tuple[OutboxRecord, ...], forwarde
                 delivered.append((message, seq))
                 if len(delivered) == 1:
                     faults.hit("outbox.mid_dispatch")
-            elif record.last_value_key is not None:
-                retain(conn, message.target_crew_id, record.last_value_key, message)
-                retained.append(record)
+            else:
+                # Routed before this transaction: an agent's topic post completes its row.
+                host.sent_outgoing(conn, message, delivered=True)
+                if record.last_value_key is not None:
+                    retain(conn, message.target_crew_id, record.last_value_key, message)
+                    retained.append(record)
         return DispatchOutcome(tuple(delivered), tuple(retained), tuple(failed))
 
     return work

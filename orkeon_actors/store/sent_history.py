@@ -2,10 +2,13 @@
 :class:`~orkeon_actors.hub.collaborators.SentRecorder` (sender-owned history requirements,
 MESSAGE-R01..R08, R11).
 
-Which sends are recorded: every post, send (request) and reply to a mailbox by a caller
-bound to an agent (``hub.bind(crew, agent)``). Never: ``hub.system`` and crew-level
-callers (no agent: a service principal, R11), anything whose other end is the system
-crew, publishes and ``topic://`` posts (broadcasts, not sends), timeouts.
+Which sends are recorded: every post, send (request) and reply to a mailbox, and every
+post to a ``topic://`` address, by a caller bound to an agent (``hub.bind(crew,
+agent)``). Never: ``hub.system`` and crew-level callers (no agent: a service principal,
+R11), anything whose other end is the system crew or a reserved ``_system.`` topic,
+``publish`` (an event the hub emits on a topic, not a message an agent addressed to
+someone), timeouts. Each endpoint carries the crew's readable name at that instant
+(:meth:`~orkeon_actors.hub.port.EventHub.crew_name`), display only.
 
 The protocol of one send, with its crash points (:data:`~orkeon_actors.store.faults.SEND_POINTS`):
 
@@ -20,16 +23,19 @@ The protocol of one send, with its crash points (:data:`~orkeon_actors.store.fau
   commit together or not at all, so a crash at any point leaves no trace of that send
   and a completed row always has its recipient copy. The intent needs no row of its own
   then (it would be written and deleted in the same transaction).
-* A **reply**'s recipient copy is the requester's live waiter, outside the store, so
-  the steps commit apart: the intent commits first (with the original bytes), then the
-  reply is answered, then the completion commits. After a crash between the two
-  commits the requester died with the process, so the reply can never be confirmed:
-  the next boot moves the intent to ``sent_abandoned`` (kept for audit, never a row),
-  and until then the coverage is ``partial``. In the process, a completion that failed
-  (the disk was full) is retried at the sender's next operation with the same bytes.
-* A **unit of work**'s posts by an agent reserve their intents in the unit of work's
-  transaction; the outbox dispatch materialises the copy and completes the row in one
-  transaction (resumed at boot with the outbox row's original bytes).
+* A **reply**'s recipient copy is the requester's live waiter, and a **topic post**'s
+  its live subscribers, both outside the store, so the steps commit apart: the intent
+  commits first (with the original bytes), then the reply is answered (the post
+  routed), then the completion commits. After a crash between the two commits the
+  requester (the subscribers) died with the process, so the send can never be
+  confirmed: the next boot moves the intent to ``sent_abandoned`` (kept for audit,
+  never a row), and until then the coverage is ``partial``. In the process, a
+  completion that failed (the disk was full) is retried at the sender's next operation
+  with the same bytes.
+* A **unit of work**'s posts by an agent (to a mailbox or a topic) reserve their
+  intents in the unit of work's transaction; the outbox dispatch materialises the copy
+  (routes the topic post) and completes the row in one transaction (resumed at boot
+  with the outbox row's original bytes).
 
 The distributed hub keeps the same three steps with the broker between them: see
 :mod:`orkeon_actors.history.intents`.
@@ -47,12 +53,12 @@ import apsw
 from loguru import logger
 
 from orkeon_actors.errors import IdempotencyKeyConflictError, SentHistoryUnavailableError
-from orkeon_actors.history.endpoint import Endpoint, agent_endpoint, endpoint_of
+from orkeon_actors.history.endpoint import Endpoint, EndpointKind, agent_endpoint, endpoint_of
 from orkeon_actors.history.ledger import LedgerReport
 from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.history.view import Coverage, SentHistory
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC
-from orkeon_actors.model.address import MailboxAddress, Scheme
+from orkeon_actors.model.address import MailboxAddress, Scheme, is_reserved_topic
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup, original_message
@@ -76,19 +82,23 @@ def is_recorded(message: Message, to: MailboxAddress | None) -> bool:
     if message.source_agent_id is None or message.source_crew_id.is_system or to is None:
         return False
     if to.scheme is Scheme.TOPIC:
-        return False
+        return not is_reserved_topic(to.name or "")
     return not (to.crew_id is not None and to.crew_id.is_system)
 
 
-def _kind(message: Message) -> SendKind:
+def _kind(message: Message, to: MailboxAddress) -> SendKind:
+    if to.scheme is Scheme.TOPIC:
+        return SendKind.POST  # a topic post's message topic is the topic itself
     if message.topic == REPLY_TOPIC:
         return SendKind.REPLY
     return SendKind.POST if message.topic == POST_TOPIC else SendKind.SEND
 
 
-def _sender(message: Message) -> Endpoint:
-    assert message.source_agent_id is not None
-    return agent_endpoint(message.source_crew_id, message.source_agent_id)
+def _in_outbox(conn: apsw.Connection, message_id: str) -> bool:
+    """Whether a unit of work's outbox still holds ``message_id`` to dispatch (it then
+    resumes the send with the row's original bytes)."""
+    found = conn.execute("SELECT 1 FROM outbox WHERE message_id = ? AND state = 'Pending'", (message_id,))
+    return found.fetchone() is not None
 
 
 class SqliteSentHistory:
@@ -144,6 +154,16 @@ class SqliteSentHistory:
                     message_id,
                     intent.sender.address,
                 )
+            elif intent.to.kind is EndpointKind.TOPIC and not _in_outbox(conn, message_id):
+                sent_rows.abandon(
+                    conn, intent, raw, now, "the process died between the topic post's intent and its completion"
+                )
+                logger.warning(
+                    "topic post {} of {} was interrupted by a crash; its live subscribers died with that "
+                    "process, so it is kept in sent_abandoned, not as a sent row",
+                    message_id,
+                    intent.sender.address,
+                )
 
     # -- the hub core's SentRecorder -----------------------------------------------------
 
@@ -164,14 +184,24 @@ class SqliteSentHistory:
                 )
             return terminal(message)
         assert to is not None
-        sender = _sender(message)
+        sender = self._sender(message)
         if self._materialised.get(sender.id):
             self._retry_completions(sender.id)
-        kind = _kind(message)
-        intent = SentIntent(kind, sender, endpoint_of(to), key, message, self.now_ms())
-        if kind is SendKind.REPLY or self._lives_elsewhere(to):
+        kind = _kind(message, to)
+        intent = SentIntent(kind, sender, self._endpoint(to), key, message, self.now_ms())
+        if kind is SendKind.REPLY or to.scheme is Scheme.TOPIC or self._lives_elsewhere(to):
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
+
+    def _sender(self, message: Message) -> Endpoint:
+        """The agent endpoint of ``message``'s sender, with its crew's name now."""
+        assert message.source_agent_id is not None
+        crew = message.source_crew_id
+        return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
+
+    def _endpoint(self, to: MailboxAddress) -> Endpoint:
+        """The canonical endpoint of ``to``, with its crew's name now (display only)."""
+        return endpoint_of(to, self.hub.crew_name(to.crew_id))
 
     def _lives_elsewhere(self, to: MailboxAddress) -> bool:
         """On a fleet host (a hub that forwards posts to other hosts), a mailbox this
@@ -322,7 +352,7 @@ class SqliteSentHistory:
             return
         assert message.target_mailbox is not None
         intent = SentIntent(
-            SendKind.POST, _sender(message), endpoint_of(message.target_mailbox), None, message, self.now_ms()
+            SendKind.POST, self._sender(message), self._endpoint(message.target_mailbox), None, message, self.now_ms()
         )
         sent_rows.reserve(conn, intent, content_digest(SendKind.POST, intent.to, message))
 

@@ -245,9 +245,8 @@ class UnitOfWork:
                         f"recording pending waits ({exc})"
                     ) from exc
             records = [insert_outbox(conn, hub.next_seq(), kind, message, key) for kind, message, key in outgoing]
-            for kind, message, _ in outgoing:
-                if kind == POST:
-                    hub.sent.reserve_outgoing(conn, message)  # an agent's post: its sent intent
+            for _, message, _ in outgoing:
+                hub.sent.reserve_outgoing(conn, message)  # an agent's post (mailbox or topic): its sent intent
             if ack is not None:
                 mailboxes.delete_message(conn, *ack)
             return True, records

@@ -12,6 +12,9 @@ message; a row's instant is its ``sent_at_ms`` (unix milliseconds).
   :data:`~orkeon_actors.history.records.RECORD_VERSION`.
 * ``metadata`` and ``body`` that are absent (``None``) are left out of the bytes; empty
   ones (``{}``, ``b""``) are written: the two stay distinct through every round trip.
+* an endpoint's ``name`` (display only, MESSAGE-R02) is written only when there is one,
+  so a record without names keeps the bytes it had; a version-1 record (no names) is
+  read as such, and a version-1 endpoint that carries a name is refused.
 * :func:`intent_bytes` keeps a pending send's original message (every envelope field),
   so resumption materialises and records the very bytes that were reserved.
 
@@ -30,7 +33,7 @@ from typing import Any
 import cattrs
 
 from orkeon_actors.history.endpoint import Endpoint, EndpointKind
-from orkeon_actors.history.records import RECORD_VERSION, SendKind, SentIntent, SentRecord
+from orkeon_actors.history.records import READABLE_VERSIONS, SendKind, SentIntent, SentRecord
 from orkeon_actors.model.message import Message
 from orkeon_actors.wire.base import base_converter
 from orkeon_actors.wire.tool_json import TOOL_DATETIMES
@@ -59,8 +62,16 @@ def configure_sent_history(converter: cattrs.Converter) -> cattrs.Converter:
     converter.register_unstructure_hook(bytes, lambda value: base64.b64encode(value).decode("ascii"))
     converter.register_structure_hook(bytes, lambda value, _: base64.b64decode(value, validate=True))
     converter.register_unstructure_hook(EndpointKind, lambda value: value.value)
+    converter.register_unstructure_hook(Endpoint, _endpoint_data)
     converter.register_unstructure_hook(SendKind, lambda value: value.value)
     return converter
+
+
+def _endpoint_data(endpoint: Endpoint) -> dict[str, str]:
+    data = {"kind": endpoint.kind.value, "id": endpoint.id, "address": endpoint.address}
+    if endpoint.name is not None:
+        data["name"] = endpoint.name
+    return data
 
 
 def sent_history_converter() -> cattrs.Converter:
@@ -85,8 +96,13 @@ def _load(raw: bytes, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SentRecordError(f"the {what} bytes are not a JSON object")
     version = data.get("version")
-    if version != RECORD_VERSION:
-        raise SentRecordError(f"the {what} is version {version!r}; this release reads version {RECORD_VERSION}")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        known = ", ".join(str(v) for v in sorted(READABLE_VERSIONS))
+        raise SentRecordError(f"the {what} is version {version!r}; this release reads versions {known}")
+    if version == 1:
+        for end in ("sender", "to"):
+            if isinstance(data.get(end), dict) and "name" in data[end]:
+                raise SentRecordError(f"the {what} is version 1, whose endpoints have no name, but its {end} has one")
     return data
 
 
@@ -110,7 +126,7 @@ def record_from_bytes(raw: bytes) -> SentRecord:
     try:
         return _converter.structure(data, SentRecord)
     except (cattrs.BaseValidationError, ValueError, KeyError, TypeError) as exc:
-        raise SentRecordError(f"the sent row bytes do not hold a version-{RECORD_VERSION} record ({exc})") from exc
+        raise SentRecordError(f"the sent row bytes do not hold a record of their version ({exc})") from exc
 
 
 def intent_bytes(intent: SentIntent) -> bytes:
@@ -123,7 +139,7 @@ def intent_from_bytes(raw: bytes) -> SentIntent:
     try:
         return _converter.structure(data, SentIntent)
     except (cattrs.BaseValidationError, ValueError, KeyError, TypeError) as exc:
-        raise SentRecordError(f"the sent intent bytes do not hold a version-{RECORD_VERSION} intent ({exc})") from exc
+        raise SentRecordError(f"the sent intent bytes do not hold an intent of their version ({exc})") from exc
 
 
 def _ms(value: datetime) -> int:

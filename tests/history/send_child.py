@@ -4,12 +4,13 @@ SIGKILLed at a crash point armed through the environment (``ORKEON_TEST_HOOKS=1`
 
 Usage::
 
-    python tests/history/send_child.py DB post|reply|uow N
+    python tests/history/send_child.py DB post|reply|uow|topic|staged N
     python tests/history/send_child.py DB --recover
 
 ``post``: agent a/alice posts N messages to agent://b/bob (nobody consumes them).
 ``reply``: a/alice sends N requests to agent://b/desk, b/bob answers each.
 ``uow``: N units of work of a/alice each post one message to agent://b/bob.
+``topic``: a/alice posts N messages to topic://news (a subscriber of crew c reads them).
 ``staged``: a/alice sends N posts through the intent protocol of
 :mod:`orkeon_actors.history.intents`, with a materialiser standing in for a remote
 recipient (its copy commits in a transaction of its own, idempotent by message id).
@@ -94,6 +95,11 @@ def run(db: str, mode: str, count: int) -> None:
             copy = MailboxCopy(hub)
             for i in range(count):
                 emit(f"ACCEPTED {send_through(hub.sent, copy, _staged_intent(hub, i)).id}")
+        elif mode == "topic":
+            listener = hub.bind("c").subscribe("news")
+            for i in range(count):
+                emit(f"ACCEPTED {alice.post('topic://news', {'i': i}).id}")
+                assert [m.id for m in listener.drain()], "the topic post reached no subscriber"
         elif mode == "post":
             for i in range(count):
                 emit(f"ACCEPTED {alice.post(BOB, {'i': i}).id}")

@@ -53,7 +53,7 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
 ) -> None:
     out = _json(capsys, "message", "sent", "agent://a/alice", "--json", "--store", str(store_path))
     assert set(out) == {"sender", "coverage", "rows"}
-    assert out["sender"] == {"kind": "agent", "id": "a/alice", "address": "agent://a/alice"}
+    assert out["sender"] == {"kind": "agent", "id": "a/alice", "address": "agent://a/alice", "name": None}
     assert out["coverage"]["state"] == "complete" and out["coverage"]["pending"] == 0
     assert isinstance(out["coverage"]["since_ms"], int)
     first, second = out["rows"]
@@ -69,7 +69,7 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
     }
     assert (first["kind"], first["to"], first["metadata"]) == (
         "post",
-        {"kind": "agent", "id": "b/bob", "address": BOB},
+        {"kind": "agent", "id": "b/bob", "address": BOB, "name": None},
         {"k": "v"},
     )
     assert (second["to"]["kind"], second["idempotency_key"]) == ("client", "ui-1")
@@ -94,9 +94,12 @@ def test_the_sender_is_the_address_then_as_then_the_environment_and_id_excludes_
     assert sender_of("--as", "agent://a/alice") == "a/alice"
     assert sender_of("agent://a/alice", "--as", "agent://b/carol") == "a/alice"
     assert sender_of("--id", "a/alice") == "a/alice"
-    with pytest.raises(SystemExit) as exited:
-        main(["message", "sent", "agent://a/alice", "--id", "a/alice", *store])
-    assert exited.value.code == 2
+    assert sender_of("--id", "b/carol") == "b/carol"  # over ORKEON_AGENT too
+    for conflicting in (["agent://a/alice", "--id", "a/alice"], ["--as", "agent://a/alice", "--id", "a/alice"]):
+        with pytest.raises(SystemExit) as exited:
+            main(["message", "sent", *conflicting, *store])
+        assert exited.value.code == 2
+        assert "--id names the sender by itself" in capsys.readouterr().err
     monkeypatch.delenv("ORKEON_AGENT")
     with pytest.raises(SystemExit):
         main(["message", "sent", *store])
@@ -160,6 +163,26 @@ def test_count_refuses_unavailable_and_partial_coverage(
     assert partial["coverage"]["state"] == "partial" and partial["coverage"]["pending"] == 1
     code, _, err = _run(capsys, "message", "sent", "agent://b/bob", "--count", *store)
     assert code == 1 and "partial" in err
+
+
+def test_a_store_from_before_the_history_is_unavailable_never_empty_and_complete(
+    open_store: Opener, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOB)
+    rt.hub.bind("a", "alice").post(BOB, "sent by a release that kept no history")
+    rt.stop()
+    conn = apsw.Connection(str(store_path))
+    for table in ("sent_index", "sent_heads", "sent_rows", "sent_nodes", "sent_intents", "sent_abandoned"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.close()
+    store = ("--store", str(store_path))
+    out = _json(capsys, "message", "sent", "agent://a/alice", "--json", *store)
+    assert (out["coverage"], out["rows"]) == ({"state": "unavailable", "since_ms": None, "pending": 0}, [])
+    code, _, err = _run(capsys, "message", "sent", "agent://a/alice", "--count", *store)
+    assert code == 1 and "unavailable" in err
+    code, _, err = _run(capsys, "message", "verify", *store)
+    assert code == 1 and "no sent history" in err
 
 
 def test_verify_reports_every_sender_and_fails_on_a_damaged_ledger(

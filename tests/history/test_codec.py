@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ from orkeon_actors.wire.sent_history import (
 texts = st.text(min_size=1, max_size=12)
 metadata = st.none() | st.dictionaries(texts, st.text(max_size=12), max_size=3)
 bodies = st.none() | st.binary(max_size=40)
-endpoints = st.builds(Endpoint, st.sampled_from(list(EndpointKind)), texts, texts)
+endpoints = st.builds(Endpoint, st.sampled_from(list(EndpointKind)), texts, texts, st.none() | texts)
 records = st.builds(
     SentRecord,
     message_id=st.just(str(MessageId.new())),
@@ -56,8 +57,6 @@ def test_a_record_round_trips_exactly_and_its_bytes_are_canonical(record: SentRe
 
 @given(record=records)
 def test_absent_and_empty_metadata_and_body_are_different_bytes(record: SentRecord) -> None:
-    import attrs
-
     absent = attrs.evolve(record, metadata=None, body=None)
     empty = attrs.evolve(record, metadata={}, body=b"")
     assert record_bytes(absent) != record_bytes(empty)
@@ -89,10 +88,42 @@ def test_an_intent_keeps_every_byte_of_its_original_message() -> None:
     [
         (b"\xff", "not JSON"),
         (b"[]", "not a JSON object"),
-        (b'{"version": 2}', "version 2"),
+        (b'{"version": 3}', "version 3"),
+        (b'{"version": true}', "version True"),
         (json.dumps({"version": RECORD_VERSION}).encode(), "do not hold"),
     ],
 )
 def test_bytes_that_are_not_a_known_record_are_refused(raw: bytes, problem: str) -> None:
     with pytest.raises(SentRecordError, match=problem):
         record_from_bytes(raw)
+
+
+# A row exactly as the release before endpoint names wrote it (version 1).
+V1_ROW = (
+    b'{"body":"eyJuIjoxfQ==","correlation_id":null,"idempotency_key":"k1","kind":"post",'
+    b'"message_id":"01JQ0000000000000000000000","metadata":{"p":"h"},"schema_id":"none",'
+    b'"sender":{"address":"agent://a/alice","id":"a/alice","kind":"agent"},"sent_at_ms":1767225600123,'
+    b'"to":{"address":"agent://b/bob","id":"b/bob","kind":"agent"},"topic":"_system.post","version":1}'
+)
+
+
+def test_a_version_1_row_still_reads_without_names_and_keeps_its_bytes() -> None:
+    record = record_from_bytes(V1_ROW)
+    assert record.version == 1 and record.sender.name is None and record.to.name is None
+    assert (record.sender.id, record.to.id, record.idempotency_key) == ("a/alice", "b/bob", "k1")
+    assert record_bytes(record) == V1_ROW  # what its ledger node hashes still verifies
+
+
+def test_a_name_is_written_only_when_there_is_one_and_only_from_version_2() -> None:
+    record = record_from_bytes(V1_ROW)
+    named = attrs.evolve(
+        record, version=RECORD_VERSION, sender=attrs.evolve(record.sender, name="sales-team"), to=record.to
+    )
+    data = json.loads(record_bytes(named))
+    assert data["version"] == RECORD_VERSION == 2
+    assert data["sender"]["name"] == "sales-team" and "name" not in data["to"]
+    assert record_from_bytes(record_bytes(named)) == named
+    forged = json.loads(V1_ROW)
+    forged["sender"]["name"] = "sales-team"
+    with pytest.raises(SentRecordError, match="version 1, whose endpoints have no name"):
+        record_from_bytes(json.dumps(forged, sort_keys=True, separators=(",", ":")).encode())

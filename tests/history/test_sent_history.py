@@ -19,6 +19,7 @@ from orkeon_actors.history.endpoint import EndpointKind
 from orkeon_actors.history.records import SendKind
 from orkeon_actors.history.view import CoverageState
 from orkeon_actors.store import SqliteEventHub, faults
+from orkeon_actors.tools import EventHubTools
 
 from .conftest import Opener
 
@@ -104,13 +105,64 @@ def test_system_crew_level_and_timeout_traffic_is_in_no_agent_history(open_store
         assert reader.receive().id == system_request.id
     assert system_request.correlation_id is not None
     hub.bind("b", "bob").reply(system_request.correlation_id, "pong")
-    alice.post("topic://news", "a broadcast")
+    alice.publish("news", "an event, not a send")
+    hub.bind("b").post("topic://news", "a crew-level broadcast")
+    hub.system.post("topic://news", "the system's broadcast")
     for who in (alice, hub.bind("b", "bob")):
         history = who.sent()
         assert history.coverage.state is CoverageState.COMPLETE
         assert history.rows == ()
     with pytest.raises(SentHistoryUnavailableError, match="only agents"):
         hub.bind("b").sent()
+
+
+def test_replies_to_service_principal_requests_are_in_no_agent_history(open_store: Opener) -> None:
+    rt = open_store()
+    hub = rt.hub
+    desk = hub.register_mailbox("agent://b/desk")
+    bob = hub.bind("b", "bob")
+    # A crew-level caller (a service principal: a crew's own client, a client:// peer's
+    # binding) requests; the agent's reply belongs to that request's exchange (R11).
+    for requester in (hub.bind("ops"), hub.bind("ui-peer")):
+        request = requester.request("agent://b/desk", "status?", timeout=10)
+        with desk.reader() as reader:
+            assert reader.receive().id == request.id
+        assert request.correlation_id is not None
+        with pytest.raises(SentHistoryUnavailableError, match="crew-level requester"):
+            bob.reply(request.correlation_id, "up", idempotency_key="status-1")
+        bob.reply(request.correlation_id, "up")
+    assert bob.sent().rows == () and bob.sent().coverage.state is CoverageState.COMPLETE
+    # The same agent's reply to an agent's request is its send.
+    alice = hub.bind("a", "alice")
+    server = _serve_one(hub, "agent://b/counter", bob)
+    alice.send("agent://b/counter", "ping", timeout=10)
+    server.join(10)
+    assert [(r.kind, r.to.id) for r in bob.sent().rows] == [(SendKind.REPLY, "a/alice")]
+
+
+def test_identical_unkeyed_sends_are_distinct_rows(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOB)
+    alice = rt.hub.bind("a", "alice")
+    first, second = alice.post(BOB, {"same": 1}), alice.post(BOB, {"same": 1})
+    rows = alice.sent(include_body=True).rows
+    assert [r.message_id for r in rows] == [first.id, second.id] and first.id != second.id
+    assert rows[0].body == rows[1].body
+    assert len(_durable(rt).kept_messages(BOB)) == 2
+
+
+def test_the_tools_idempotency_key_replays_the_original_message(open_store: Opener) -> None:
+    rt = open_store()
+    rt.hub.register_mailbox(BOB)
+    tools = EventHubTools(rt.hub.bind("a", "alice"))
+    args = {"target_mailbox": BOB, "payload": {"invoice": 8}, "idempotency_key": "invoice-8"}
+    first, again = tools.invoke("post_message", args), tools.invoke("post_message", args)
+    assert again["message_id"] == first["message_id"]  # posted_at: the row's millisecond
+    [row] = rt.hub.bind("a", "alice").sent().rows
+    assert row.idempotency_key == "invoice-8" and len(_durable(rt).kept_messages(BOB)) == 1
+    with pytest.raises(IdempotencyKeyConflictError, match="invoice-8"):
+        tools.invoke("post_message", {**args, "payload": {"invoice": 9}})
+    tools.close()
 
 
 def test_rows_store_canonical_endpoints_and_client_peers_are_never_agents(open_store: Opener) -> None:
@@ -355,7 +407,7 @@ class TestIdempotencyKeys:
         hub.register_mailbox(BOB)
         with pytest.raises(SentHistoryUnavailableError, match="agent"):
             hub.bind("a").post(BOB, "crew-level", idempotency_key="k")
-        with pytest.raises(ok.errors.InvalidArgumentError, match="topic"):
-            hub.bind("a", "alice").post("topic://news", "x", idempotency_key="k")
+        with pytest.raises(SentHistoryUnavailableError, match="agent"):
+            hub.bind("a").post("topic://news", "crew-level broadcast", idempotency_key="k")
         with pytest.raises(ok.errors.InvalidArgumentError, match="idempotency_key"):
             hub.bind("a", "alice").post(BOB, "x", idempotency_key="")

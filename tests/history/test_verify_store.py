@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -44,7 +45,7 @@ def _swap(conn: apsw.Connection) -> None:
 
 def _old_row_version(conn: apsw.Connection) -> None:
     data = json.loads(_record(conn, BAD))
-    data["version"] = 2
+    data["version"] = 99
     _set_record(conn, BAD, json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
 
 
@@ -63,7 +64,40 @@ def _bad_intent(conn: apsw.Connection) -> None:
     )
 
 
+def _valid_intent(sender: str, version: int) -> tuple[str, bytes]:
+    """The bytes of a well-formed pending post of ``sender`` to b/bob, as ``version``."""
+    from orkeon_actors.history.endpoint import endpoint_of, parse_sender
+    from orkeon_actors.history.records import SendKind, SentIntent
+    from orkeon_actors.model.address import MailboxAddress
+    from orkeon_actors.model.ids import AgentId, CrewId, MessageId
+    from orkeon_actors.model.message import Message
+    from orkeon_actors.wire.sent_history import intent_bytes
+
+    to = MailboxAddress.parse("agent://b/bob")
+    crew, agent = sender.split("/")
+    message = Message(
+        MessageId.new(), "_system.post", CrewId(crew), datetime.now(UTC), b"{}", {}, AgentId(agent), to.crew_id, to
+    )
+    raw = intent_bytes(SentIntent(SendKind.POST, parse_sender(f"agent://{sender}"), endpoint_of(to), None, message, 1))
+    data = json.loads(raw)
+    data["version"] = version
+    return str(message.id), json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _pending(message_id: str, raw: bytes) -> Damage:
+    def insert(conn: apsw.Connection) -> None:
+        conn.execute(
+            "INSERT INTO sent_intents (message_id, sender, recipient, idempotency_key, content, intent, created_ms)"
+            " VALUES (?, ?, 'agent:b/bob', NULL, x'00', ?, 1)",
+            (message_id, SENDER, raw),
+        )
+
+    return insert
+
+
 DAMAGES: dict[str, tuple[Damage, int, str]] = {
+    "intent of another version": (_pending(*_valid_intent(SENDER, 99)), ROWS + 1, "version 99"),
+    "intent of another sender": (_pending(*_valid_intent("z/zoe", 2)), ROWS + 1, "names sender z/zoe"),
     "missing node": (
         lambda c: c.execute("DELETE FROM sent_nodes WHERE sender = ? AND seq = ?", (SENDER, BAD)),
         BAD,
@@ -76,7 +110,7 @@ DAMAGES: dict[str, tuple[Damage, int, str]] = {
     ),
     "corrupt row": (_flip, BAD, "does not match its node"),
     "substituted rows": (_swap, BAD, ""),
-    "row of another version": (_old_row_version, BAD, "version 2"),
+    "row of another version": (_old_row_version, BAD, "version 99"),
     "unreadable row": (lambda c: _set_record(c, BAD, b"\xff\x00not json"), BAD, "not JSON"),
     "node of another version": (
         lambda c: c.execute("UPDATE sent_nodes SET version = 9 WHERE sender = ? AND seq = ?", (SENDER, BAD)),
