@@ -23,6 +23,14 @@ Guarantees:
   key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
   the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
   ERROR log naming the message and the reason; the queue never wedges.
+* **Duplicates are dropped, not refused.** A delivery repeating a message received
+  already (same id, same signer, sender, recipient and body: what the link republishes
+  after a reconnect when the broker had not confirmed it) is acknowledged and dropped,
+  with a DEBUG log, counted in :attr:`Gateway.duplicates` and on the counter
+  ``orkeon_fleet_duplicates_total{lane}``: the first copy was kept (or refused and
+  reported) already, so no false ``DeliveryFailed`` reaches its sender. One the broker
+  marks ``redelivered`` still goes to the sink, which deduplicates it against what it
+  kept.
 * **Consume-and-hold.** A delivery is acknowledged only after the sink returned, i.e.
   after the local store committed the message (an inbox) or the local router took it (a
   topic): a crash in between makes the broker redeliver it.
@@ -42,6 +50,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 from loguru import logger
+from opentelemetry import metrics
 
 from orkeon_actors.errors import (
     BrokerError,
@@ -53,6 +62,7 @@ from orkeon_actors.errors import (
     UnroutableError,
 )
 from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
@@ -190,6 +200,17 @@ class Gateway:
         """Told of every delivery this gateway dead-lettered (on a worker thread)."""
         self.rejected = 0
         """How many deliveries it dead-lettered (a metric)."""
+        self.duplicates = 0
+        """How many duplicate deliveries it acknowledged and dropped (a metric)."""
+        self._duplicates_counter = (
+            metrics.get_meter_provider()
+            .get_meter(METER_NAME)
+            .create_counter(
+                "orkeon_fleet_duplicates_total",
+                unit="{message}",
+                description="deliveries repeating a message already received, acknowledged and dropped",
+            )
+        )
         self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
         self.signer = Signer(config.host_id, config.keys)
         self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
@@ -402,7 +423,9 @@ class Gateway:
 
     # -- receiving ----------------------------------------------------------------------
 
-    def _verified(self, delivery: Delivery) -> wire.Envelope:
+    def _verified(self, delivery: Delivery) -> wire.Envelope | None:
+        """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
+        and dropped here). Raises ``SignatureError`` for a refused one."""
         headers, body = delivery.headers, delivery.body
         sender = str(headers.get("from", ""))
         if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
@@ -411,12 +434,31 @@ class Gateway:
             while self.sender_host(sender) is None and time.monotonic() < deadline:
                 time.sleep(_PRESENCE_POLL)
         with self._verify_lock:  # the seen-set is shared by the three lanes
-            self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
+            first = self.verifier.verify(headers, body, delivery.routing_key)
+        if not first and not delivery.redelivered:
+            self._drop_duplicate(delivery)
+            return None
         return wire.decode(headers, body)
+
+    def _drop_duplicate(self, delivery: Delivery) -> None:
+        lane = "inbox" if delivery.queue.startswith("inbox.") else delivery.queue.partition(".")[0]
+        _log.debug(
+            "gateway {} dropped a duplicate of message {} from {} on {}: it was received already",
+            self.host_id,
+            delivery.message_id,
+            delivery.headers.get("from"),
+            delivery.queue,
+        )
+        self.link.ack(delivery)
+        with self._lock:
+            self.duplicates += 1
+        self._duplicates_counter.add(1, {"lane": lane})
 
     def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
         try:
             envelope = self._verified(delivery)
+            if envelope is None:
+                return
             take(envelope)
         except (SignatureError, EventHubError, BrokerError) as exc:
             self._reject(delivery, f"{type(exc).__name__}: {exc}")
@@ -460,6 +502,8 @@ class Gateway:
             try:
                 address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
                 envelope = self._verified(delivery)
+                if envelope is None:
+                    continue
                 if envelope.kind != "post" or envelope.message.target_mailbox != address:
                     raise SignatureError(
                         f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
