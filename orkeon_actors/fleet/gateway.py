@@ -40,7 +40,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -63,6 +62,7 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
+from orkeon_actors.fleet.lanes import Lane
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
@@ -136,47 +136,6 @@ class GatewaySink(Protocol):
     def take_answer(self, envelope: wire.Envelope) -> None: ...
 
 
-class _Lane:
-    """One worker thread handling deliveries in arrival order, in batches of what has
-    arrived (at most ``batch``): an inbox batch shares the store's group commits."""
-
-    def __init__(self, name: str, handle: Callable[[list[Delivery]], None], batch: int = 1) -> None:
-        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
-        self._handle = handle
-        self._batch = batch
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def put(self, delivery: Delivery) -> None:
-        self._queue.put(delivery)
-
-    def _run(self) -> None:
-        while (delivery := self._queue.get()) is not None:
-            batch = [delivery]
-            end = False
-            while len(batch) < self._batch:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    end = True
-                    break
-                batch.append(more)
-            if not self._stopping:  # after stop nothing can be acknowledged: the broker redelivers it
-                self._handle(batch)
-            if end:
-                return
-
-    def stop(self) -> None:
-        """Finish the delivery in hand, skip the rest (unacknowledged, so redelivered to
-        the next gateway of this host), end the thread."""
-        self._stopping = True
-        self._queue.put(None)
-        self._thread.join(timeout=10)
-
-
 class Gateway:
     """This host's slice of the fleet (see the module docstring). Build, then
     :meth:`start`; :meth:`stop` when the hub stops."""
@@ -223,9 +182,9 @@ class Gateway:
             interval=config.presence_interval,
             ttl=config.presence_ttl,
         )
-        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
-        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
-        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
+        self._inbox_lane = Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
+        self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
+        self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
         self._started = False
 
     # -- topology ---------------------------------------------------------------------
