@@ -31,6 +31,10 @@ Guarantees:
   reported) already, so no false ``DeliveryFailed`` reaches its sender. One the broker
   marks ``redelivered`` still goes to the sink, which deduplicates it against what it
   kept.
+* **Receipts.** A post asking for one (``post(..., confirm_delivery=True)``) is
+  confirmed to its poster's host once held and acknowledged (again for a duplicate of
+  one confirmed already); :meth:`Gateway.publish_delivered` waits for that receipt
+  (:mod:`~orkeon_actors.fleet.receipts`).
 * **Consume-and-hold.** A delivery is acknowledged only after the sink returned, i.e.
   after the local store committed the message (an inbox) or the local router took it (a
   topic): a crash in between makes the broker redeliver it.
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -63,6 +68,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.lanes import Lane
+from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
@@ -93,6 +99,8 @@ SENDER_PREFIX: Final = "sender:"
 """Roster entities of senders that have no mailbox here (a client bound to a crew id):
 announced so receivers can check where they live, never mistaken for a mailbox."""
 _PRESENCE_POLL = 0.01
+_CONFIRMED_MAX = 10_000
+"""How many confirmed post ids a gateway remembers, to confirm their duplicates again."""
 
 
 def check_crossable(address: MailboxAddress) -> None:
@@ -186,6 +194,9 @@ class Gateway:
         self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
         self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
         self._started = False
+        self.receipts = Receipts()
+        """The posts of this host waiting for a DELIVERED receipt."""
+        self._confirmed: OrderedDict[str, None] = OrderedDict()
 
     # -- topology ---------------------------------------------------------------------
 
@@ -343,12 +354,20 @@ class Gateway:
         routing_key: str,
         expires_at_ms: int,
         retain: tuple[CrewId | None, str] | None = None,
+        receipt: bool = False,
     ) -> Outgoing:
-        """The signed AMQP message for ``message`` (announcing its sender if new)."""
+        """The signed AMQP message for ``message`` (announcing its sender if new);
+        ``receipt`` asks the recipient's gateway for a DELIVERED receipt."""
         sender = wire.sender_of(message, self.entity)
         self._announce_sender(sender)
         headers, body = wire.encode(
-            message, kind=kind, to=routing_key, sender=sender, expires_at_ms=expires_at_ms, retain=retain
+            message,
+            kind=kind,
+            to=routing_key,
+            sender=sender,
+            expires_at_ms=expires_at_ms,
+            retain=retain,
+            receipt=receipt,
         )
         signed = self.signer.sign(headers, body)
         # Only a post outlives its sender's process: requests, replies and publishes are
@@ -368,6 +387,19 @@ class Gateway:
                 "the mailbox or its host is gone)"
             ) from None
 
+    def publish_delivered(self, outgoing: Outgoing, recipient: MailboxAddress) -> None:
+        """:meth:`publish` a post made with ``receipt``, then wait up to
+        ``FleetConfig.delivery_timeout`` for the DELIVERED receipt of the host announcing
+        ``recipient``: ``DeliveryNotConfirmedError`` without one (the message is not
+        withdrawn), or :meth:`publish`'s errors."""
+        self.receipts.expect(outgoing.message_id, self.lives_on(recipient))
+        try:
+            self.publish(outgoing)
+        except BaseException:
+            self.receipts.forget(outgoing.message_id)
+            raise
+        self.receipts.wait(outgoing.message_id, str(recipient), self.config.delivery_timeout)
+
     def publish_nowait(self, outgoing: Outgoing, what: str) -> None:
         """Publish without waiting for the confirm (topic fan-out, answers); a failure
         is logged as an ERROR naming ``what``."""
@@ -385,6 +417,12 @@ class Gateway:
     def _verified(self, delivery: Delivery) -> wire.Envelope | None:
         """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
         and dropped here). Raises ``SignatureError`` for a refused one."""
+        if not self._checked(delivery):
+            return None
+        return wire.decode(delivery.headers, delivery.body)
+
+    def _checked(self, delivery: Delivery) -> bool:
+        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here."""
         headers, body = delivery.headers, delivery.body
         sender = str(headers.get("from", ""))
         if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
@@ -396,8 +434,8 @@ class Gateway:
             first = self.verifier.verify(headers, body, delivery.routing_key)
         if not first and not delivery.redelivered:
             self._drop_duplicate(delivery)
-            return None
-        return wire.decode(headers, body)
+            return False
+        return True
 
     def _drop_duplicate(self, delivery: Delivery) -> None:
         lane = "inbox" if delivery.queue.startswith("inbox.") else delivery.queue.partition(".")[0]
@@ -411,7 +449,21 @@ class Gateway:
         self.link.ack(delivery)
         with self._lock:
             self.duplicates += 1
+            confirmed = delivery.message_id in self._confirmed
         self._duplicates_counter.add(1, {"lane": lane})
+        if confirmed:  # its first receipt may have been lost with the poster's connection
+            envelope = wire.decode(delivery.headers, delivery.body)
+            self._confirm(envelope, MailboxAddress.parse(delivery.queue.removeprefix("inbox.")))
+
+    def _confirm(self, envelope: wire.Envelope, address: MailboxAddress) -> None:
+        """Send the DELIVERED receipt of ``envelope``, held in ``address``."""
+        message_id = str(envelope.message.id)
+        with self._lock:
+            self._confirmed[message_id] = None
+            self._confirmed.move_to_end(message_id)
+            if len(self._confirmed) > _CONFIRMED_MAX:
+                self._confirmed.popitem(last=False)
+        self.publish_nowait(receipt_for(envelope, address, self.signer, self.entity), "DELIVERED receipt")
 
     def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
         try:
@@ -478,9 +530,11 @@ class Gateway:
         except Exception as exc:  # a bug must not wedge the inboxes: dead-letter, loudly
             _log.opt(exception=True).error("keeping {} delivered post(s) failed", len(verified))
             outcomes = [exc] * len(verified)
-        for (delivery, _), outcome in zip(verified, outcomes, strict=True):
+        for (delivery, (envelope, address, _)), outcome in zip(verified, outcomes, strict=True):
             if outcome is None:
                 self.link.ack(delivery)
+                if envelope.receipt:
+                    self._confirm(envelope, address)
             else:
                 self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
 
@@ -494,9 +548,24 @@ class Gateway:
         self._settle(delivery, take)
 
     def _answer_delivery(self, delivery: Delivery) -> None:
+        if wire.is_receipt(delivery.body):
+            self._receipt_delivery(delivery)
+            return
+
         def take(envelope: wire.Envelope) -> None:
             if envelope.kind != "answer":
                 raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
             self._sink.take_answer(envelope)
 
         self._settle(delivery, take)
+
+    def _receipt_delivery(self, delivery: Delivery) -> None:
+        try:
+            if not self._checked(delivery):
+                return
+            receipt = wire.decode_receipt(delivery.headers, delivery.body)
+        except (SignatureError, EventHubError) as exc:
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        self.link.ack(delivery)
+        self.receipts.delivered(receipt)
