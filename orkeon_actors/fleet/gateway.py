@@ -452,7 +452,13 @@ class Gateway:
             confirmed = delivery.message_id in self._confirmed
         self._duplicates_counter.add(1, {"lane": lane})
         if confirmed:  # its first receipt may have been lost with the poster's connection
-            envelope = wire.decode(delivery.headers, delivery.body)
+            try:
+                envelope = wire.decode(delivery.headers, delivery.body)
+            except SignatureError as exc:  # it decoded the first time: it cannot differ now
+                _log.error(
+                    "duplicate {} of a confirmed post is unreadable ({}): not confirmed again", delivery.message_id, exc
+                )
+                return
             self._confirm(envelope, MailboxAddress.parse(delivery.queue.removeprefix("inbox.")))
 
     def _confirm(self, envelope: wire.Envelope, address: MailboxAddress) -> None:

@@ -20,7 +20,9 @@ and is verified there like every cross-host message, then settles the waiting po
 * **Nothing withdrawn.** A missing receipt says nothing about loss: the broker confirmed
   the message, so it waits in the recipient's durable inbox and is delivered once that
   host consumes again (a late receipt then finds nobody waiting and is dropped with a
-  DEBUG log).
+  DEBUG log). A receipt can also be lost on the way back, when the poster's own
+  connection drops (its exclusive answers queue goes with it): the error then reports a
+  delivery that did happen; the receipts are not replayed.
 * **Only the recipient's host confirms.** A receipt counts only if it was signed by the
   host that holds the inbox (the verified signing host of the receipt is compared with
   the host the poster saw announcing the mailbox when it posted).
@@ -103,7 +105,8 @@ class Receipts:
         except FutureTimeout:
             raise DeliveryNotConfirmedError(
                 f"message {message_id} to {recipient} was taken by the broker, but host {host!r} did not confirm "
-                f"holding it within {timeout} s: that host is stalled, overloaded or down. The message is not "
+                f"holding it within {timeout} s: that host is stalled, overloaded or down (or this host's own "
+                "connection dropped and took the receipt with it). The message is not "
                 "withdrawn: it waits in the recipient's inbox and is delivered once the host consumes again. Check "
                 "the host, or raise FleetConfig.delivery_timeout; posting it again would make another message",
                 message_id=message_id,
