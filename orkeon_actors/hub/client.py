@@ -223,16 +223,20 @@ class HubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """Like :meth:`send` but returns at once with the request message; wait for the
         reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
-        stays answerable until ``timeout`` passes. ``idempotency_key``: see :meth:`post`."""
+        stays answerable until ``timeout`` passes. ``idempotency_key`` and
+        ``confirm_delivery`` (this returns once the recipient's host holds the request):
+        see :meth:`post`."""
         seconds = _send_timeout(timeout)
         check_metadata(metadata)
         address = MailboxAddress.parse(to)
-        return self.hub.request(
-            self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
-        )
+        with confirming_delivery(confirm_delivery):
+            return self.hub.request(
+                self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
+            )
 
     def reply(
         self,
