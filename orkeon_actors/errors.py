@@ -44,6 +44,7 @@ __all__ = [
     "StoreNotWritableError",
     "BrokerError",
     "BrokerUnavailableError",
+    "DeliveryNotConfirmedError",
     "BrokerNackError",
     "UnroutableError",
     "ExclusiveConsumerError",
@@ -344,6 +345,20 @@ class FleetControlError(BrokerError):
 
 class FleetTimeoutError(BrokerError, TimeoutError):
     """A host did not answer a control request within its bound."""
+
+
+class DeliveryNotConfirmedError(BrokerError, TimeoutError):
+    """A ``post(..., confirm_delivery=True)`` to a mailbox on another host got no
+    DELIVERED receipt from the recipient's host within ``FleetConfig.delivery_timeout``
+    (the broker did confirm it). The message is not withdrawn: it waits in the
+    recipient's inbox and is delivered once that host consumes again. ``message_id``,
+    ``recipient`` and ``host`` say which post, to whom, announced by which host."""
+
+    def __init__(self, message: str, *, message_id: str, recipient: str, host: str | None) -> None:
+        super().__init__(message)
+        self.message_id = message_id
+        self.recipient = recipient
+        self.host = host
 
 
 class CrewConfigError(InvalidArgumentError):

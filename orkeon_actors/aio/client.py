@@ -84,10 +84,13 @@ class AsyncHubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """As :meth:`HubClient.post`."""
         return await self._run(
-            lambda: self.client.post(to, payload, metadata, cancel=cancel, idempotency_key=idempotency_key)
+            lambda: self.client.post(
+                to, payload, metadata, cancel=cancel, idempotency_key=idempotency_key, confirm_delivery=confirm_delivery
+            )
         )
 
     async def request(
@@ -99,10 +102,19 @@ class AsyncHubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """As :meth:`HubClient.request`: the request message, at once."""
         return await self._run(
-            lambda: self.client.request(to, request, timeout, metadata, cancel=cancel, idempotency_key=idempotency_key)
+            lambda: self.client.request(
+                to,
+                request,
+                timeout,
+                metadata,
+                cancel=cancel,
+                idempotency_key=idempotency_key,
+                confirm_delivery=confirm_delivery,
+            )
         )
 
     async def send(
@@ -114,12 +126,21 @@ class AsyncHubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """Post ``request`` and await its reply, as :meth:`HubClient.send`: ``timeout``
         is mandatory and finite (``FOREVER`` raises ``InvalidArgumentError``); no reply
         in time raises ``SendTimeoutError``. Cancelling the task (or ``cancel`` firing)
         withdraws the request: a late reply is refused with ``UnknownCorrelationError``."""
-        sent = await self.request(to, request, timeout, metadata, cancel=cancel, idempotency_key=idempotency_key)
+        sent = await self.request(
+            to,
+            request,
+            timeout,
+            metadata,
+            cancel=cancel,
+            idempotency_key=idempotency_key,
+            confirm_delivery=confirm_delivery,
+        )
         correlation_id = sent.correlation_id
         assert correlation_id is not None  # the hub stamps every request with one
         hub = self.client.hub

@@ -78,6 +78,7 @@ from orkeon_actors.crew.protocol import (
     CloseMailboxes,
     CursorsOpen,
     Deliver,
+    End,
     Passivate,
     Passivated,
     Release,
@@ -369,6 +370,8 @@ class CrewActor(PooledActor):
                 self._handover(message.messages, message.missed)
             elif isinstance(message, Resume):
                 self._rearm_all()
+            elif isinstance(message, End):
+                self.fail(message.error_type, message.reason)
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
                 self._deferred.pop(0)()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost

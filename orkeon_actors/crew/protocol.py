@@ -22,6 +22,8 @@ Commands (to a crew):
   and stop; answered by :class:`Released`;
 * :class:`CloseMailboxes` — the crew finished and its outcome is durable: close its
   mailboxes and stop; answered by :class:`Closed` once the actor stopped.
+* :class:`End` — end the crew from outside (``rt.fleet.stop``): it fails with the given
+  cause, and its supervisor finishes it like any other failed crew.
 
 Every report names its crew, so one :class:`Supervision` serves every crew.
 """
@@ -47,6 +49,7 @@ __all__ = [
     "CrewReport",
     "CursorsOpen",
     "Deliver",
+    "End",
     "Passivate",
     "Passivated",
     "Release",
@@ -214,3 +217,14 @@ class CloseMailboxes:
     supervision: Supervision
     keep_final: bool = True
     """Put the crew's final state in its outcome (``CrewOutcome.final_json``)."""
+
+
+@attrs.frozen(eq=False)
+class End:
+    """End the crew now: it fails with ``error_type`` and ``reason`` as its cause (its
+    waits withdrawn, ``on_crew_failed`` told, the failure reported to its supervisor,
+    which records the outcome and then sends :class:`CloseMailboxes`). Handled between
+    two turns; ignored by a crew already finished."""
+
+    error_type: str
+    reason: str

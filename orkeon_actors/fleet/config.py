@@ -65,7 +65,10 @@ class FleetConfig:
     ``message_ttl`` is how long a post stays valid (its ``expires_at``); ``seen`` bounds
     the replay set; ``kinds`` are the crew kinds this host can spawn;
     ``publish_timeout`` bounds how long a post waits for the broker's confirm
-    (``BrokerUnavailableError`` after it); ``connect_timeout`` bounds the first connect.
+    (``BrokerUnavailableError`` after it); ``delivery_timeout`` bounds how long a
+    ``post(..., confirm_delivery=True)`` then waits for the recipient host's DELIVERED
+    receipt (``DeliveryNotConfirmedError`` after it); ``connect_timeout`` bounds the
+    first connect.
     """
 
     url: str
@@ -79,12 +82,18 @@ class FleetConfig:
     kinds: tuple[str, ...] = ()
     publish_timeout: float = 10.0
     connect_timeout: float = 10.0
+    delivery_timeout: float = 5.0
 
     def __attrs_post_init__(self) -> None:
         if self.keys.key_of(self.host_id) is None:
             raise InvalidArgumentError(
                 f"the fleet's keys have no key for this host {self.host_id!r}: add one (every host needs its own, "
                 "and every host holds them all)"
+            )
+        if not self.delivery_timeout > 0:
+            raise InvalidArgumentError(
+                f"delivery_timeout must be > 0 seconds (how long a confirmed post waits for its receipt), "
+                f"got {self.delivery_timeout}"
             )
         if self.prefetch < 1:
             raise InvalidArgumentError(

@@ -17,8 +17,10 @@ Guarantees:
 * **Signed both ways.** Requests and answers are signed and verified like every
   cross-host message; an unverifiable one is rejected to the dead-letter exchange.
 * **Local execution.** The handler runs the host's own ``spawn(blueprint, crew_id)`` /
-  ``stop(crew_id)`` callables (its supervisor): only after the crew is started (ready) is
-  the answer sent, so the caller can post to it right away once presence announced it.
+  ``stop(crew_id, requesting_host)`` callables (its supervisor): only after the crew is
+  started (ready), or ended, is the answer sent, so the caller can post to it right away
+  once presence announced it, or knows it is gone. Either callable may return the
+  entities concerned; the answer carries them (``entities``).
   Handlers run on a worker thread, never on the broker's I/O thread.
 """
 
@@ -56,7 +58,7 @@ class ControlPlane:
         verifier: Verifier,
         *,
         spawn: Callable[[str, str | None], str | tuple[str, Sequence[str]]],
-        stop: Callable[[str], None],
+        stop: Callable[[str, str], Sequence[str] | None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.host = host
@@ -92,10 +94,13 @@ class ControlPlane:
 
     def stop(self, host: str, crew_id: str, *, timeout: float = 30.0) -> str:
         """Stop crew ``crew_id`` on ``host``; returns its id once it stopped."""
-        return self._ask(host, {"op": "stop", "crew_id": crew_id}, timeout)
+        return self.stop_ended(host, crew_id, timeout=timeout)[0]
 
-    def _ask(self, host: str, request: dict[str, Any], timeout: float) -> str:
-        return str(self._answer(host, request, timeout)["crew_id"])
+    def stop_ended(self, host: str, crew_id: str, *, timeout: float = 30.0) -> tuple[str, list[str]]:
+        """:meth:`stop`, with the entities (mailboxes) the crew no longer announces
+        there (when the serving ``stop`` callable returns them)."""
+        answer = self._answer(host, {"op": "stop", "crew_id": crew_id}, timeout)
+        return str(answer["crew_id"]), [str(e) for e in answer.get("entities", [])]
 
     def _answer(self, host: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         request_id = uuid.uuid4().hex
@@ -170,7 +175,7 @@ class ControlPlane:
                 crew_id, entities = (spawned, []) if isinstance(spawned, str) else (spawned[0], list(spawned[1]))
             elif request.get("op") == "stop":
                 crew_id = str(request["crew_id"])
-                self._stop(crew_id)
+                entities = list(self._stop(crew_id, sender_host) or ())
             else:
                 raise FleetControlError(f"unknown control operation {request.get('op')!r}: use spawn or stop")
             answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities}

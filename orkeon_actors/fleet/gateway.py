@@ -23,6 +23,18 @@ Guarantees:
   key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
   the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
   ERROR log naming the message and the reason; the queue never wedges.
+* **Duplicates are dropped, not refused.** A delivery repeating a message received
+  already (same id, same signer, sender, recipient and body: what the link republishes
+  after a reconnect when the broker had not confirmed it) is acknowledged and dropped,
+  with a DEBUG log, counted in :attr:`Gateway.duplicates` and on the counter
+  ``orkeon_fleet_duplicates_total{lane}``: the first copy was kept (or refused and
+  reported) already, so no false ``DeliveryFailed`` reaches its sender. One the broker
+  marks ``redelivered`` still goes to the sink, which deduplicates it against what it
+  kept.
+* **Receipts.** A post asking for one (``post(..., confirm_delivery=True)``) is
+  confirmed to its poster's host once held and acknowledged (again for a duplicate of
+  one confirmed already); :meth:`Gateway.publish_delivered` waits for that receipt
+  (:mod:`~orkeon_actors.fleet.receipts`).
 * **Consume-and-hold.** A delivery is acknowledged only after the sink returned, i.e.
   after the local store committed the message (an inbox) or the local router took it (a
   topic): a crash in between makes the broker redeliver it.
@@ -32,9 +44,9 @@ Guarantees:
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -42,6 +54,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 from loguru import logger
+from opentelemetry import metrics
 
 from orkeon_actors.errors import (
     BrokerError,
@@ -53,6 +66,9 @@ from orkeon_actors.errors import (
     UnroutableError,
 )
 from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.dead_letters import METER_NAME
+from orkeon_actors.fleet.lanes import Lane
+from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
@@ -83,6 +99,8 @@ SENDER_PREFIX: Final = "sender:"
 """Roster entities of senders that have no mailbox here (a client bound to a crew id):
 announced so receivers can check where they live, never mistaken for a mailbox."""
 _PRESENCE_POLL = 0.01
+_CONFIRMED_MAX = 10_000
+"""How many confirmed post ids a gateway remembers, to confirm their duplicates again."""
 
 
 def check_crossable(address: MailboxAddress) -> None:
@@ -126,47 +144,6 @@ class GatewaySink(Protocol):
     def take_answer(self, envelope: wire.Envelope) -> None: ...
 
 
-class _Lane:
-    """One worker thread handling deliveries in arrival order, in batches of what has
-    arrived (at most ``batch``): an inbox batch shares the store's group commits."""
-
-    def __init__(self, name: str, handle: Callable[[list[Delivery]], None], batch: int = 1) -> None:
-        self._queue: queue.SimpleQueue[Delivery | None] = queue.SimpleQueue()
-        self._handle = handle
-        self._batch = batch
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def put(self, delivery: Delivery) -> None:
-        self._queue.put(delivery)
-
-    def _run(self) -> None:
-        while (delivery := self._queue.get()) is not None:
-            batch = [delivery]
-            end = False
-            while len(batch) < self._batch:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    end = True
-                    break
-                batch.append(more)
-            if not self._stopping:  # after stop nothing can be acknowledged: the broker redelivers it
-                self._handle(batch)
-            if end:
-                return
-
-    def stop(self) -> None:
-        """Finish the delivery in hand, skip the rest (unacknowledged, so redelivered to
-        the next gateway of this host), end the thread."""
-        self._stopping = True
-        self._queue.put(None)
-        self._thread.join(timeout=10)
-
-
 class Gateway:
     """This host's slice of the fleet (see the module docstring). Build, then
     :meth:`start`; :meth:`stop` when the hub stops."""
@@ -190,6 +167,17 @@ class Gateway:
         """Told of every delivery this gateway dead-lettered (on a worker thread)."""
         self.rejected = 0
         """How many deliveries it dead-lettered (a metric)."""
+        self.duplicates = 0
+        """How many duplicate deliveries it acknowledged and dropped (a metric)."""
+        self._duplicates_counter = (
+            metrics.get_meter_provider()
+            .get_meter(METER_NAME)
+            .create_counter(
+                "orkeon_fleet_duplicates_total",
+                unit="{message}",
+                description="deliveries repeating a message already received, acknowledged and dropped",
+            )
+        )
         self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
         self.signer = Signer(config.host_id, config.keys)
         self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
@@ -202,10 +190,13 @@ class Gateway:
             interval=config.presence_interval,
             ttl=config.presence_ttl,
         )
-        self._inbox_lane = _Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
-        self._topic_lane = _Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
-        self._answer_lane = _Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
+        self._inbox_lane = Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
+        self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
+        self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
         self._started = False
+        self.receipts = Receipts()
+        """The posts of this host waiting for a DELIVERED receipt."""
+        self._confirmed: OrderedDict[str, None] = OrderedDict()
 
     # -- topology ---------------------------------------------------------------------
 
@@ -363,12 +354,20 @@ class Gateway:
         routing_key: str,
         expires_at_ms: int,
         retain: tuple[CrewId | None, str] | None = None,
+        receipt: bool = False,
     ) -> Outgoing:
-        """The signed AMQP message for ``message`` (announcing its sender if new)."""
+        """The signed AMQP message for ``message`` (announcing its sender if new);
+        ``receipt`` asks the recipient's gateway for a DELIVERED receipt."""
         sender = wire.sender_of(message, self.entity)
         self._announce_sender(sender)
         headers, body = wire.encode(
-            message, kind=kind, to=routing_key, sender=sender, expires_at_ms=expires_at_ms, retain=retain
+            message,
+            kind=kind,
+            to=routing_key,
+            sender=sender,
+            expires_at_ms=expires_at_ms,
+            retain=retain,
+            receipt=receipt,
         )
         signed = self.signer.sign(headers, body)
         # Only a post outlives its sender's process: requests, replies and publishes are
@@ -388,6 +387,19 @@ class Gateway:
                 "the mailbox or its host is gone)"
             ) from None
 
+    def publish_delivered(self, outgoing: Outgoing, recipient: MailboxAddress) -> None:
+        """:meth:`publish` a post made with ``receipt``, then wait up to
+        ``FleetConfig.delivery_timeout`` for the DELIVERED receipt of the host announcing
+        ``recipient``: ``DeliveryNotConfirmedError`` without one (the message is not
+        withdrawn), or :meth:`publish`'s errors."""
+        self.receipts.expect(outgoing.message_id, self.lives_on(recipient))
+        try:
+            self.publish(outgoing)
+        except BaseException:
+            self.receipts.forget(outgoing.message_id)
+            raise
+        self.receipts.wait(outgoing.message_id, str(recipient), self.config.delivery_timeout)
+
     def publish_nowait(self, outgoing: Outgoing, what: str) -> None:
         """Publish without waiting for the confirm (topic fan-out, answers); a failure
         is logged as an ERROR naming ``what``."""
@@ -402,7 +414,15 @@ class Gateway:
 
     # -- receiving ----------------------------------------------------------------------
 
-    def _verified(self, delivery: Delivery) -> wire.Envelope:
+    def _verified(self, delivery: Delivery) -> wire.Envelope | None:
+        """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
+        and dropped here). Raises ``SignatureError`` for a refused one."""
+        if not self._checked(delivery):
+            return None
+        return wire.decode(delivery.headers, delivery.body)
+
+    def _checked(self, delivery: Delivery) -> bool:
+        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here."""
         headers, body = delivery.headers, delivery.body
         sender = str(headers.get("from", ""))
         if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
@@ -411,12 +431,51 @@ class Gateway:
             while self.sender_host(sender) is None and time.monotonic() < deadline:
                 time.sleep(_PRESENCE_POLL)
         with self._verify_lock:  # the seen-set is shared by the three lanes
-            self.verifier.verify(headers, body, delivery.routing_key, redelivered=delivery.redelivered)
-        return wire.decode(headers, body)
+            first = self.verifier.verify(headers, body, delivery.routing_key)
+        if not first and not delivery.redelivered:
+            self._drop_duplicate(delivery)
+            return False
+        return True
+
+    def _drop_duplicate(self, delivery: Delivery) -> None:
+        lane = "inbox" if delivery.queue.startswith("inbox.") else delivery.queue.partition(".")[0]
+        _log.debug(
+            "gateway {} dropped a duplicate of message {} from {} on {}: it was received already",
+            self.host_id,
+            delivery.message_id,
+            delivery.headers.get("from"),
+            delivery.queue,
+        )
+        self.link.ack(delivery)
+        with self._lock:
+            self.duplicates += 1
+            confirmed = delivery.message_id in self._confirmed
+        self._duplicates_counter.add(1, {"lane": lane})
+        if confirmed:  # its first receipt may have been lost with the poster's connection
+            try:
+                envelope = wire.decode(delivery.headers, delivery.body)
+            except SignatureError as exc:  # it decoded the first time: it cannot differ now
+                _log.error(
+                    "duplicate {} of a confirmed post is unreadable ({}): not confirmed again", delivery.message_id, exc
+                )
+                return
+            self._confirm(envelope, MailboxAddress.parse(delivery.queue.removeprefix("inbox.")))
+
+    def _confirm(self, envelope: wire.Envelope, address: MailboxAddress) -> None:
+        """Send the DELIVERED receipt of ``envelope``, held in ``address``."""
+        message_id = str(envelope.message.id)
+        with self._lock:
+            self._confirmed[message_id] = None
+            self._confirmed.move_to_end(message_id)
+            if len(self._confirmed) > _CONFIRMED_MAX:
+                self._confirmed.popitem(last=False)
+        self.publish_nowait(receipt_for(envelope, address, self.signer, self.entity), "DELIVERED receipt")
 
     def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
         try:
             envelope = self._verified(delivery)
+            if envelope is None:
+                return
             take(envelope)
         except (SignatureError, EventHubError, BrokerError) as exc:
             self._reject(delivery, f"{type(exc).__name__}: {exc}")
@@ -460,6 +519,8 @@ class Gateway:
             try:
                 address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
                 envelope = self._verified(delivery)
+                if envelope is None:
+                    continue
                 if envelope.kind != "post" or envelope.message.target_mailbox != address:
                     raise SignatureError(
                         f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
@@ -475,9 +536,11 @@ class Gateway:
         except Exception as exc:  # a bug must not wedge the inboxes: dead-letter, loudly
             _log.opt(exception=True).error("keeping {} delivered post(s) failed", len(verified))
             outcomes = [exc] * len(verified)
-        for (delivery, _), outcome in zip(verified, outcomes, strict=True):
+        for (delivery, (envelope, address, _)), outcome in zip(verified, outcomes, strict=True):
             if outcome is None:
                 self.link.ack(delivery)
+                if envelope.receipt:
+                    self._confirm(envelope, address)
             else:
                 self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
 
@@ -491,9 +554,24 @@ class Gateway:
         self._settle(delivery, take)
 
     def _answer_delivery(self, delivery: Delivery) -> None:
+        if wire.is_receipt(delivery.body):
+            self._receipt_delivery(delivery)
+            return
+
         def take(envelope: wire.Envelope) -> None:
             if envelope.kind != "answer":
                 raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
             self._sink.take_answer(envelope)
 
         self._settle(delivery, take)
+
+    def _receipt_delivery(self, delivery: Delivery) -> None:
+        try:
+            if not self._checked(delivery):
+                return
+            receipt = wire.decode_receipt(delivery.headers, delivery.body)
+        except (SignatureError, EventHubError) as exc:
+            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            return
+        self.link.ack(delivery)
+        self.receipts.delivered(receipt)

@@ -52,6 +52,7 @@ from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.roster import Presence
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
+from orkeon_actors.hub.confirmation import delivery_confirmation_requested
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
 from orkeon_actors.hub.replies import PendingRequest
@@ -225,20 +226,34 @@ class AmqpEventHub(SqliteEventHub):
         is bound to it any more, ``BrokerUnavailableError`` without a confirm in time). A
         request returns at once: its requester waits for the reply anyway, and a publish
         the broker refuses settles the pending request with the error instead (the
-        ``send`` raises it), which saves a round trip per request."""
+        ``send`` raises it), which saves a round trip per request. A post or request
+        made with ``confirm_delivery=True`` returns once the recipient's host sent its
+        DELIVERED receipt (``DeliveryNotConfirmedError`` without one in time)."""
         if self.where(address) in (None, self.host_id):
             raise MailboxNotFoundError(address)
         gateway = self.gateway
         key = mailbox_key(address)
         request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
+        receipt = delivery_confirmation_requested()
         if request is None or request.timer is None:
             expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
-            gateway.publish(gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires))
+            outgoing = gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires, receipt=receipt)
+            if receipt:
+                gateway.publish_delivered(outgoing, address)
+            else:
+                gateway.publish(outgoing)
             return
         remaining = request.timer.deadline - self.clock.monotonic()
         outgoing = gateway.outgoing(
-            message, kind="post", routing_key=key, expires_at_ms=now_ms() + max(0, int(remaining * 1000))
+            message,
+            kind="post",
+            routing_key=key,
+            expires_at_ms=now_ms() + max(0, int(remaining * 1000)),
+            receipt=receipt,
         )
+        if receipt:  # the requester learns fast that the recipient's host does not take it
+            gateway.publish_delivered(outgoing, address)
+            return
         confirmed = gateway.link.publish(outgoing)
 
         def settled(done: Future[None]) -> None:

@@ -21,33 +21,57 @@ Guarantees of :meth:`Fleet.spawn`:
   ``FleetTimeoutError`` (no answer, or the crew never appeared on the roster),
   ``BrokerUnavailableError`` (the request could not be published).
 
-:meth:`Fleet.stop` puts a crew to sleep on the host that announces it (the supervisor
-has no other way to end a live crew from outside): it then holds no actor and no thread
-there, its state is durable, and a later post wakes it again.
+Guarantees of :meth:`Fleet.stop`:
+
+* **It ends the crew.** The host announcing the crew ends it with its supervisor: a live
+  crew is told :class:`~orkeon_actors.crew.protocol.End` (handled between two turns), a
+  sleeping one is woken first. It fails with the cause ``CrewStopped`` (``wait_finished``
+  there raises ``CrewFailedError`` saying who stopped it), its outcome is recorded, its
+  snapshot deleted and its mailboxes closed: later posts to it fail with
+  ``MailboxNotFoundError``, nothing wakes it again.
+* **Gone from the roster when it returns.** The host answers once the crew's outcome is
+  durable (an event: ``CrewSupervisor.when_finished``, no polling) and its mailboxes are
+  closed, after a heartbeat without them; the caller drops them from its own view on the
+  answer, so ``where`` says ``None`` at once.
+* **A bound.** It returns the crew id or raises within ``timeout`` seconds:
+  ``FleetControlError`` (no host or several announce the crew, the host does not know it,
+  or refused it, naming the remote error), ``FleetTimeoutError`` (no answer in time, or
+  the crew did not end within the host's own bound of 30 s),
+  ``BrokerUnavailableError``. Stopping a crew that finished already returns its id.
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Final
 
+import pykka
+
+from orkeon_actors.crew.protocol import End
 from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
 from orkeon_actors.fleet.control import ControlPlane
 from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
 from orkeon_actors.fleet.roster import GATEWAY
 from orkeon_actors.hub.amqp.topology import Declarer
+from orkeon_actors.lifecycle.ports import LifecycleState
 from orkeon_actors.model.ids import CrewId
 
 if TYPE_CHECKING:
+    from orkeon_actors.crew.snapshot import CrewOutcome
     from orkeon_actors.fleet.hub import AmqpEventHub
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
 
-__all__ = ["Fleet"]
+__all__ = ["STOPPED", "Fleet"]
 
 _POLL = 0.01
 _READY_WITHIN = 30.0
 """How long a host waits for a crew it spawned to report a status and open its mailboxes."""
+_ENDED_WITHIN = 30.0
+"""How long a host waits for a crew it was asked to stop to end (its outcome durable)."""
+STOPPED: Final = "CrewStopped"
+"""The ``error_type`` of the failure of a crew ended by :meth:`Fleet.stop`."""
 
 
 class Fleet:
@@ -104,9 +128,12 @@ class Fleet:
         return crew
 
     def stop(self, crew_id: str, *, timeout: float = 30.0) -> str:
-        """Put crew ``crew_id`` to sleep on the host that announces it; its id."""
+        """End crew ``crew_id`` on the host that announces it; its id once it ended and
+        left the roster (see the module docstring)."""
         host = self._host_of(crew_id)
-        return self.control.stop(host, crew_id, timeout=timeout)
+        crew, entities = self.control.stop_ended(host, crew_id, timeout=timeout)
+        self.hub.gateway.roster.forget(host, entities)
+        return crew
 
     def _hosts(self) -> list[str]:
         return sorted({p.host for p in self.hub.roster()})
@@ -166,11 +193,44 @@ class Fleet:
     def _mailboxes_of(self, crew: CrewId) -> list[str]:
         return sorted(str(address) for address in self.hub.durable_mailboxes if address.crew_id == crew)
 
-    def _stop_here(self, crew_id: str) -> None:
-        if not self._served().sleep(crew_id):
-            raise FleetControlError(
-                f"crew {crew_id!r} on {self.host_id!r} could not be put to sleep (it is not waiting for a message)"
-            )
+    def _stop_here(self, crew_id: str, requester: str) -> list[str]:
+        """End ``crew_id`` here (asked by host ``requester``); the mailboxes it closed."""
+        supervisor = self._served()
+        crew = CrewId(crew_id)
+        if supervisor.state(crew) is LifecycleState.UNKNOWN:
+            raise FleetControlError(f"crew {crew_id!r} is not running, asleep or finished on {self.host_id!r}")
+        entities = self._mailboxes_of(crew)
+        ended: Future[CrewOutcome] = Future()
+        withdraw = supervisor.when_finished(crew, ended.set_result)  # called once
+        try:
+            if not ended.done():
+                self._end(supervisor, crew, f"stopped by rt.fleet.stop from host {requester!r}")
+            ended.result(_ENDED_WITHIN)
+        except FutureTimeout:
+            raise FleetTimeoutError(
+                f"crew {crew_id!r} did not end on {self.host_id!r} within {_ENDED_WITHIN} s"
+            ) from None
+        finally:
+            withdraw()
+        self.hub.gateway.roster.heartbeat()  # the others' views drop its mailboxes with this round
+        return entities
+
+    @staticmethod
+    def _end(supervisor: CrewSupervisor, crew: CrewId, reason: str) -> None:
+        """Tell the crew :class:`End`, waking it first if it sleeps. A crew whose actor
+        is gone meanwhile (it just went to sleep) is woken and told again."""
+        for _ in range(2):
+            if supervisor.state(crew) is LifecycleState.ASLEEP:
+                supervisor.wake(crew)
+            ref = supervisor.ref(crew)
+            if ref is None:
+                return  # finished meanwhile: its outcome settles the wait
+            try:
+                ref.tell(End(STOPPED, reason))
+                return
+            except pykka.ActorDeadError:
+                continue
+        raise FleetControlError(f"crew {crew} could not be reached to end it: it kept going to sleep, retry")
 
 
 def _declare_now(hub: AmqpEventHub, declarer: Declarer, timeout: float = 10.0) -> None:

@@ -112,6 +112,18 @@ class Roster:
                 if entry is not None and entry.host == self.host:
                     del self._view[entity]
 
+    def forget(self, host: str, entities: Iterable[str]) -> None:
+        """Drop ``entities`` of ``host`` (another host) from the view now, without
+        waiting for its next heartbeat: what a signed answer of that host says it no
+        longer announces (a crew it ended). An entry another host took over is kept."""
+        if host == self.host:
+            return
+        with self._lock:
+            for entity in entities:
+                entry = self._view.get(entity)
+                if entry is not None and entry.host == host:
+                    del self._view[entity]
+
     # -- the view ---------------------------------------------------------------------
 
     def lives_on(self, entity: str) -> str | None:

@@ -21,11 +21,21 @@ that fails (the caller rejects the message to the dead-letter exchange):
 2. the claimed sender lives on the signing host (``lives_on``, from signed presence);
 3. the recipient matches the routing key the message arrived with;
 4. the message has not expired (``expires_at``, unix milliseconds);
-5. it was not seen before: a bounded set of recent message ids (``seen``) rejects a
-   replay within the window; past the window, the expiry bounds it. A delivery the
-   broker itself marks ``redelivered`` (a message this gateway had not acknowledged when
-   its connection dropped) is not a replay: nobody outside the broker can set that flag,
-   and the receiving store deduplicates it by message id.
+5. it is not a replay: a bounded set of recent message ids (``seen``), each with the
+   :func:`message_digest` of what it carried, refuses a message whose id was seen with
+   other content (another sender, recipient, signing host or body) within the window;
+   past the window, the expiry bounds it.
+
+A message whose id *and* digest were seen already is not refused: :meth:`Verifier.verify`
+returns ``False`` for it. It is a harmless duplicate, not an attack: the only one who can
+produce it is its signer (a link republishing what the broker had not confirmed when the
+connection dropped, an outbox forwarding again after a crash, with a fresh expiry) or
+someone replaying the exact signed bytes, which the recipient-key check already confines
+to the inbox it was meant for, where the receiving store and ``processed_messages``
+deduplicate it. The gateway acknowledges and drops it, and counts it
+(:class:`~orkeon_actors.fleet.gateway.Gateway`). A delivery the broker itself marks
+``redelivered`` (one this gateway had not acknowledged when its connection dropped) is
+such a duplicate too, and goes to the receiving store, which deduplicates it by id.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import attrs
 
 from orkeon_actors.errors import InvalidArgumentError, SignatureError
 
-__all__ = ["SIGNATURE_HEADER", "SIGNED_HEADERS", "HostKeys", "Signer", "Verifier", "canonical_bytes"]
+__all__ = ["SIGNATURE_HEADER", "SIGNED_HEADERS", "HostKeys", "Signer", "Verifier", "canonical_bytes", "message_digest"]
 
 SIGNED_HEADERS: Final = ("message_id", "from", "to", "host", "expires_at")
 """The headers a signature covers, besides the body."""
@@ -57,6 +67,21 @@ def canonical_bytes(headers: Mapping[str, object], body: bytes) -> bytes:
         raise SignatureError(f"the message lacks the signed header(s) {', '.join(missing)}: it cannot be verified")
     signed = {name: str(headers[name]) for name in SIGNED_HEADERS}
     return json.dumps(signed, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body
+
+
+_DIGEST_BYTES = 16
+_DIGEST_HEADERS: Final = ("host", "from", "to")
+
+
+def message_digest(headers: Mapping[str, object], body: bytes) -> bytes:
+    """What a message *is*, for the seen-set: a 16-byte SHA-256 digest of its signing
+    host, sender, recipient and body (the body holds the message id and every field of
+    the message). Its expiry is left out: the signer may sign the same message again with
+    a fresh one (an outbox forwarding it again after a crash), and nobody else can."""
+    digest = hashlib.sha256(body)
+    for name in _DIGEST_HEADERS:
+        digest.update(b"\n" + str(headers.get(name, "")).encode())
+    return digest.digest()[:_DIGEST_BYTES]
 
 
 @attrs.frozen
@@ -115,7 +140,8 @@ class Verifier:
         self._keys = keys
         self._lives_on = lives_on
         self._now_ms = now_ms
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: OrderedDict[str, bytes] = OrderedDict()
+        """Recent message ids and the :func:`message_digest` each came with."""
         self._seen_max = seen
 
     def signing_host(self, headers: Mapping[str, object], body: bytes) -> str:
@@ -144,9 +170,11 @@ class Verifier:
             raise SignatureError(f"bad signature for host {host!r}: the message was altered or forged")
         return host
 
-    def verify(
-        self, headers: Mapping[str, object], body: bytes, routing_key_recipient: str, *, redelivered: bool = False
-    ) -> None:
+    def verify(self, headers: Mapping[str, object], body: bytes, routing_key_recipient: str) -> bool:
+        """Run the checks (module docstring); ``True`` for a message seen the first time,
+        ``False`` for a duplicate of one seen already (same id, same digest). Raises
+        ``SignatureError`` naming the first check that failed; a replay (a seen id with
+        other content) among them. Not thread-safe: one caller at a time."""
         host = self.signing_host(headers, body)
         sender = str(headers["from"])
         home = self._lives_on(sender)
@@ -160,8 +188,15 @@ class Verifier:
                 "a captured message replayed into another inbox"
             )
         message_id = str(headers["message_id"])
-        if message_id in self._seen and not redelivered:
-            raise SignatureError(f"message {message_id} was already received: a replay")
-        self._seen[message_id] = None
+        digest = message_digest(headers, body)
+        seen = self._seen.get(message_id)
+        if seen is not None:
+            if seen != digest:
+                raise SignatureError(
+                    f"message {message_id} was already received with other content: a replay under a seen id"
+                )
+            return False
+        self._seen[message_id] = digest
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
+        return True

@@ -25,6 +25,7 @@ from orkeon_actors.hub.boundary import (
     check_metadata,
     check_publish_topic,
 )
+from orkeon_actors.hub.confirmation import confirming_delivery
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class HubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """Fire-and-forget to a mailbox. Raises ``MailboxNotFoundError`` if nobody
         registered it. Posting to ``topic://name`` publishes on ``name`` (a reserved
@@ -129,14 +131,26 @@ class HubClient:
         ``idempotency_key`` (an agent on a durable store): reusing it for the same
         recipient with the same content returns the original message, after any crash,
         without posting again; with other content raises ``IdempotencyKeyConflictError``
-        (docs/history.md). Without a key, identical posts are distinct posts."""
+        (docs/history.md). Without a key, identical posts are distinct posts.
+
+        ``confirm_delivery=True``: to a mailbox on another host of a fleet, return only
+        once that host holds the message (its DELIVERED receipt), or raise
+        ``DeliveryNotConfirmedError`` after ``FleetConfig.delivery_timeout``
+        (docs/distributed.md); on one host a post is held when it returns anyway. Not
+        for a topic (no single recipient confirms it)."""
         address = MailboxAddress.parse(to)
         if address.scheme is Scheme.TOPIC:
+            if confirm_delivery:
+                raise InvalidArgumentError(
+                    f"{to} is a topic: no single recipient confirms a broadcast; post to a mailbox, "
+                    "or drop confirm_delivery"
+                )
             check_publish_topic(self.caller, address.name or "")
         check_metadata(metadata)
-        return self.hub.post(
-            self.caller, address, self._payload(payload), metadata, cancel, idempotency_key=idempotency_key
-        )
+        with confirming_delivery(confirm_delivery):
+            return self.hub.post(
+                self.caller, address, self._payload(payload), metadata, cancel, idempotency_key=idempotency_key
+            )
 
     def post_nowait(
         self, to: MailboxAddress | str, payload: object = b"", metadata: Mapping[str, str] | None = None
@@ -183,17 +197,22 @@ class HubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """Post ``request`` and block for its reply. ``timeout`` is mandatory and finite
         (``FOREVER`` raises ``InvalidArgumentError``); no reply in time raises
         ``SendTimeoutError`` (a ``TimeoutError``). With a reused ``idempotency_key``
-        (see :meth:`post`) the original request stands and this waits for its reply."""
+        (see :meth:`post`) the original request stands and this waits for its reply.
+        ``confirm_delivery=True`` (see :meth:`post`): a request to another host whose
+        host does not confirm holding it raises ``DeliveryNotConfirmedError`` after
+        ``FleetConfig.delivery_timeout`` instead of waiting the whole ``timeout``."""
         seconds = _send_timeout(timeout)
         check_metadata(metadata)
         address = MailboxAddress.parse(to)
-        return self.hub.send(
-            self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
-        )
+        with confirming_delivery(confirm_delivery):
+            return self.hub.send(
+                self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
+            )
 
     def request(
         self,
@@ -204,16 +223,20 @@ class HubClient:
         *,
         cancel: CancelToken | None = None,
         idempotency_key: str | None = None,
+        confirm_delivery: bool = False,
     ) -> Message:
         """Like :meth:`send` but returns at once with the request message; wait for the
         reply later with ``wait_for(WaitOnReply(msg.correlation_id), ...)``. The request
-        stays answerable until ``timeout`` passes. ``idempotency_key``: see :meth:`post`."""
+        stays answerable until ``timeout`` passes. ``idempotency_key`` and
+        ``confirm_delivery`` (this returns once the recipient's host holds the request):
+        see :meth:`post`."""
         seconds = _send_timeout(timeout)
         check_metadata(metadata)
         address = MailboxAddress.parse(to)
-        return self.hub.request(
-            self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
-        )
+        with confirming_delivery(confirm_delivery):
+            return self.hub.request(
+                self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
+            )
 
     def reply(
         self,

@@ -20,8 +20,15 @@ no field that routes or authorizes a message can be altered in flight.
 
 Kinds: ``post`` (a mailbox post or a request: ``correlation_id`` set), ``topic`` (a
 publish, possibly retained: ``retain`` = ``[scope, key]``) and ``answer`` (a reply to a
-request of the receiving host). :func:`decode` raises ``SignatureError`` for a body it
-cannot read (the gateway dead-letters it like any other refused message).
+request of the receiving host). A post whose sender waits for its delivery
+(``confirm_delivery=True``) carries ``"receipt": true`` in that line (absent otherwise).
+:func:`decode` raises ``SignatureError`` for a body it cannot read (the gateway
+dead-letters it like any other refused message).
+
+A **DELIVERED receipt** (:func:`encode_receipt` / :func:`decode_receipt`) is no message:
+its body is one line of canonical JSON (``v``, ``kind`` = ``"receipt"``, ``delivered``:
+the id of the post it confirms, ``mailbox``: where it is held) and a newline; its headers
+are the signed subset, with ``message_id`` = ``<delivered id>.delivered``.
 """
 
 from __future__ import annotations
@@ -44,11 +51,16 @@ __all__ = [
     "AMQP_DATETIMES",
     "ENVELOPE_VERSION",
     "KINDS",
+    "RECEIPT_KIND",
     "Envelope",
+    "Receipt",
     "amqp_envelope_converter",
     "configure_amqp_envelope",
     "decode",
+    "decode_receipt",
     "encode",
+    "encode_receipt",
+    "is_receipt",
     "sender_of",
 ]
 
@@ -86,6 +98,8 @@ class Envelope:
     expires_at_ms: int
     host: str
     retain: tuple[CrewId | None, str] | None = None
+    receipt: bool = False
+    """Its sender waits for a DELIVERED receipt (``post(..., confirm_delivery=True)``)."""
 
 
 def sender_of(message: Message, gateway: str) -> str:
@@ -107,9 +121,11 @@ def encode(
     sender: str,
     expires_at_ms: int,
     retain: tuple[CrewId | None, str] | None = None,
+    receipt: bool = False,
 ) -> tuple[dict[str, object], bytes]:
     """The unsigned headers and the body of ``message`` (sign the headers with the
-    fleet's ``Signer``). ``to`` is the routing key it is published with."""
+    fleet's ``Signer``). ``to`` is the routing key it is published with; ``receipt``
+    asks the receiving gateway for a DELIVERED receipt."""
     if kind not in KINDS:
         raise ValueError(f"unknown envelope kind {kind!r}; one of {KINDS}")
     fields: dict[str, Any] = _CONVERTER.unstructure(message)
@@ -120,6 +136,8 @@ def encode(
         "retain": None if retain is None else [None if retain[0] is None else str(retain[0]), retain[1]],
         "message": fields,
     }
+    if receipt:
+        meta["receipt"] = True
     body = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode() + b"\n" + payload
     headers: dict[str, object] = {"message_id": str(message.id), "from": sender, "to": to, "expires_at": expires_at_ms}
     return headers, body
@@ -144,6 +162,66 @@ def decode(headers: Mapping[str, object], body: bytes) -> Envelope:
         if retained is not None:
             scope = retained[0]
             retain = (None if scope is None else CrewId(str(scope)), str(retained[1]))
-        return Envelope(message, str(meta["kind"]), int(str(headers["expires_at"])), str(headers["host"]), retain)
+        return Envelope(
+            message,
+            str(meta["kind"]),
+            int(str(headers["expires_at"])),
+            str(headers["host"]),
+            retain,
+            receipt=meta.get("receipt") is True,
+        )
     except (ValueError, KeyError, TypeError, IndexError, InvalidArgumentError, cattrs.BaseValidationError) as exc:
         raise SignatureError(f"not a readable orkeon envelope ({exc}): refused") from exc
+
+
+RECEIPT_KIND: Final = "receipt"
+_RECEIPT_PREFIX: Final = b'{"delivered":'
+"""How a receipt's canonical line begins (its keys sorted), and no envelope's does."""
+
+
+@attrs.frozen
+class Receipt:
+    """A DELIVERED receipt: post ``message_id`` is held durably in ``mailbox`` on
+    ``host`` (the receiving host, whose gateway signed the receipt)."""
+
+    message_id: str
+    mailbox: str
+    host: str
+
+
+def encode_receipt(
+    message_id: str, mailbox: str, *, sender: str, to: str, expires_at_ms: int
+) -> tuple[dict[str, object], bytes]:
+    """The unsigned headers and the body of the receipt of post ``message_id``, held in
+    ``mailbox``; ``sender`` is the receiving gateway's entity, ``to`` the routing key it
+    is published with (the poster's host's answers key)."""
+    line = {"v": ENVELOPE_VERSION, "kind": RECEIPT_KIND, "delivered": message_id, "mailbox": mailbox}
+    body = json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    headers: dict[str, object] = {
+        "message_id": f"{message_id}.delivered",
+        "from": sender,
+        "to": to,
+        "expires_at": expires_at_ms,
+    }
+    return headers, body
+
+
+def is_receipt(body: bytes) -> bool:
+    """Whether ``body`` is a receipt's (not an envelope's); it still has to verify."""
+    return body.startswith(_RECEIPT_PREFIX)
+
+
+def decode_receipt(headers: Mapping[str, object], body: bytes) -> Receipt:
+    """The receipt in an AMQP message (its signature is checked by the ``Verifier``).
+    ``SignatureError`` if it is not a receipt of this version or disagrees with its
+    signed headers."""
+    try:
+        line = json.loads(body.partition(b"\n")[0])
+        if not isinstance(line, dict) or line.get("v") != ENVELOPE_VERSION or line.get("kind") != RECEIPT_KIND:
+            raise ValueError("receipt version or kind not understood")
+        delivered, mailbox = str(line["delivered"]), str(line["mailbox"])
+        if str(headers.get("message_id")) != f"{delivered}.delivered":
+            raise ValueError("the receipt's message id differs from the signed header's")
+        return Receipt(delivered, mailbox, str(headers["host"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SignatureError(f"not a readable orkeon receipt ({exc}): refused") from exc

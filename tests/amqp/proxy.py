@@ -1,7 +1,8 @@
 """A loopback TCP proxy a test controls, to inject broker faults without touching the
 machine's broker: :meth:`cut` resets every connection and refuses new ones until
 :meth:`restore`; :meth:`stall` stops forwarding bytes (connections stay open) until
-:meth:`restore`."""
+:meth:`restore`; :meth:`stall_from_broker` stops only what the broker sends (publishes
+reach it, its confirms do not come back)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class TcpProxy:
         self._up.set()
         self._flowing = threading.Event()
         self._flowing.set()
+        self._downstream = threading.Event()
+        self._downstream.set()
         self._closed = False
         self.accepted = 0
         threading.Thread(target=self._accept, name="test-proxy-accept", daemon=True).start()
@@ -46,10 +49,10 @@ class TcpProxy:
             with self._lock:
                 self._links.append((client, upstream))
                 self.accepted += 1
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, gate in ((client, upstream, self._flowing), (upstream, client, self._downstream)):
+                threading.Thread(target=self._pump, args=(source, sink, gate), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, gate: threading.Event) -> None:
         while True:
             try:
                 data = source.recv(65536)
@@ -59,6 +62,7 @@ class TcpProxy:
                 _reset(sink)
                 return
             self._flowing.wait()
+            gate.wait()
             try:
                 sink.sendall(data)
             except OSError:
@@ -77,9 +81,15 @@ class TcpProxy:
     def stall(self) -> None:
         self._flowing.clear()
 
+    def stall_from_broker(self) -> None:
+        """Hold every byte the broker sends (confirms, deliveries) until :meth:`restore`
+        or :meth:`cut`; what the host sends still reaches the broker."""
+        self._downstream.clear()
+
     def restore(self) -> None:
         self._up.set()
         self._flowing.set()
+        self._downstream.set()
 
     def close(self) -> None:
         self._closed = True

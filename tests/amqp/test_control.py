@@ -38,7 +38,7 @@ class Host:
             Signer(name, keys),
             Verifier(keys, lambda _sender: None, _now_ms),
             spawn=self._spawn,
-            stop=self.stopped.append,
+            stop=lambda crew_id, _requester: self.stopped.append(crew_id),
         ).start()
 
     def _spawn(self, blueprint: str, crew_id: str | None) -> str:

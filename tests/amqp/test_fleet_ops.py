@@ -1,6 +1,7 @@
 """rt.fleet on two hosts of one process, on the real broker: spawn on another host returns
 a crew that is running there and routable from here; refusals are fast and typed; stop
-puts the crew to sleep where it lives; a report of a dead letter reaches its sender."""
+ends the crew where it lives and takes it off the rosters; a report of a dead letter
+reaches its sender."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pytest
 import orkeon_actors as ok
 from orkeon_actors.bench.lifecycle import FACTORIES, FOREVER_NAME
 from orkeon_actors.crew import CrewStatus
-from orkeon_actors.errors import FleetControlError
+from orkeon_actors.errors import FleetControlError, MailboxNotFoundError
 from orkeon_actors.fleet.dead_letters import DeliveryFailed
 from orkeon_actors.fleet.hub import AmqpEventHub
-from orkeon_actors.fleet.operations import Fleet
+from orkeon_actors.fleet.operations import STOPPED, Fleet
 from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
 from orkeon_actors.testing import wait_until
 
@@ -90,11 +91,41 @@ def test_a_host_serving_no_supervisor_refuses_with_the_reason(hosts: Hosts) -> N
         hosts.fleet_b.spawn(FOREVER_NAME, host=hosts.a_id, timeout=10)
 
 
-def test_stop_puts_the_crew_to_sleep_on_its_host(hosts: Hosts) -> None:
+def _assert_ended(hosts: Hosts, crew: str) -> None:
+    """``crew`` ended on b by a's stop: failed as stopped, gone from both rosters, its
+    mailbox closed to posts."""
+    outcome = hosts.supervisor_b.outcome(crew)
+    assert outcome is not None and outcome.status is CrewStatus.FAILED
+    assert outcome.failure is not None and outcome.failure.error_type == STOPPED
+    assert f"from host {hosts.a_id!r}" in outcome.failure.message
+    address = f"agent://{crew}/a"
+    assert hosts.hub(hosts.a).where(address) is None  # at once on the caller's roster
+    assert hosts.hub(hosts.b).where(address) is None
+    with pytest.raises(MailboxNotFoundError):
+        hosts.a.hub.bind("caller").post(address, b"{}")
+
+
+def test_stop_ends_a_live_crew_on_its_host_and_takes_it_off_the_roster(hosts: Hosts) -> None:
     crew = hosts.fleet_a.spawn(FOREVER_NAME, host=hosts.b_id, timeout=20)
     wait_until(lambda: hosts.supervisor_b.status(crew) is CrewStatus.WAITING, timeout=20, what="crew waiting")
     assert hosts.fleet_a.stop(crew, timeout=20) == crew
-    assert hosts.supervisor_b.state(crew) is LifecycleState.ASLEEP
+    _assert_ended(hosts, crew)
+    assert hosts.supervisor_b.state(crew) is LifecycleState.FAILED
+
+
+def test_stop_ends_a_sleeping_crew_too(hosts: Hosts) -> None:
+    crew = hosts.fleet_a.spawn(FOREVER_NAME, host=hosts.b_id, timeout=20)
+    wait_until(lambda: hosts.supervisor_b.status(crew) is CrewStatus.WAITING, timeout=20, what="crew waiting")
+    assert hosts.supervisor_b.sleep(crew)
+    assert hosts.fleet_a.stop(crew, timeout=20) == crew
+    _assert_ended(hosts, crew)
+
+
+def test_stop_of_a_crew_its_host_does_not_know_is_refused_with_the_reason(hosts: Hosts) -> None:
+    hosts.b.hub.register_mailbox("agent://stray/a")  # announced by b, but no crew of its supervisor
+    wait_until(lambda: hosts.hub(hosts.a).where("agent://stray/a") == hosts.b_id, what="b's mailbox on a")
+    with pytest.raises(FleetControlError, match=r"refused stop: FleetControlError: crew 'stray' is not running"):
+        hosts.fleet_a.stop("stray", timeout=10)
 
 
 def test_stop_of_a_crew_no_host_announces_is_refused(hosts: Hosts) -> None:

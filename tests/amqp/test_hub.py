@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pika
 import pytest
 
@@ -18,7 +19,7 @@ from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError, SendTimeoutError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.hub import AmqpEventHub
-from orkeon_actors.fleet.signing import HostKeys
+from orkeon_actors.fleet.signing import SIGNATURE_HEADER, HostKeys
 from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import DLQ, mailbox_key
 from orkeon_actors.hub.port import POST_TOPIC, CallerContext
@@ -305,14 +306,29 @@ def test_a_message_replayed_into_another_inbox_is_dead_lettered(fleet: Fleet) ->
     assert other.depth() == 0
 
 
-def test_a_replayed_message_is_dead_lettered_and_delivered_once(fleet: Fleet) -> None:
+def test_an_exact_replay_is_dropped_as_a_duplicate_and_delivered_once(fleet: Fleet) -> None:
     registration = fleet.register_on_b("agent://billing/scorer")
     outgoing = _signed_post(fleet, "agent://billing/scorer", "once")
     raw_publish(fleet.vhost, outgoing)
     raw_publish(fleet.vhost, outgoing)
-    assert dead_lettered(fleet.vhost, outgoing.message_id)
+    wait_until(lambda: fleet.hub_b.gateway.duplicates == 1, what="b dropping the second copy")
     with registration.reader() as reader:
         assert reader.receive().id == outgoing.message_id
+    assert registration.depth() == 0 and fleet.hub_b.gateway.rejected == 0
+
+
+def test_other_content_under_a_seen_id_is_dead_lettered_as_a_replay(fleet: Fleet) -> None:
+    registration = fleet.register_on_b("agent://billing/scorer")
+    outgoing = _signed_post(fleet, "agent://billing/scorer", "once")
+    raw_publish(fleet.vhost, outgoing)
+    twice = outgoing.body.replace(b'"once"', b'"twice"')  # signed by a too: only its content differs
+    unsigned = {name: value for name, value in outgoing.headers.items() if name != SIGNATURE_HEADER}
+    raw_publish(
+        fleet.vhost, attrs.evolve(outgoing, body=twice, headers=fleet.hub_a.gateway.signer.sign(unsigned, twice))
+    )
+    assert dead_lettered(fleet.vhost, outgoing.message_id)
+    with registration.reader() as reader:
+        assert reader.receive().payload == b'"once"'
     assert registration.depth() == 0
 
 

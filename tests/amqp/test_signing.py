@@ -32,13 +32,23 @@ def _verifier() -> Verifier:
     return Verifier(KEYS, HOMES.get, lambda: NOW, seen=3)
 
 
-def test_a_signed_message_verifies_once() -> None:
+def test_a_signed_message_verifies_once_then_is_a_duplicate() -> None:
     signed = Signer("host-a", KEYS).sign(_headers(), b'{"n":1}')
     verifier = _verifier()
-    verifier.verify(signed, b'{"n":1}', "agent://fraud/checker")
-    with pytest.raises(SignatureError, match="already received: a replay"):
-        verifier.verify(signed, b'{"n":1}', "agent://fraud/checker")
-    verifier.verify(signed, b'{"n":1}', "agent://fraud/checker", redelivered=True)  # the broker's own redelivery
+    assert verifier.verify(signed, b'{"n":1}', "agent://fraud/checker") is True
+    # the same signed bytes again (a republish, a redelivery): a duplicate, not a replay
+    assert verifier.verify(signed, b'{"n":1}', "agent://fraud/checker") is False
+    # the same message signed again by its host with a fresh expiry (an outbox retry)
+    resigned = Signer("host-a", KEYS).sign(_headers(expires_at=NOW + 90_000), b'{"n":1}')
+    assert verifier.verify(resigned, b'{"n":1}', "agent://fraud/checker") is False
+
+
+def test_other_content_under_a_seen_id_is_a_replay() -> None:
+    verifier = _verifier()
+    verifier.verify(Signer("host-a", KEYS).sign(_headers(), b'{"n":1}'), b'{"n":1}', "agent://fraud/checker")
+    other = Signer("host-a", KEYS).sign(_headers(), b'{"n":2}')
+    with pytest.raises(SignatureError, match="already received with other content: a replay"):
+        verifier.verify(other, b'{"n":2}', "agent://fraud/checker")
 
 
 @given(header=st.sampled_from(SIGNED_HEADERS), value=st.text(min_size=1, max_size=20))
@@ -99,7 +109,8 @@ def test_the_replay_window_is_bounded() -> None:
     for n in range(5):
         verifier.verify(Signer("host-a", KEYS).sign(_headers(message_id=f"m{n}"), b"x"), b"x", "agent://fraud/checker")
     # m0 left the window: only its expiry still bounds a replay of it
-    verifier.verify(Signer("host-a", KEYS).sign(_headers(message_id="m0"), b"x"), b"x", "agent://fraud/checker")
+    other = Signer("host-a", KEYS).sign(_headers(message_id="m0"), b"y")
+    assert verifier.verify(other, b"y", "agent://fraud/checker") is True
 
 
 def test_keys_must_be_long_and_present() -> None:

@@ -1,5 +1,6 @@
 """The AMQP envelope carries every field of a message unchanged, and refuses a body that
-is not one (the gateway then dead-letters it)."""
+is not one (the gateway then dead-letters it); a DELIVERED receipt is told apart from an
+envelope and names the post it confirms."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from orkeon_actors.errors import SignatureError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
-from orkeon_actors.wire.amqp import decode, encode, sender_of
+from orkeon_actors.wire.amqp import Receipt, decode, decode_receipt, encode, encode_receipt, is_receipt, sender_of
 
 ids = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -38,12 +39,39 @@ def messages(draw: st.DrawFn) -> Message:
     )
 
 
-@given(messages(), st.sampled_from(["post", "topic", "answer"]), st.one_of(st.none(), st.tuples(st.none(), ids)))
-def test_a_message_survives_the_envelope_unchanged(message: Message, kind: str, retain: object) -> None:
-    headers, body = encode(message, kind=kind, to="mbox.x", sender="crew://s", expires_at_ms=123, retain=retain)  # type: ignore[arg-type]
+@given(
+    messages(),
+    st.sampled_from(["post", "topic", "answer"]),
+    st.one_of(st.none(), st.tuples(st.none(), ids)),
+    st.booleans(),
+)
+def test_a_message_survives_the_envelope_unchanged(message: Message, kind: str, retain: object, receipt: bool) -> None:
+    headers, body = encode(
+        message,
+        kind=kind,
+        to="mbox.x",
+        sender="crew://s",
+        expires_at_ms=123,
+        retain=retain,  # type: ignore[arg-type]
+        receipt=receipt,
+    )
     envelope = decode({**headers, "host": "h"}, body)
     assert envelope.message == message
     assert (envelope.kind, envelope.expires_at_ms, envelope.host, envelope.retain) == (kind, 123, "h", retain)
+    assert envelope.receipt is receipt and not is_receipt(body)
+
+
+def test_a_receipt_names_the_post_it_confirms_and_is_no_envelope() -> None:
+    message_id = str(MessageId.new())
+    headers, body = encode_receipt(
+        message_id, "agent://ledger/book", sender="_gateway@b", to="answer.a", expires_at_ms=9
+    )
+    assert is_receipt(body) and headers["message_id"] == f"{message_id}.delivered"
+    assert decode_receipt({**headers, "host": "b"}, body) == Receipt(message_id, "agent://ledger/book", "b")
+    with pytest.raises(SignatureError, match="not a readable orkeon envelope"):
+        decode({**headers, "host": "b"}, body)
+    with pytest.raises(SignatureError, match="differs from the signed header"):
+        decode_receipt({**headers, "message_id": "other.delivered", "host": "b"}, body)
 
 
 def test_the_sender_is_the_agent_else_the_crew_else_the_gateway() -> None:
