@@ -28,7 +28,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -58,6 +58,7 @@ class ControlPlane:
         spawn: Callable[[str, str | None], str | tuple[str, Sequence[str]]],
         stop: Callable[[str], None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        ops: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
     ) -> None:
         self.host = host
         self._link = link
@@ -66,6 +67,9 @@ class ControlPlane:
         self._spawn = spawn
         self._stop = stop
         self._now_ms = now_ms
+        self.ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = dict(ops or {})
+        """More operations this host serves besides spawn and stop: name -> handler of
+        the request, returning the answer's fields (its errors are answered as refusals)."""
         self._waiting: dict[str, Future[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -93,6 +97,11 @@ class ControlPlane:
     def stop(self, host: str, crew_id: str, *, timeout: float = 30.0) -> str:
         """Stop crew ``crew_id`` on ``host``; returns its id once it stopped."""
         return self._ask(host, {"op": "stop", "crew_id": crew_id}, timeout)
+
+    def ask(self, host: str, request: dict[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:
+        """Run ``request`` (``{"op": NAME, ...}``, an op of the target's :attr:`ops`) on
+        ``host``: its answer's fields, or the errors of :meth:`spawn`."""
+        return self._answer(host, request, timeout)
 
     def _ask(self, host: str, request: dict[str, Any], timeout: float) -> str:
         return str(self._answer(host, request, timeout)["crew_id"])
@@ -165,17 +174,24 @@ class ControlPlane:
     def _serve(self, delivery: Delivery, sender_host: str, request: dict[str, Any]) -> None:
         try:
             entities: list[str] = []
+            extra: dict[str, Any] = {}
             if request.get("op") == "spawn":
                 spawned = self._spawn(str(request["blueprint"]), request.get("crew_id"))
                 crew_id, entities = (spawned, []) if isinstance(spawned, str) else (spawned[0], list(spawned[1]))
             elif request.get("op") == "stop":
                 crew_id = str(request["crew_id"])
                 self._stop(crew_id)
+            elif str(request.get("op")) in self.ops:
+                crew_id, extra = "", self.ops[str(request["op"])](request)
             else:
-                raise FleetControlError(f"unknown control operation {request.get('op')!r}: use spawn or stop")
-            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities}
+                known = ", ".join(["spawn", "stop", *self.ops])
+                raise FleetControlError(f"unknown control operation {request.get('op')!r}: use one of {known}")
+            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities, **extra}
         except (EventHubError, KeyError, ValueError) as exc:
             answer = {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        self._answer_with(delivery, sender_host, answer)
+
+    def _answer_with(self, delivery: Delivery, sender_host: str, answer: dict[str, Any]) -> None:
         body = json.dumps(answer, separators=(",", ":")).encode()
         message_id = str(delivery.headers["message_id"])
         try:
