@@ -28,8 +28,9 @@ What crosses hosts (cross-host messaging design §3-§8; spec §17):
   any subscriber sees a message. Subscriptions, ``wait_for`` on a topic and the sleeping
   crews' wake triggers thus see events published on any host.
 * **last values**: a retained publish carries its ``(scope, key)``; every host that
-  receives it keeps it in its own store and memory. A host started after the publish does
-  not see that value until it is retained again (no broker-side last-value cache).
+  receives it keeps it in its own store and memory, unless it holds a newer value. A host
+  started after the publish exchanges its values with every live host at boot
+  (:mod:`orkeon_actors.fleet.last_value_sync`), the newest of each key winning.
 
 A unit of work's post to a mailbox on another host is committed to the outbox with the
 unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
@@ -52,16 +53,19 @@ from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, MailboxN
 from orkeon_actors.fleet import remote_requests
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
+from orkeon_actors.fleet.last_value_sync import LastValueSync, newer
 from orkeon_actors.fleet.remote_requests import RemoteRequest
 from orkeon_actors.fleet.roster import Presence
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
+from orkeon_actors.hub.port import CallerContext
 from orkeon_actors.hub.replies import PendingRequest
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.middleware.pipeline import Pipeline
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -175,6 +179,9 @@ class AmqpEventHub(SqliteEventHub):
         self.host_id = fleet.host_id
         self.retaining: dict[MessageId, tuple[CrewId | None, str]] = {}
         """Messages being retained, until their fan-out picks the key up."""
+        self.last_value_sync: LastValueSync | None = None
+        """This host's boot exchange of last values (set by ``rt.fleet``)."""
+        self._retain_lock = threading.Lock()
         self._inbound: set[MessageId] = set()
         self._inbound_lock = threading.Lock()
         self.gateway = Gateway(fleet, self)
@@ -391,16 +398,41 @@ class AmqpEventHub(SqliteEventHub):
             self._inbound.add(message.id)
         try:
             if envelope.retain is not None:
-                scope, key = envelope.retain
-                self.writer.execute(
-                    lambda conn: last_values.retain(conn, scope, key, message),
-                    after_commit=lambda _: self.remember_last_value(scope, key, message),
-                    single_statement=True,
-                )
+                self.keep_last_value(*envelope.retain, message)
             self.route_live(message)
         finally:
             with self._inbound_lock:
                 self._inbound.discard(message.id)
+
+    # -- last values retained on other hosts ----------------------------------------------
+
+    def keep_last_value(self, scope: CrewId | None, key: str, message: Message, *, recheck: bool = False) -> bool:
+        """Keep ``message``, retained on another host, as the last value of ``(scope,
+        key)`` unless this host holds a newer one (``last_value_sync.newer``: all hosts
+        converge on the newest); whether it was kept. ``recheck``: this host's ACL
+        judges its publisher first (raises its refusal)."""
+        if recheck:
+            self._recheck_acl(message, "publish")
+        with self._retain_lock:
+            held = super().get_last_value(CallerContext(CrewId.SYSTEM), key, scope, None)
+            if not newer(message, held):
+                return False
+            self.writer.execute(
+                lambda conn: last_values.retain(conn, scope, key, message),
+                after_commit=lambda _: self.remember_last_value(scope, key, message),
+                single_statement=True,
+            )
+        return True
+
+    def get_last_value(
+        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
+    ) -> Message | None:
+        """As on one host, once this host's boot exchange of last values finished (right
+        after boot it waits for it, bounded: ``fleet.last_value_sync``)."""
+        sync = self.last_value_sync
+        if sync is not None and not sync.done:
+            sync.wait()
+        return super().get_last_value(caller, key, crew_scope, cancel)
 
     def take_answer(self, envelope: Envelope) -> None:
         self.answer(envelope.message)
