@@ -8,7 +8,7 @@ they still run on every other adapter, ``amqp`` (one host) included."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,11 @@ CONTRACT_ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], Any]] = {**ADAPTE
 NOT_SPLIT: dict[str, str] = {
     "test_send_is_cancellable": (
         "a requester's cancel is local: the replier's host still holds the request until its expiry, so its "
-        "reply is accepted there and dropped at the requester (docs/distributed.md, limits)"
+        "reply is accepted there and dropped at the requester (docs/distributed.md, 'How the fleet is tested')"
     ),
     "test_unregister_while_posting_never_swallows_a_message": (
         "a post the broker confirmed but the closed mailbox's host had not taken is dead-lettered and reported "
-        "to its sender (DeliveryFailed), not handed back by close(): tests/amqp/test_hub.py covers that path"
+        "to its sender (DeliveryFailed), not handed back by close(): tests/amqp/test_dead_letters.py covers that report"
     ),
 }
 """Contract tests left out of the cross-host variant (by function name), and why."""
@@ -57,19 +57,6 @@ def adapter(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def runtime(adapter: str, tmp_path: Path) -> Iterator[ok.Runtime]:
-    rt = CONTRACT_ADAPTERS[adapter](tmp_path, None)
-    try:
-        yield rt
-    finally:
-        rt.stop()
-
-
-@pytest.fixture
-def virtual_runtime(adapter: str, tmp_path: Path) -> Iterator[tuple[ok.Runtime, ok.VirtualClock]]:
-    clock = ok.VirtualClock()
-    rt = CONTRACT_ADAPTERS[adapter](tmp_path, clock)
-    try:
-        yield rt, clock
-    finally:
-        rt.stop()
+def adapters() -> dict[str, Callable[[Path, ok.Clock | None], Any]]:
+    """The runtime fixtures of ``tests/conftest.py`` build from this table here."""
+    return CONTRACT_ADAPTERS
