@@ -49,7 +49,13 @@ from concurrent.futures import Future
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
-from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, MailboxNotFoundError, UnroutableError
+from orkeon_actors.errors import (
+    EventHubError,
+    HubStoppedError,
+    InvalidArgumentError,
+    MailboxNotFoundError,
+    UnroutableError,
+)
 from orkeon_actors.fleet import remote_requests
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
@@ -379,7 +385,15 @@ class AmqpEventHub(SqliteEventHub):
         routes_kept = self.writer.submit(lambda conn: remote_requests.remember(conn, routes)) if routes else None
         results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
         if routes_kept is not None:
-            routes_kept.wait()
+            try:
+                routes_kept.wait()
+            except EventHubError as exc:  # the requests are open and kept: only a restart would lose them
+                _log.error(
+                    "host {}: the reply routes of {} request(s) were not kept ({}): they do not survive a restart",
+                    self.host_id,
+                    len(routes),
+                    exc,
+                )
         refused: list[str] = []
         for index, result in zip(kept, results, strict=True):
             outcomes[index] = result
