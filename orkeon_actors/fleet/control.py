@@ -58,7 +58,7 @@ class ControlPlane:
         spawn: Callable[[str, str | None], str | tuple[str, Sequence[str]]],
         stop: Callable[[str], None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
-        ops: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+        ops: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]] | None = None,
     ) -> None:
         self.host = host
         self._link = link
@@ -67,9 +67,10 @@ class ControlPlane:
         self._spawn = spawn
         self._stop = stop
         self._now_ms = now_ms
-        self.ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = dict(ops or {})
+        self.ops: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = dict(ops or {})
         """More operations this host serves besides spawn and stop: name -> handler of
-        the request, returning the answer's fields (its errors are answered as refusals)."""
+        (the verified sending host, the request), returning the answer's fields (its
+        ``EventHubError``, ``KeyError`` and ``ValueError`` are answered as refusals)."""
         self._waiting: dict[str, Future[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -182,7 +183,7 @@ class ControlPlane:
                 crew_id = str(request["crew_id"])
                 self._stop(crew_id)
             elif str(request.get("op")) in self.ops:
-                crew_id, extra = "", self.ops[str(request["op"])](request)
+                crew_id, extra = "", self.ops[str(request["op"])](sender_host, request)
             else:
                 known = ", ".join(["spawn", "stop", *self.ops])
                 raise FleetControlError(f"unknown control operation {request.get('op')!r}: use one of {known}")

@@ -137,9 +137,9 @@ class LastValueSync:
                 _log.warning("a last value from host {} was refused: {}", host, exc)
         return kept
 
-    def serve(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Another host booted: keep its newer values, answer with this host's."""
-        self._keep(request.get("values", []), "asking")
+    def serve(self, host: str, request: dict[str, Any]) -> dict[str, Any]:
+        """``host`` booted: keep its newer values, answer with this host's."""
+        self._keep(request.get("values", []), host)
         return {"values": self._encoded()}
 
     # -- the exchange -------------------------------------------------------------------
