@@ -35,7 +35,7 @@ from typing import Any
 
 from loguru import logger
 
-from orkeon_actors.errors import EventHubError, FleetControlError, FleetTimeoutError, SignatureError
+from orkeon_actors.errors import BrokerError, EventHubError, FleetControlError, FleetTimeoutError, SignatureError
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import CONTROL_EXCHANGE, control_queue, replies_key, replies_queue
@@ -197,6 +197,8 @@ class ControlPlane:
         message_id = str(delivery.headers["message_id"])
         try:
             self._send(sender_host, body, message_id, f"control://{sender_host}", reply_to=None, timeout=10.0)
+        except BrokerError as exc:  # this host is stopping or lost the broker: the asker times out
+            _log.warning("the control answer to host {} was not sent: {}", sender_host, exc)
         finally:
             self._link.ack(delivery)
 
