@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 import orkeon_actors as ok
+from orkeon_actors.fleet.host_process import HostProcess, write_keys
 from orkeon_actors.fleet.signing import HostKeys
 
+from .conftest import url
 from .fleet import fleet_keys, start_host
 
 pytestmark = pytest.mark.rabbitmq
@@ -77,3 +79,22 @@ def test_the_newest_value_wins_when_two_hosts_retained_the_same_key(hosts: Hosts
     assert hosts.value("a", "k") == "new, from c", "a learned the newer value from c's boot"
     hosts.start("b")  # both answer b, with the same newest value
     assert hosts.value("b", "k") == "new, from c"
+
+
+def test_a_host_process_started_after_a_retain_reads_it_at_once(vhost: str, tmp_path: Path) -> None:
+    """The same across host processes (each its own store and broker connection)."""
+    suffix = uuid.uuid4().hex[:6]
+    names = [f"pa-{suffix}", f"pb-{suffix}"]
+    keys_file = tmp_path / "keys.json"
+    write_keys(keys_file, names)
+    a, b = (
+        HostProcess(name, tmp_path / f"{name}.db", url=url(vhost), keys_file=keys_file, presence=(0.2, 3.0))
+        for name in names
+    )
+    try:
+        retained = a.start().call("retain", topic="prices.eur", key="eur", payload="1.08")
+        value = b.start().call("last_value", key="eur")
+        assert value is not None and (value["id"], value["payload"]) == (retained, "1.08")
+    finally:
+        b.stop()
+        a.stop()
