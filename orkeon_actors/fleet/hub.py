@@ -59,7 +59,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet import remote_requests
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
-from orkeon_actors.fleet.last_value_sync import LastValueSync, newer
+from orkeon_actors.fleet.last_value_sync import newer
 from orkeon_actors.fleet.remote_requests import RemoteRequest
 from orkeon_actors.fleet.roster import Presence
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
@@ -71,7 +71,6 @@ from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.middleware.pipeline import Pipeline
 from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -185,8 +184,6 @@ class AmqpEventHub(SqliteEventHub):
         self.host_id = fleet.host_id
         self.retaining: dict[MessageId, tuple[CrewId | None, str]] = {}
         """Messages being retained, until their fan-out picks the key up."""
-        self.last_value_sync: LastValueSync | None = None
-        """This host's boot exchange of last values (set by ``rt.fleet``)."""
         self._retain_lock = threading.Lock()
         self._inbound: set[MessageId] = set()
         self._inbound_lock = threading.Lock()
@@ -437,16 +434,6 @@ class AmqpEventHub(SqliteEventHub):
                 single_statement=True,
             )
         return True
-
-    def get_last_value(
-        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
-    ) -> Message | None:
-        """As on one host, once this host's boot exchange of last values finished (right
-        after boot it waits for it, bounded: ``fleet.last_value_sync``)."""
-        sync = self.last_value_sync
-        if sync is not None and not sync.done:
-            sync.wait()
-        return super().get_last_value(caller, key, crew_scope, cancel)
 
     def take_answer(self, envelope: Envelope) -> None:
         self.answer(envelope.message)

@@ -20,9 +20,11 @@ host, signed like every control message.
 
 Guarantees and limits:
 
-* ``get_last_value`` on a booting host waits (at most ``presence_interval`` plus
-  ``EXCHANGE_TIMEOUT``) until this exchange finished, so a read right after
-  ``Runtime.start`` sees a value retained anywhere in the fleet before it started.
+* The exchange runs beside the host (its boot does not wait for it):
+  ``rt.fleet.last_values.wait()`` returns once it finished (at most
+  ``presence_interval`` plus ``EXCHANGE_TIMEOUT`` after start), and from then on
+  ``get_last_value`` returns the newest value retained anywhere in the fleet before this
+  host started. Before that, it returns what this host's own store held.
 * A value lives as long as one host that holds it (in its store) runs or comes back: a
   value only a host that never returns held is lost.
 * A host that does not answer within ``EXCHANGE_TIMEOUT`` (it died but its presence has
@@ -86,9 +88,10 @@ class LastValueSync:
     def stop(self) -> None:
         self._stopping.set()
 
-    def wait(self) -> None:
-        """Return once this host's exchange finished (bounded, see the module docstring)."""
-        self._done.wait(self.hub.fleet_config.presence_interval + EXCHANGE_TIMEOUT + 1.0)
+    def wait(self) -> bool:
+        """Return once this host's exchange finished (``True``), or ``False`` after its
+        bound (``presence_interval`` + ``EXCHANGE_TIMEOUT`` + 1 s)."""
+        return self._done.wait(self.hub.fleet_config.presence_interval + EXCHANGE_TIMEOUT + 1.0)
 
     @property
     def done(self) -> bool:

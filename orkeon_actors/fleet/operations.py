@@ -74,7 +74,7 @@ class Fleet:
         _declare_now(self.hub, Declarer().control(host))
         self.control.start()
         self.dead_letters.start()
-        self.hub.last_value_sync = self.last_values.start()
+        self.last_values.start()
         return self
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ import pytest
 import orkeon_actors as ok
 from orkeon_actors.fleet.host_process import HostProcess, write_keys
 from orkeon_actors.fleet.signing import HostKeys
+from orkeon_actors.testing import wait_until
 
 from .conftest import url
 from .fleet import fleet_keys, start_host
@@ -33,8 +34,10 @@ class Hosts:
         self.running: dict[str, ok.Runtime] = {}
 
     def start(self, name: str) -> ok.Runtime:
+        """Start host ``name`` and wait until its boot exchange of last values finished."""
         host = self.ids[name]
         rt = self.running[name] = start_host(self.vhost, host, self.tmp / f"{host}.db", self.keys)
+        assert rt.fleet is not None and rt.fleet.last_values.wait()
         return rt
 
     def stop(self, name: str) -> None:
@@ -61,7 +64,7 @@ def test_a_host_started_after_a_retain_reads_the_value(hosts: Hosts) -> None:
     a = hosts.start("a")
     a.hub.bind("status", "p").publish("status.changed", {"v": 1}, _retain("status"))
     a.hub.bind("status", "p").publish("status.changed", {"for": "x"}, _retain("status", "x"))
-    hosts.start("b")  # right after start: get_last_value waits for the boot exchange
+    hosts.start("b")
     assert hosts.value("b", "status") == {"v": 1}
     assert hosts.value("b", "status", crew="x") == {"for": "x"}, "scoped slots cross too"
     assert hosts.value("b", "absent") is None
@@ -81,7 +84,7 @@ def test_the_newest_value_wins_when_two_hosts_retained_the_same_key(hosts: Hosts
     assert hosts.value("b", "k") == "new, from c"
 
 
-def test_a_host_process_started_after_a_retain_reads_it_at_once(vhost: str, tmp_path: Path) -> None:
+def test_a_host_process_started_after_a_retain_reads_it(vhost: str, tmp_path: Path) -> None:
     """The same across host processes (each its own store and broker connection)."""
     suffix = uuid.uuid4().hex[:6]
     names = [f"pa-{suffix}", f"pb-{suffix}"]
@@ -93,8 +96,10 @@ def test_a_host_process_started_after_a_retain_reads_it_at_once(vhost: str, tmp_
     )
     try:
         retained = a.start().call("retain", topic="prices.eur", key="eur", payload="1.08")
-        value = b.start().call("last_value", key="eur")
-        assert value is not None and (value["id"], value["payload"]) == (retained, "1.08")
+        b.start()
+        wait_until(lambda: b.call("last_value", key="eur") is not None, what="the value on the late host")
+        value = b.call("last_value", key="eur")
+        assert (value["id"], value["payload"]) == (retained, "1.08")
     finally:
         b.stop()
         a.stop()
