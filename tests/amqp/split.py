@@ -123,6 +123,7 @@ class SplitHub(EventHub):
     def _announced(self, address: MailboxAddress) -> None:
         wait_until(
             lambda: self.send_host.where(address) == self.boxes.host_id,
+            timeout=30,
             what=f"{address} announced to {self.send_host.host_id}",
         )
 
@@ -286,6 +287,7 @@ def split_runtime(tmp: Path, clock: ok.Clock | None) -> SplitRuntime:
         hubs = [rt.hub for rt in runtimes]
         wait_until(
             lambda: all({p.host for p in hub.roster()} >= set(names) for hub in hubs),  # type: ignore[attr-defined]
+            timeout=30,
             what="the three hosts seeing each other",
         )
     except BaseException:
