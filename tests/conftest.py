@@ -49,8 +49,17 @@ def adapter(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def runtime(adapter: str, tmp_path: Path) -> Iterator[ok.Runtime]:
-    rt = ADAPTERS[adapter](tmp_path, None)
+def adapters() -> dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]]:
+    """The table ``runtime`` and ``virtual_runtime`` build from (``tests/contract`` adds
+    its cross-host adapter)."""
+    return ADAPTERS
+
+
+@pytest.fixture
+def runtime(
+    adapter: str, adapters: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]], tmp_path: Path
+) -> Iterator[ok.Runtime]:
+    rt = adapters[adapter](tmp_path, None)
     try:
         yield rt
     finally:
@@ -58,9 +67,11 @@ def runtime(adapter: str, tmp_path: Path) -> Iterator[ok.Runtime]:
 
 
 @pytest.fixture
-def virtual_runtime(adapter: str, tmp_path: Path) -> Iterator[tuple[ok.Runtime, ok.VirtualClock]]:
+def virtual_runtime(
+    adapter: str, adapters: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]], tmp_path: Path
+) -> Iterator[tuple[ok.Runtime, ok.VirtualClock]]:
     clock = ok.VirtualClock()
-    rt = ADAPTERS[adapter](tmp_path, clock)
+    rt = adapters[adapter](tmp_path, clock)
     try:
         yield rt, clock
     finally:

@@ -30,14 +30,14 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from loguru import logger
 
-from orkeon_actors.errors import EventHubError, FleetControlError, FleetTimeoutError, SignatureError
+from orkeon_actors.errors import BrokerError, EventHubError, FleetControlError, FleetTimeoutError, SignatureError
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import CONTROL_EXCHANGE, control_queue, replies_key, replies_queue
@@ -60,6 +60,7 @@ class ControlPlane:
         spawn: Callable[[str, str | None], str | tuple[str, Sequence[str]]],
         stop: Callable[[str, str], Sequence[str] | None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        ops: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]] | None = None,
     ) -> None:
         self.host = host
         self._link = link
@@ -68,6 +69,10 @@ class ControlPlane:
         self._spawn = spawn
         self._stop = stop
         self._now_ms = now_ms
+        self.ops: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = dict(ops or {})
+        """More operations this host serves besides spawn and stop: name -> handler of
+        (the verified sending host, the request), returning the answer's fields (its
+        ``EventHubError``, ``KeyError`` and ``ValueError`` are answered as refusals)."""
         self._waiting: dict[str, Future[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
@@ -101,6 +106,11 @@ class ControlPlane:
         there (when the serving ``stop`` callable returns them)."""
         answer = self._answer(host, {"op": "stop", "crew_id": crew_id}, timeout)
         return str(answer["crew_id"]), [str(e) for e in answer.get("entities", [])]
+
+    def ask(self, host: str, request: dict[str, Any], *, timeout: float = 30.0) -> dict[str, Any]:
+        """Run ``request`` (``{"op": NAME, ...}``, an op of the target's :attr:`ops`) on
+        ``host``: its answer's fields, or the errors of :meth:`spawn`."""
+        return self._answer(host, request, timeout)
 
     def _answer(self, host: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         request_id = uuid.uuid4().hex
@@ -170,21 +180,30 @@ class ControlPlane:
     def _serve(self, delivery: Delivery, sender_host: str, request: dict[str, Any]) -> None:
         try:
             entities: list[str] = []
+            extra: dict[str, Any] = {}
             if request.get("op") == "spawn":
                 spawned = self._spawn(str(request["blueprint"]), request.get("crew_id"))
                 crew_id, entities = (spawned, []) if isinstance(spawned, str) else (spawned[0], list(spawned[1]))
             elif request.get("op") == "stop":
                 crew_id = str(request["crew_id"])
                 entities = list(self._stop(crew_id, sender_host) or ())
+            elif str(request.get("op")) in self.ops:
+                crew_id, extra = "", self.ops[str(request["op"])](sender_host, request)
             else:
-                raise FleetControlError(f"unknown control operation {request.get('op')!r}: use spawn or stop")
-            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities}
+                known = ", ".join(["spawn", "stop", *self.ops])
+                raise FleetControlError(f"unknown control operation {request.get('op')!r}: use one of {known}")
+            answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities, **extra}
         except (EventHubError, KeyError, ValueError) as exc:
             answer = {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        self._answer_with(delivery, sender_host, answer)
+
+    def _answer_with(self, delivery: Delivery, sender_host: str, answer: dict[str, Any]) -> None:
         body = json.dumps(answer, separators=(",", ":")).encode()
         message_id = str(delivery.headers["message_id"])
         try:
             self._send(sender_host, body, message_id, f"control://{sender_host}", reply_to=None, timeout=10.0)
+        except BrokerError as exc:  # this host is stopping or lost the broker: the asker times out
+            _log.warning("the control answer to host {} was not sent: {}", sender_host, exc)
         finally:
             self._link.ack(delivery)
 

@@ -28,14 +28,16 @@ What crosses hosts (cross-host messaging design §3-§8; spec §17):
   any subscriber sees a message. Subscriptions, ``wait_for`` on a topic and the sleeping
   crews' wake triggers thus see events published on any host.
 * **last values**: a retained publish carries its ``(scope, key)``; every host that
-  receives it keeps it in its own store and memory. A host started after the publish does
-  not see that value until it is retained again (no broker-side last-value cache).
+  receives it keeps it in its own store and memory, unless it holds a newer value. A host
+  started after the publish exchanges its values with every live host at boot
+  (:mod:`orkeon_actors.fleet.last_value_sync`), the newest of each key winning.
 
 A unit of work's post to a mailbox on another host is committed to the outbox with the
 unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
 
-Limits: a pending request does not survive a restart of the host that received it (as
-locally, requests are live).
+A request delivered here keeps its reply route (requester, host, deadline) in this
+host's store until answered (:mod:`orkeon_actors.fleet.remote_requests`): a restart of
+this host reopens it, so the restarted agent's reply still reaches the requester.
 """
 
 from __future__ import annotations
@@ -47,14 +49,24 @@ from concurrent.futures import Future
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
-from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError, UnroutableError
+from orkeon_actors.errors import (
+    EventHubError,
+    HubStoppedError,
+    InvalidArgumentError,
+    MailboxNotFoundError,
+    UnroutableError,
+)
+from orkeon_actors.fleet import remote_requests
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
+from orkeon_actors.fleet.last_value_sync import newer
+from orkeon_actors.fleet.remote_requests import RemoteRequest
 from orkeon_actors.fleet.roster import Presence
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.confirmation import delivery_confirmation_requested
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
+from orkeon_actors.hub.port import CallerContext
 from orkeon_actors.hub.replies import PendingRequest
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
@@ -173,6 +185,7 @@ class AmqpEventHub(SqliteEventHub):
         self.host_id = fleet.host_id
         self.retaining: dict[MessageId, tuple[CrewId | None, str]] = {}
         """Messages being retained, until their fan-out picks the key up."""
+        self._retain_lock = threading.Lock()
         self._inbound: set[MessageId] = set()
         self._inbound_lock = threading.Lock()
         self.gateway = Gateway(fleet, self)
@@ -192,6 +205,7 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
+            self._reopen_requests()
             kept = [address for address in sorted(self.durable_mailboxes, key=str) if _crossable(address)]
             self.gateway.preload_inboxes(kept)
             # Announced in the first heartbeat: a round without them would drop them from the others' views.
@@ -287,14 +301,42 @@ class AmqpEventHub(SqliteEventHub):
 
     def _answer_remotely(self, request: PendingRequest, host: str, expires_at_ms: int) -> None:
         """A remote request was settled here: send its reply home (a timeout: nothing,
-        the requester's own deadline fires there)."""
+        the requester's own deadline fires there), then drop its kept reply route."""
         self.forget_request(request.correlation_id)
         outcome = request.outcome
-        if not isinstance(outcome, Message):
-            return
-        gateway = self.gateway
-        outgoing = gateway.outgoing(outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms)
-        gateway.publish_nowait(outgoing, "reply")
+        if isinstance(outcome, Message):
+            gateway = self.gateway
+            outgoing = gateway.outgoing(
+                outcome, kind="answer", routing_key=answer_key(host), expires_at_ms=expires_at_ms
+            )
+            gateway.publish_nowait(outgoing, "reply")
+        self._drop_routes([request.correlation_id])
+
+    def _drop_routes(self, correlation_ids: list[str]) -> None:
+        """Delete kept reply routes (not waiting for the commit). After the store
+        closed they stay, and the next boot deletes those past their deadline."""
+        try:
+            self.writer.post(lambda conn: remote_requests.forget(conn, correlation_ids))
+        except HubStoppedError:
+            _log.debug(
+                "host {}: store closed, {} reply route(s) left for the next boot", self.host_id, len(correlation_ids)
+            )
+
+    def _reopen_requests(self) -> None:
+        """At boot: reopen the requests delivered here before a restart whose deadline
+        has not passed (the others are deleted unanswered)."""
+        kept = self.writer.execute(remote_requests.boot)
+        now = now_ms()
+        expired = [str(route.correlation_id) for route in kept if route.expires_at_ms <= now]
+        for route in kept:
+            if route.expires_at_ms > now:
+                self._open_route(route)
+        if expired:
+            self.writer.execute(lambda conn: remote_requests.forget(conn, expired))
+        if len(kept) > len(expired):
+            _log.info(
+                "host {}: reopened {} request(s) delivered before its restart", self.host_id, len(kept) - len(expired)
+            )
 
     # -- incoming (the gateway's sink, on its worker threads) ------------------------------
 
@@ -304,22 +346,37 @@ class AmqpEventHub(SqliteEventHub):
             if isinstance(stage, AclMiddleware):
                 stage.policy.decide(message, operation).raise_if_denied()
 
-    def _open_remote_request(self, envelope: Envelope, address: MailboxAddress) -> None:
-        """Open the request ``envelope`` carries here, so that a local reply answers it."""
-        message = envelope.message
-        assert message.correlation_id is not None
+    def _open_route(self, route: RemoteRequest) -> None:
+        """Open a request delivered here as a pending request of this hub, so that a
+        local reply answers it and travels to ``route.reply_host``."""
+        if self.pending_request(route.correlation_id) is not None:
+            return  # reopened at boot, then redelivered by the broker
         waiter: Waiter[Message] = Waiter()
         request = PendingRequest(
-            message.correlation_id, message.source_crew_id, address, waiter, message.source_agent_id
+            route.correlation_id, route.requester_crew, route.target, waiter, route.requester_agent
         )
-        waiter.on_settled = lambda: self._answer_remotely(request, envelope.host, envelope.expires_at_ms)
-        self.expect_reply(request, max(0.0, (envelope.expires_at_ms - now_ms()) / 1000))
+        waiter.on_settled = lambda: self._answer_remotely(request, route.reply_host, route.expires_at_ms)
+        self.expect_reply(request, max(0.0, (route.expires_at_ms - now_ms()) / 1000))
+
+    @staticmethod
+    def _route_of(envelope: Envelope, address: MailboxAddress) -> RemoteRequest:
+        message = envelope.message
+        assert message.correlation_id is not None
+        return RemoteRequest(
+            message.correlation_id,
+            message.source_crew_id,
+            message.source_agent_id,
+            address,
+            envelope.host,
+            envelope.expires_at_ms,
+        )
 
     def take_posts(self, posts: list[tuple[Envelope, MailboxAddress, bool]]) -> list[BaseException | None]:
         """Keep verified posts in this host's store (one batch of group commits), each
         after its ACL re-check; a request is opened here first. The outcome of each."""
         outcomes: list[BaseException | None] = [None] * len(posts)
         kept: list[int] = []
+        routes: list[RemoteRequest] = []
         for index, (envelope, address, redelivered) in enumerate(posts):
             message = envelope.message
             try:
@@ -329,17 +386,35 @@ class AmqpEventHub(SqliteEventHub):
                 if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
                     continue  # kept before the connection dropped: held, acknowledge it
                 if message.correlation_id is not None:
-                    self._open_remote_request(envelope, address)
+                    route = self._route_of(envelope, address)
+                    self._open_route(route)
+                    routes.append(route)
             except Exception as exc:  # refused: told to the gateway, which dead-letters it
                 outcomes[index] = exc
                 continue
             kept.append(index)
+        # Queued before the messages: committed in their group commit or an earlier one.
+        routes_kept = self.writer.submit(lambda conn: remote_requests.remember(conn, routes)) if routes else None
         results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
+        if routes_kept is not None:
+            try:
+                routes_kept.wait()
+            except EventHubError as exc:  # the requests are open and kept: only a restart would lose them
+                _log.error(
+                    "host {}: the reply routes of {} request(s) were not kept ({}): they do not survive a restart",
+                    self.host_id,
+                    len(routes),
+                    exc,
+                )
+        refused: list[str] = []
         for index, result in zip(kept, results, strict=True):
             outcomes[index] = result
             correlation_id = posts[index][0].message.correlation_id
             if result is not None and correlation_id is not None:
                 self.forget_request(correlation_id)
+                refused.append(correlation_id)
+        if refused:
+            self._drop_routes(refused)
         return outcomes
 
     def take_topic(self, envelope: Envelope) -> None:
@@ -349,16 +424,31 @@ class AmqpEventHub(SqliteEventHub):
             self._inbound.add(message.id)
         try:
             if envelope.retain is not None:
-                scope, key = envelope.retain
-                self.writer.execute(
-                    lambda conn: last_values.retain(conn, scope, key, message),
-                    after_commit=lambda _: self.remember_last_value(scope, key, message),
-                    single_statement=True,
-                )
+                self.keep_last_value(*envelope.retain, message)
             self.route_live(message)
         finally:
             with self._inbound_lock:
                 self._inbound.discard(message.id)
+
+    # -- last values retained on other hosts ----------------------------------------------
+
+    def keep_last_value(self, scope: CrewId | None, key: str, message: Message, *, recheck: bool = False) -> bool:
+        """Keep ``message``, retained on another host, as the last value of ``(scope,
+        key)`` unless this host holds a newer one (``last_value_sync.newer``: all hosts
+        converge on the newest); whether it was kept. ``recheck``: this host's ACL
+        judges its publisher first (raises its refusal)."""
+        if recheck:
+            self._recheck_acl(message, "publish")
+        with self._retain_lock:
+            held = super().get_last_value(CallerContext(CrewId.SYSTEM), key, scope, None)
+            if not newer(message, held):
+                return False
+            self.writer.execute(
+                lambda conn: last_values.retain(conn, scope, key, message),
+                after_commit=lambda _: self.remember_last_value(scope, key, message),
+                single_statement=True,
+            )
+        return True
 
     def take_answer(self, envelope: Envelope) -> None:
         self.answer(envelope.message)

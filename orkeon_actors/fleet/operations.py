@@ -53,6 +53,7 @@ from orkeon_actors.crew.protocol import End
 from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
 from orkeon_actors.fleet.control import ControlPlane
 from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
+from orkeon_actors.fleet.last_value_sync import LastValueSync
 from orkeon_actors.fleet.roster import GATEWAY
 from orkeon_actors.hub.amqp.topology import Declarer
 from orkeon_actors.lifecycle.ports import LifecycleState
@@ -86,6 +87,8 @@ class Fleet:
             self.host_id, gateway.link, gateway.signer, gateway.verifier, spawn=self._spawn_here, stop=self._stop_here
         )
         self.dead_letters = DeadLetterReporter(gateway.link, gateway.verifier, mailbox_reporter(hub))
+        self.last_values = LastValueSync(hub, self.control)
+        """The boot exchange of retained last values with the other hosts."""
 
     def start(self) -> Fleet:
         """Declare the control queues (now and on every reconnect), serve them, start the
@@ -95,10 +98,13 @@ class Fleet:
         _declare_now(self.hub, Declarer().control(host))
         self.control.start()
         self.dead_letters.start()
+        self.last_values.start()
         return self
 
     def close(self) -> None:
-        """End the dead-letter worker (the hub's gateway closes the connection)."""
+        """End the dead-letter worker and the last-value exchange (the hub's gateway
+        closes the connection)."""
+        self.last_values.stop()
         self.dead_letters.stop()
 
     def serve(self, supervisor: CrewSupervisor) -> None:

@@ -27,7 +27,8 @@ import orkeon_actors as ok
 from orkeon_actors.errors import UnknownCorrelationError
 from orkeon_actors.hub.routing import topic_matches
 from orkeon_actors.testing import wait_until
-from tests.conftest import ADAPTERS, Background
+from tests.conftest import Background
+from tests.contract.conftest import CONTRACT_ADAPTERS
 
 CREWS = ["c1", "c2", "c3"]
 TOPICS = ["orders.created", "orders.eu.created", "audit.event", "orders"]
@@ -45,7 +46,7 @@ class HubMachine(RuleBasedStateMachine):
     def start(self) -> None:
         self.tmp = TemporaryDirectory()
         self.clock = ok.VirtualClock()
-        self.rt = ADAPTERS[self.adapter](Path(self.tmp.name), self.clock)
+        self.rt = CONTRACT_ADAPTERS[self.adapter](Path(self.tmp.name), self.clock)
         self.hub = self.rt.hub
         self.counter = 0
         self.registrations = {m: self.hub.register_mailbox(m) for m in MAILBOXES}
@@ -191,7 +192,7 @@ class HubMachine(RuleBasedStateMachine):
                 assert registration.depth() == len(self.model_mailboxes[mailbox])
 
 
-@pytest.mark.parametrize("adapter_name", sorted(ADAPTERS))
+@pytest.mark.parametrize("adapter_name", sorted(CONTRACT_ADAPTERS))
 def test_hub_state_machine(adapter_name: str) -> None:
     machine = type(f"HubMachine_{adapter_name}", (HubMachine,), {"adapter": adapter_name})
     run_state_machine_as_test(
