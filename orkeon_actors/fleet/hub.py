@@ -34,6 +34,11 @@ What crosses hosts (cross-host messaging design §3-§8; spec §17):
 A unit of work's post to a mailbox on another host is committed to the outbox with the
 unit's effects and forwarded by the outbox dispatcher once the broker confirms it.
 
+An agent's post to a mailbox on another host is in its sender's history through a staged
+intent (:mod:`orkeon_actors.store.sent_staged`); one left pending by a crash is published
+again at boot (:meth:`AmqpEventHub.republish`, same signed bytes) and completed on the
+broker's confirm.
+
 Limits: a pending request does not survive a restart of the host that received it (as
 locally, requests are live).
 """
@@ -51,6 +56,7 @@ from orkeon_actors.errors import InvalidArgumentError, MailboxNotFoundError, Unr
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.roster import Presence
+from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
@@ -200,6 +206,9 @@ class AmqpEventHub(SqliteEventHub):
                 self.gateway.open_inbox(address, announce=False)
             self.gateway.roster.heartbeat()
             self.release_outbox()
+            with self.readers.connection() as conn:
+                left = self.sent.staged.pending_posts(conn)
+            self.sent.staged.resume(left, self.republish)
         except BaseException:
             self.stop()
             raise
@@ -232,8 +241,7 @@ class AmqpEventHub(SqliteEventHub):
         key = mailbox_key(address)
         request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
         if request is None or request.timer is None:
-            expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
-            gateway.publish(gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires))
+            gateway.publish(self._post_outgoing(message, key))
             return
         remaining = request.timer.deadline - self.clock.monotonic()
         outgoing = gateway.outgoing(
@@ -248,6 +256,40 @@ class AmqpEventHub(SqliteEventHub):
                 request.settle(refusal)
 
         confirmed.add_done_callback(settled)
+
+    def _post_outgoing(self, message: Message, key: str) -> Outgoing:
+        """The signed envelope of a post. It expires ``message_ttl`` after the message's
+        own stamp, so publishing the same message again (a resumed send) signs the same
+        bytes and the receiving gateway recognises it; a stamp already older than that
+        (a clock not the wall's) counts from now instead."""
+        ttl = int(self.fleet_config.message_ttl * 1000)
+        expires = int(message.published_at.timestamp() * 1000) + ttl
+        now = now_ms()
+        if expires <= now:
+            expires = now + ttl
+        return self.gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires)
+
+    def republish(self, message: Message) -> Future[None]:
+        """Publish a post again with its original bytes (a sent-history intent resumed
+        after a crash): mandatory and confirmed like the first time, without asking the
+        roster first (right after a boot it may not have heard the recipient's host yet;
+        the broker's mandatory flag answers instead). The future fails with
+        ``MailboxNotFoundError`` if no inbox is bound to its mailbox."""
+        address = message.target_mailbox
+        if address is None:
+            raise MailboxNotFoundError(address)
+        published = self.gateway.link.publish(self._post_outgoing(message, mailbox_key(address)))
+        result: Future[None] = Future()
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is None:
+                result.set_result(None)
+            else:
+                result.set_exception(MailboxNotFoundError(address) if isinstance(error, UnroutableError) else error)
+
+        published.add_done_callback(settled)
+        return result
 
     def _forward_outbox_post(self, message: Message) -> bool:
         """The outbox's hook: forward ``message`` if its mailbox is on another host."""

@@ -17,6 +17,15 @@ One send, on the caller's thread:
    completion that fails (the disk is full) is retried at the sender's next operation
    with the same bytes; a crash before it committed leaves the intent pending, resumed
    at the next boot.
+
+**Resumption** (R06): at boot, the fleet hub hands :meth:`StagedSends.resume` its
+``republish``: each pending intent of a post to another host (not a unit of work's, which
+its outbox row resumes; not a reply's, abandoned at boot) is published again with its
+original message (same id, same bytes: the receiving gateway drops a message id it
+already received), and completed once the broker confirmed it. One that cannot be
+published now (its mailbox is bound nowhere, no confirm in time) stays pending, with a
+WARNING, and is tried again before its sender's next send. Never a second row: a
+completion of an intent whose row exists only drops the intent.
 """
 
 from __future__ import annotations
@@ -24,18 +33,23 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 
 import apsw
 from loguru import logger
 
 from orkeon_actors.errors import StoreError
-from orkeon_actors.history.records import SentIntent
+from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.writer import StoreWriter
-from orkeon_actors.wire.sent_history import content_digest, record_of
+from orkeon_actors.wire.sent_history import SentRecordError, content_digest, intent_from_bytes, record_of
 
-__all__ = ["StagedSends"]
+__all__ = ["Republish", "StagedSends"]
+
+Republish = Callable[[Message], "Future[None]"]
+"""Publish a resumed post again (its original message); the future completes on the
+broker's confirm or fails with why it could not be published."""
 
 Reserve = Callable[[SentIntent, bytes], "Message | None"]
 
@@ -61,6 +75,11 @@ class StagedSends:
         self._in_flight = 0
         self._failed: dict[str, dict[str, tuple[SentIntent, bytes]]] = {}
         """Per sender: completions that failed, retried at its next operation."""
+        self._unresumed: dict[str, list[SentIntent]] = {}
+        """Per sender: pending intents left by the last run that could not be published
+        again at boot, tried again at its next operation."""
+        self.republish: Republish | None = None
+        """Set by the fleet hub once its broker link is up."""
 
     # -- one send -----------------------------------------------------------------------
 
@@ -123,10 +142,11 @@ class StagedSends:
     # -- the sender's next operation -------------------------------------------------------
 
     def before_operation(self, sender: str) -> None:
-        """Finish the completions of ``sender`` that failed (each one still failing stays
-        pending)."""
+        """Finish what ``sender`` left unfinished: failed completions, then intents of the
+        last run not resumed at boot (each one still failing stays pending)."""
         with self._lock:
             failed = self._failed.pop(sender, {})
+            unresumed = self._unresumed.pop(sender, [])
         for intent, content in failed.values():
             try:
                 self._writer.execute(self._completion(intent, content))
@@ -134,3 +154,69 @@ class StagedSends:
                 with self._lock:
                     self._failed.setdefault(sender, {})[intent.message_id] = (intent, content)
                 raise
+        if unresumed:
+            self._resume_intents(unresumed)
+
+    # -- boot ---------------------------------------------------------------------------
+
+    @staticmethod
+    def pending_posts(conn: apsw.Connection) -> list[SentIntent]:
+        """At boot, read on ``conn``: the pending intents of posts to another host the
+        last run left (not a unit of work's: its outbox row resumes it; not a reply's or
+        a request's: their requester died with that process), oldest first."""
+        intents: list[SentIntent] = []
+        for message_id, raw in list(sent_rows.pending_intents(conn)):
+            try:
+                intent = intent_from_bytes(raw)
+            except SentRecordError:
+                continue  # logged by the history's own boot, which leaves it pending
+            if intent.kind is not SendKind.POST:
+                continue
+            if conn.execute("SELECT 1 FROM outbox WHERE message_id = ?", (message_id,)).fetchone() is None:
+                intents.append(intent)
+        return intents
+
+    def resume(self, intents: list[SentIntent], republish: Republish) -> int:
+        """At boot: publish ``intents`` (:meth:`pending_posts`) again and complete each
+        confirmed one (see the module docstring); ``republish`` is kept for the senders'
+        next operations. Returns how many completed."""
+        self.republish = republish
+        if not intents:
+            return 0
+        logger.info("resuming {} pending sent-history intent(s) left by the last run", len(intents))
+        return self._resume_intents(intents)
+
+    def _resume_intents(self, intents: list[SentIntent], timeout: float = 10.0) -> int:
+        """Publish each intent's message again (all at once), complete each confirmed
+        one; the others stay pending for their sender's next operation."""
+        republish = self.republish
+        if republish is None:
+            raise StoreError("no broker link to resume sent-history intents on (the fleet hub is not started)")
+        published: list[tuple[SentIntent, Future[None]]] = []
+        for intent in intents:
+            try:
+                published.append((intent, republish(intent.message)))
+            except Exception as exc:  # refused before publishing: keep it for later
+                failed: Future[None] = Future()
+                failed.set_exception(exc)
+                published.append((intent, failed))
+        done = 0
+        for intent, future in published:
+            try:
+                future.result(timeout)
+            except Exception as exc:  # FutureTimeout included
+                logger.warning(
+                    "sent-history intent {} of {} to {} could not be published again ({}); it stays "
+                    "pending (coverage partial) and is tried again at the sender's next send",
+                    intent.message_id,
+                    intent.sender.address,
+                    intent.to.address,
+                    exc,
+                )
+                with self._lock:
+                    self._unresumed.setdefault(intent.sender.id, []).append(intent)
+                continue
+            content = content_digest(intent.kind, intent.to, intent.message)
+            self._writer.execute(self._completion(intent, content))
+            done += 1
+        return done
