@@ -35,6 +35,9 @@ POST_THREADS = 16
 SINK = "agent://bench-sink/consumer"
 CREWS = "orkeon_actors.bench.amqp_crews:bench_factories"
 RESPONDER = "agent://bench-rpc/responder"
+SPAWN_TIMEOUT = 600.0
+"""Seconds a host may take to spawn its share of crews and put them to sleep (1,000
+crews took over a minute on a 2-core machine at a load average of 12)."""
 
 
 def cpu_seconds(hosts: list[HostProcess]) -> float:
@@ -124,7 +127,7 @@ def wake_latency_ms(url: str, directory: Path, crews: int) -> list[float]:
     try:
         b.call("serve_crews", factories=CREWS)
         ids = [f"lat{i}" for i in range(crews)]
-        b.call("sleepers", within=600, kind="forever", crews=ids, timeout=60)
+        b.call("sleepers", within=600, kind="forever", crews=ids, timeout=SPAWN_TIMEOUT)
         _all_announced(a, {box: "lat-b" for box in _mailboxes(ids)})
         latencies = []
         for crew, box in zip(ids, _mailboxes(ids), strict=True):
@@ -151,7 +154,10 @@ def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
         shares = _split([f"wr{i}" for i in range(crews)], workers)
         for host in work:
             host.call("serve_crews", factories=CREWS)
-        pending = [h.call_async("sleepers", kind="forever", crews=mine) for h, mine in zip(work, shares, strict=True)]
+        pending = [
+            h.call_async("sleepers", kind="forever", crews=mine, timeout=SPAWN_TIMEOUT)
+            for h, mine in zip(work, shares, strict=True)
+        ]
         for future in pending:
             future.result(600)
         where = {box: host.host_id for host, mine in zip(work, shares, strict=True) for box in _mailboxes(mine)}
@@ -178,14 +184,17 @@ def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[fl
     work = start_hosts(url, directory, names)
     try:
         shares = _split([f"ex{i}" for i in range(crews)], workers)
-        lead_s = 5.0 + 0.03 * len(shares[0])
+        lead_s = 5.0 + 0.08 * len(shares[0])  # 1,000 crews took over 60 s to spawn at a load of 12
         at_ms = int(time.time() * 1000 + lead_s * 1000)
         at_perf = time.perf_counter() + (at_ms / 1000 - time.time())
         for host in work:
             host.call("serve_crews", factories=CREWS, expire_at_ms=at_ms)
         for host, mine in zip(work, shares, strict=True):
             host.call("expect", crews=mine)
-        pending = [h.call_async("sleepers", kind=EXPIRING, crews=mine) for h, mine in zip(work, shares, strict=True)]
+        pending = [
+            h.call_async("sleepers", kind=EXPIRING, crews=mine, timeout=SPAWN_TIMEOUT)
+            for h, mine in zip(work, shares, strict=True)
+        ]
         for future in pending:
             future.result(600)
         if time.perf_counter() >= at_perf:
