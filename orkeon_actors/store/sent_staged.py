@@ -43,7 +43,13 @@ from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.writer import StoreWriter
-from orkeon_actors.wire.sent_history import SentRecordError, content_digest, intent_from_bytes, record_of
+from orkeon_actors.wire.sent_history import (
+    SentRecordError,
+    content_digest,
+    intent_bytes,
+    intent_from_bytes,
+    record_of,
+)
 
 __all__ = ["Republish", "StagedSends"]
 
@@ -80,6 +86,9 @@ class StagedSends:
         again at boot, tried again at its next operation."""
         self.republish: Republish | None = None
         """Set by the fleet hub once its broker link is up."""
+        self._requests: list[SentIntent] = []
+        """Pending intents of requests found by :meth:`pending_posts`, abandoned by
+        :meth:`resume`."""
 
     # -- one send -----------------------------------------------------------------------
 
@@ -159,21 +168,26 @@ class StagedSends:
 
     # -- boot ---------------------------------------------------------------------------
 
-    @staticmethod
-    def pending_posts(conn: apsw.Connection) -> list[SentIntent]:
+    def pending_posts(self, conn: apsw.Connection) -> list[SentIntent]:
         """At boot, read on ``conn``: the pending intents of posts to another host the
-        last run left (not a unit of work's: its outbox row resumes it; not a reply's or
-        a request's: their requester died with that process), oldest first."""
+        last run left (not a unit of work's: its outbox row resumes it; not a reply's,
+        abandoned by the history's boot; not a request's: its requester died with that
+        process, so :meth:`resume` moves it to ``sent_abandoned``), oldest first."""
         intents: list[SentIntent] = []
+        abandoned: list[SentIntent] = []
         for message_id, raw in list(sent_rows.pending_intents(conn)):
             try:
                 intent = intent_from_bytes(raw)
             except SentRecordError:
                 continue  # logged by the history's own boot, which leaves it pending
+            if intent.kind is SendKind.SEND:
+                abandoned.append(intent)
+                continue
             if intent.kind is not SendKind.POST:
                 continue
             if conn.execute("SELECT 1 FROM outbox WHERE message_id = ?", (message_id,)).fetchone() is None:
                 intents.append(intent)
+        self._requests = abandoned
         return intents
 
     def resume(self, intents: list[SentIntent], republish: Republish) -> int:
@@ -181,6 +195,23 @@ class StagedSends:
         confirmed one (see the module docstring); ``republish`` is kept for the senders'
         next operations. Returns how many completed."""
         self.republish = republish
+        requests, self._requests = self._requests, []
+        for request in requests:  # its requester died with the last run: never confirmed
+            self._writer.execute(
+                functools.partial(
+                    sent_rows.abandon,
+                    intent=request,
+                    raw=intent_bytes(request),
+                    now_ms=self._now_ms(),
+                    reason="the process died between the request's intent and its completion",
+                )
+            )
+            logger.warning(
+                "request {} of {} was interrupted by a crash; its requester died with that process, "
+                "so it is kept in sent_abandoned, not as a sent row",
+                request.message_id,
+                request.sender.address,
+            )
         if not intents:
             return 0
         logger.info("resuming {} pending sent-history intent(s) left by the last run", len(intents))

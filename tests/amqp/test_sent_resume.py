@@ -90,3 +90,25 @@ def test_a_remote_post_interrupted_by_a_crash_is_resumed_at_boot_exactly_once(
     wait_until(lambda: ready_count(vhost, queue) == 0, timeout=30, what="B's inbox drained")
     with pytest.raises(HostCallError, match="CancelledError"):
         b.call("receive", address=BOX, timeout=1)  # no second copy of the resumed post
+
+
+def test_a_remote_request_interrupted_by_a_crash_is_abandoned_at_boot(
+    hosts: tuple[HostProcess, HostProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = hosts
+    b.start()
+    b.call("register", address=BOX)
+    monkeypatch.setenv("ORKEON_TEST_HOOKS", "1")
+    monkeypatch.setenv("ORKEON_TEST_SEND_FAIL_AFTER", "intent_reserved")
+    a.start()  # armed: SIGKILLs itself once its first send's intent committed
+    for variable in ("ORKEON_TEST_HOOKS", "ORKEON_TEST_SEND_FAIL_AFTER"):
+        monkeypatch.delenv(variable)
+    wait_until(lambda: [b.host_id, BOX] in a.call("roster"), timeout=30, what=f"{BOX} on A's roster")
+    with pytest.raises(HostCallError, match=r"died|exited"):
+        a.call("send", to=BOX, payload="{}", timeout=5, crew=SENDER[0], agent=SENDER[1])
+    a.kill()
+    assert _as_left(a.store)[:2] == ("partial", 1)
+
+    a.restart()  # its requester died with the process: kept for audit, never a row
+    sent = a.call("sent", crew=SENDER[0], agent=SENDER[1])
+    assert (sent["state"], sent["pending"], sent["rows"], sent["verified"]) == ("complete", 0, [], True)
