@@ -22,6 +22,10 @@ median of the per-round ratios (the ``hub`` suite's reasoning, ``docs/bench.md``
 * scale-out: wakes by posts from A, and expiries at one instant, of crews shared by one,
   then two worker hosts (fresh hosts and stores each time); ``*_scale_out`` is two over one
   (:func:`~orkeon_actors.bench.amqp_fleet.wake_rate`, :func:`~orkeon_actors.bench.amqp_fleet.expiry_rate`).
+* ``*_cpu_us``: CPU microseconds per message (per round trip, per expired crew) of the
+  processes involved together, the broker's excepted: raw pika's publisher and consumer
+  (client and server), hosts A and B, the worker hosts. On a machine whose cores are
+  shared, they say where a rate is bound: by work per message, or by the cores.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orkeon_actors.bench.amqp_fleet import expiry_rate, hub_rows, wake_latency_ms, wake_rate
+from orkeon_actors.bench.amqp_fleet import HubFigures, expiry_rate, hub_rows, wake_latency_ms, wake_rate
 from orkeon_actors.bench.amqp_raw import raw_post_receive_per_s, raw_rpc_per_s
 from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
@@ -70,8 +74,8 @@ def _median_ratio(ours: list[float], raw: list[float]) -> float:
     return statistics.median(o / r for o, r in zip(ours, raw, strict=True))
 
 
-HubRows = Callable[[str, Path, int, int], tuple[float, float]]
-"""``(url, directory, N, M) -> (post_receive_per_s, send_reply_per_s)`` of the hub."""
+HubRows = Callable[[str, Path, int, int], HubFigures]
+"""``(url, directory, N, M) -> HubFigures`` of the hub."""
 
 
 def _hub_rows() -> HubRows | None:
@@ -89,25 +93,38 @@ def bench_amqp(quick: bool) -> BenchResult:
     rounds = 1 if quick else 3
     raw_post: list[float] = []
     raw_rpc: list[float] = []
+    raw_post_cpu: list[float] = []
+    raw_rpc_cpu: list[float] = []
     post: list[float] = []
     send: list[float] = []
+    post_cpu: list[float] = []
+    send_cpu: list[float] = []
     hub_rows = _hub_rows()
     directory = Path(scratch_directory("orkeon-bench-amqp-"))
     with scratch_vhost("orkeon-bench") as vhost, _removed(directory):
         url = broker_url(vhost)
         for index in range(rounds):
             progress(f"round {index + 1}/{rounds}")
-            raw_post.append(raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW))
-            raw_rpc.append(raw_rpc_per_s(url, requests))
+            rate, cpu = raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW)
+            raw_post.append(rate)
+            raw_post_cpu.append(cpu)
+            rate, cpu = raw_rpc_per_s(url, requests)
+            raw_rpc.append(rate)
+            raw_rpc_cpu.append(cpu)
             if hub_rows is not None:
-                hub_post, hub_send = hub_rows(url, Path(tempfile.mkdtemp(dir=directory)), count, requests)
-                post.append(hub_post)
-                send.append(hub_send)
+                hub = hub_rows(url, Path(tempfile.mkdtemp(dir=directory)), count, requests)
+                post.append(hub.post_per_s)
+                send.append(hub.send_per_s)
+                post_cpu.append(hub.post_cpu_us)
+                send_cpu.append(hub.send_cpu_us)
     figures = {
         "raw_post_receive_per_s": statistics.median(raw_post),
         "raw_rpc_per_s": statistics.median(raw_rpc),
+        "raw_post_receive_cpu_us": statistics.median(raw_post_cpu),
+        "raw_rpc_cpu_us": statistics.median(raw_rpc_cpu),
     }
     units = {"raw_post_receive_per_s": "messages/s", "raw_rpc_per_s": "round trips/s"}
+    units |= {"raw_post_receive_cpu_us": "µs/message", "raw_rpc_cpu_us": "µs/round trip"}
     notes = f"N={count}, M={requests}, {rounds} round(s), medians; prefetch {PREFETCH}, confirm window {WINDOW}"
     if post:
         figures |= {
@@ -115,12 +132,16 @@ def bench_amqp(quick: bool) -> BenchResult:
             "send_reply_per_s": statistics.median(send),
             "post_receive_vs_raw": _median_ratio(post, raw_post),
             "send_reply_vs_raw_rpc": _median_ratio(send, raw_rpc),
+            "post_receive_cpu_us": statistics.median(post_cpu),
+            "send_reply_cpu_us": statistics.median(send_cpu),
         }
         units |= {
             "post_receive_per_s": "messages/s",
             "send_reply_per_s": "round trips/s",
             "post_receive_vs_raw": "ratio",
             "send_reply_vs_raw_rpc": "ratio",
+            "post_receive_cpu_us": "µs/message",
+            "send_reply_cpu_us": "µs/round trip",
         }
     else:
         notes += "; the hub's rows need the distributed hub adapter, absent from this build"
@@ -136,7 +157,9 @@ def bench_amqp(quick: bool) -> BenchResult:
             progress(f"wakes on {workers} worker host(s)")
             rates[f"wake_per_s_{workers}"] = wake_rate(url, _fresh(scratch), workers, shared)
             progress(f"expiries on {workers} worker host(s)")
-            rates[f"expiries_per_s_{workers}"] = expiry_rate(url, _fresh(scratch), workers, shared)
+            rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expiry_rate(
+                url, _fresh(scratch), workers, shared
+            )
     figures |= {
         "wake_latency_p50_ms": statistics.median(latencies),
         "wake_latency_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
@@ -146,10 +169,13 @@ def bench_amqp(quick: bool) -> BenchResult:
         "expiries_per_s_1_host": rates["expiries_per_s_1"],
         "expiries_per_s_2_hosts": rates["expiries_per_s_2"],
         "expiry_scale_out": rates["expiries_per_s_2"] / rates["expiries_per_s_1"],
+        "expiry_cpu_us_1_host": rates["expiry_cpu_us_1"],
+        "expiry_cpu_us_2_hosts": rates["expiry_cpu_us_2"],
     }
     units |= {"wake_latency_p50_ms": "ms", "wake_latency_p99_ms": "ms", "wake_scale_out": "ratio"}
     units |= {"wakes_per_s_1_host": "crews/s", "wakes_per_s_2_hosts": "crews/s", "expiry_scale_out": "ratio"}
     units |= {"expiries_per_s_1_host": "crews/s", "expiries_per_s_2_hosts": "crews/s"}
+    units |= {"expiry_cpu_us_1_host": "µs/crew", "expiry_cpu_us_2_hosts": "µs/crew"}
     notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
 

@@ -68,6 +68,7 @@ def _select(url: str, on_channel: Callable[[pika.SelectConnection, pika.channel.
 
 def _consumer(url: str, name: str, count: int, prefetch: int, ready: Any, results: Any) -> None:
     seen = 0
+    cpu = 0.0
 
     def on_channel(connection: pika.SelectConnection, channel: pika.channel.Channel) -> None:
         def on_message(
@@ -78,11 +79,17 @@ def _consumer(url: str, name: str, count: int, prefetch: int, ready: Any, result
             seen += 1
             if seen == count:
                 results.put(("received", time.monotonic()))
+                results.put(("consumer_cpu", time.process_time() - cpu))
                 connection.close()
+
+        def consuming(_frame: pika.frame.Method) -> None:
+            nonlocal cpu
+            cpu = time.process_time()
+            ready.set()
 
         channel.basic_qos(
             prefetch_count=prefetch,
-            callback=lambda _f: channel.basic_consume(name, on_message, callback=lambda _f: ready.set()),
+            callback=lambda _f: channel.basic_consume(name, on_message, callback=consuming),
         )
 
     _report_errors(results, lambda: _select(url, on_channel))
@@ -91,6 +98,7 @@ def _consumer(url: str, name: str, count: int, prefetch: int, ready: Any, result
 def _publisher(url: str, name: str, count: int, window: int, go: Any, results: Any) -> None:
     def on_channel(connection: pika.SelectConnection, channel: pika.channel.Channel) -> None:
         sent = confirmed = 0
+        cpu = 0.0
         properties = pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent, content_type="application/json")
 
         def fill() -> None:
@@ -108,13 +116,16 @@ def _publisher(url: str, name: str, count: int, window: int, go: Any, results: A
                 return
             confirmed = method.delivery_tag  # tags are 1..sent, in order
             if confirmed >= count:
+                results.put(("publisher_cpu", time.process_time() - cpu))
                 connection.close()
             else:
                 fill()
 
         def start(_frame: pika.frame.Method) -> None:
+            nonlocal cpu
             go.wait()
             results.put(("started", time.monotonic()))
+            cpu = time.process_time()
             fill()
 
         channel.confirm_delivery(on_confirm, callback=start)
@@ -123,21 +134,29 @@ def _publisher(url: str, name: str, count: int, window: int, go: Any, results: A
 
 
 def _rpc_server(url: str, name: str, ready: Any, results: Any) -> None:
+    cpu = 0.0
+
     def on_channel(connection: pika.SelectConnection, channel: pika.channel.Channel) -> None:
         def on_request(
             ch: pika.channel.Channel, method: pika.spec.Basic.Deliver, props: pika.spec.BasicProperties, body: bytes
         ) -> None:
             if body == b"stop":
                 ch.basic_ack(method.delivery_tag)
+                results.put(("server_cpu", time.process_time() - cpu))
                 connection.close()
                 return
             reply = pika.BasicProperties(correlation_id=props.correlation_id)
             ch.basic_publish("", props.reply_to, body, reply)
             ch.basic_ack(method.delivery_tag)
 
+        def consuming(_frame: pika.frame.Method) -> None:
+            nonlocal cpu
+            cpu = time.process_time()
+            ready.set()
+
         channel.basic_qos(
             prefetch_count=64,
-            callback=lambda _f: channel.basic_consume(name, on_request, callback=lambda _f: ready.set()),
+            callback=lambda _f: channel.basic_consume(name, on_request, callback=consuming),
         )
 
     _report_errors(results, lambda: _select(url, on_channel))
@@ -147,6 +166,7 @@ def _rpc_client(url: str, name: str, count: int, results: Any) -> None:
     def on_channel(connection: pika.SelectConnection, channel: pika.channel.Channel) -> None:
         done = 0
         started = 0.0
+        cpu = 0.0
 
         def request() -> None:
             properties = pika.BasicProperties(reply_to="amq.rabbitmq.reply-to", correlation_id=str(done))
@@ -163,14 +183,16 @@ def _rpc_client(url: str, name: str, count: int, results: Any) -> None:
             done += 1
             if done == count:
                 results.put(("elapsed", time.monotonic() - started))
+                results.put(("client_cpu", time.process_time() - cpu))
                 ch.basic_publish("", name, b"stop")
                 connection.close()
             else:
                 request()
 
         def consuming(_frame: pika.frame.Method) -> None:
-            nonlocal started
+            nonlocal started, cpu
             started = time.monotonic()
+            cpu = time.process_time()
             request()
 
         channel.basic_consume("amq.rabbitmq.reply-to", on_reply, auto_ack=True, callback=consuming)
@@ -218,9 +240,12 @@ def _join(processes: list[multiprocessing.process.BaseProcess]) -> None:
             process.join()
 
 
-def raw_post_receive_per_s(url: str, count: int, *, prefetch: int, window: int, timeout: float = 120.0) -> float:
+def raw_post_receive_per_s(
+    url: str, count: int, *, prefetch: int, window: int, timeout: float = 120.0
+) -> tuple[float, float]:
     """Messages/s from a confirming publisher process to a consuming process (see the
-    module docstring)."""
+    module docstring), and the CPU microseconds per message of both processes together
+    over the run (each measures its own, from its start signal to its last message)."""
     name = "bench.raw.post"
     declare_queue(url, name)
     results = _CONTEXT.Queue()
@@ -233,14 +258,16 @@ def raw_post_receive_per_s(url: str, count: int, *, prefetch: int, window: int, 
         publisher.start()
         _wait_ready(ready, processes, "the raw consumer", timeout)
         go.set()
-        figures = _collect(results, {"started", "received"}, timeout)
-        return count / (figures["received"] - figures["started"])
+        figures = _collect(results, {"started", "received", "consumer_cpu", "publisher_cpu"}, timeout)
+        cpu_us = (figures["consumer_cpu"] + figures["publisher_cpu"]) / count * 1e6
+        return count / (figures["received"] - figures["started"]), cpu_us
     finally:
         _join(processes)
 
 
-def raw_rpc_per_s(url: str, count: int, *, timeout: float = 120.0) -> float:
-    """Sequential round trips/s through direct reply-to between two processes."""
+def raw_rpc_per_s(url: str, count: int, *, timeout: float = 120.0) -> tuple[float, float]:
+    """Sequential round trips/s through direct reply-to between two processes, and the
+    CPU microseconds per round trip of both together."""
     name = "bench.raw.rpc"
     declare_queue(url, name)
     results = _CONTEXT.Queue()
@@ -253,7 +280,7 @@ def raw_rpc_per_s(url: str, count: int, *, timeout: float = 120.0) -> float:
         client = _CONTEXT.Process(target=_rpc_client, args=(url, name, count, results), daemon=True)
         processes.append(client)
         client.start()
-        figures = _collect(results, {"elapsed"}, timeout)
-        return count / figures["elapsed"]
+        figures = _collect(results, {"elapsed", "client_cpu", "server_cpu"}, timeout)
+        return count / figures["elapsed"], (figures["client_cpu"] + figures["server_cpu"]) / count * 1e6
     finally:
         _join(processes)

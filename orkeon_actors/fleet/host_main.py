@@ -125,6 +125,19 @@ def op_post_many(
     return {"started_at": started, "ended_at": time.monotonic()}
 
 
+def op_sent(state: HostState, crew: str, agent: str) -> dict[str, Any]:
+    """The sent history of ``crew/agent`` on this host: its coverage, pending count, the
+    message ids of its rows in order, and whether its ledger verifies."""
+    history = state.runtime.hub.bind(crew, agent).sent()
+    report = state.runtime.hub.verify_sent(f"agent://{crew}/{agent}")
+    return {
+        "state": history.coverage.state.value,
+        "pending": history.coverage.pending,
+        "rows": [row.message_id for row in history.rows],
+        "verified": report.ok,
+    }
+
+
 def op_receive(state: HostState, address: str, timeout: float = 30.0) -> dict[str, Any]:
     token, timer = _deadline_token(timeout)
     try:
@@ -380,6 +393,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "post": op_post,
     "post_many": op_post_many,
     "receive": op_receive,
+    "sent": op_sent,
     "drain": op_drain,
     "send": op_send,
     "send_many": op_send_many,

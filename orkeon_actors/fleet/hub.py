@@ -38,6 +38,11 @@ unit's effects and forwarded by the outbox dispatcher once the broker confirms i
 A request delivered here keeps its reply route (requester, host, deadline) in this
 host's store until answered (:mod:`orkeon_actors.fleet.remote_requests`): a restart of
 this host reopens it, so the restarted agent's reply still reaches the requester.
+
+An agent's post to a mailbox on another host is in its sender's history through a staged
+intent (:mod:`orkeon_actors.store.sent_staged`); one left pending by a crash is published
+again at boot (:meth:`AmqpEventHub.republish`, same body, sender and recipient) and
+completed on the broker's confirm.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.last_value_sync import newer
 from orkeon_actors.fleet.remote_requests import RemoteRequest
 from orkeon_actors.fleet.roster import Presence
+from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topic_key, topic_key
 from orkeon_actors.hub.confirmation import delivery_confirmation_requested
 from orkeon_actors.hub.mailbox import MailboxHandle
@@ -215,6 +221,9 @@ class AmqpEventHub(SqliteEventHub):
                 self.gateway.open_inbox(address, announce=False)
             self.gateway.roster.heartbeat()
             self.release_outbox()
+            with self.readers.connection() as conn:
+                left = self.sent.staged.pending_posts(conn)
+            self.sent.staged.resume(left, self.republish)
         except BaseException:
             self.stop()
             raise
@@ -250,8 +259,7 @@ class AmqpEventHub(SqliteEventHub):
         request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
         receipt = delivery_confirmation_requested()
         if request is None or request.timer is None:
-            expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
-            outgoing = gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires, receipt=receipt)
+            outgoing = self._post_outgoing(message, key, receipt=receipt)
             if receipt:
                 gateway.publish_delivered(outgoing, address)
             else:
@@ -277,6 +285,36 @@ class AmqpEventHub(SqliteEventHub):
                 request.settle(refusal)
 
         confirmed.add_done_callback(settled)
+
+    def _post_outgoing(self, message: Message, key: str, *, receipt: bool = False) -> Outgoing:
+        """The signed envelope of a post, valid for ``message_ttl`` from now. Publishing
+        the same message again (a resumed send) carries the same body, sender and
+        recipient: the receiving gateway's seen-set drops it as a duplicate whatever its
+        new expiry (:func:`~orkeon_actors.fleet.signing.message_digest`)."""
+        expires = now_ms() + int(self.fleet_config.message_ttl * 1000)
+        return self.gateway.outgoing(message, kind="post", routing_key=key, expires_at_ms=expires, receipt=receipt)
+
+    def republish(self, message: Message) -> Future[None]:
+        """Publish a post again with its original bytes (a sent-history intent resumed
+        after a crash): mandatory and confirmed like the first time, without asking the
+        roster first (right after a boot it may not have heard the recipient's host yet;
+        the broker's mandatory flag answers instead). The future fails with
+        ``MailboxNotFoundError`` if no inbox is bound to its mailbox."""
+        address = message.target_mailbox
+        if address is None:
+            raise MailboxNotFoundError(address)
+        published = self.gateway.link.publish(self._post_outgoing(message, mailbox_key(address)))
+        result: Future[None] = Future()
+
+        def settled(done: Future[None]) -> None:
+            error = done.exception()
+            if error is None:
+                result.set_result(None)
+            else:
+                result.set_exception(MailboxNotFoundError(address) if isinstance(error, UnroutableError) else error)
+
+        published.add_done_callback(settled)
+        return result
 
     def _forward_outbox_post(self, message: Message) -> bool:
         """The outbox's hook: forward ``message`` if its mailbox is on another host."""

@@ -63,6 +63,7 @@ from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup, original_message
 from orkeon_actors.store.sent_reads import read_history, verify_history
+from orkeon_actors.store.sent_staged import StagedSends
 from orkeon_actors.wire.sent_history import (
     SentRecordError,
     content_digest,
@@ -187,9 +188,13 @@ class SqliteSentHistory:
         sender = self._sender(message)
         if self._materialised.get(sender.id):
             self._retry_completions(sender.id)
+        if "staged" in self.__dict__:
+            self.staged.before_operation(sender.id)
         kind = _kind(message, to)
         intent = SentIntent(kind, sender, self._endpoint(to), key, message, self.now_ms())
         if kind is SendKind.REPLY or to.scheme is Scheme.TOPIC or self._lives_elsewhere(to):
+            if self.hub.forward_post is not None and to.scheme is not Scheme.TOPIC:  # a fleet host (sent_staged)
+                return self.staged.send(intent, terminal)
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
 
@@ -225,6 +230,22 @@ class SqliteSentHistory:
                 original_id=original_id,
             )
         return original_message(record)
+
+    @functools.cached_property
+    def staged(self) -> StagedSends:
+        """The staged sends of a fleet host (:mod:`orkeon_actors.store.sent_staged`)."""
+        return StagedSends(self.hub.writer, self._reserve_intent, self.now_ms)
+
+    def _reserve_intent(self, intent: SentIntent, content: bytes) -> Message | None:
+        """Commit ``intent`` (one writer request); the original message of a reused key."""
+
+        def work(conn: apsw.Connection) -> Message | None:
+            original = self._check_key(conn, intent, content)
+            if original is None:
+                sent_rows.reserve(conn, intent, content)
+            return original
+
+        return self.hub.writer.execute(work, single_statement=intent.idempotency_key is None)
 
     @functools.cached_property
     def group(self) -> SentGroup:
@@ -374,16 +395,24 @@ class SqliteSentHistory:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def _settle(self) -> None:
+        """A fleet host's completions in flight commit before a read (read your sends)."""
+        if "staged" in self.__dict__:
+            self.staged.settle()
+
     def read(
         self, sender: Endpoint, to: Endpoint | None = None, since_ms: int | None = None, include_body: bool = False
     ) -> SentHistory:
+        self._settle()
         with self.hub.readers.connection() as conn:
             return read_history(conn, sender, to, since_ms, include_body)
 
     def coverage(self, sender: Endpoint) -> Coverage:
+        self._settle()
         with self.hub.readers.connection() as conn:
             return sent_rows.coverage(conn, sender.id)
 
     def verify(self, sender: Endpoint) -> LedgerReport:
+        self._settle()
         with self.hub.readers.connection() as conn:
             return verify_history(conn, sender)

@@ -26,6 +26,9 @@ def test_orkeon_bench_amqp_measures_the_hub_beside_raw_pika(
     keys |= {"wakes_per_s_1_host", "wakes_per_s_2_hosts", "wake_scale_out"}
     keys |= {"expiries_per_s_1_host", "expiries_per_s_2_hosts", "expiry_scale_out"}
     assert keys <= set(figures) and all(figures[key] > 0 for key in keys)
+    cpu = {"raw_post_receive_cpu_us", "raw_rpc_cpu_us", "post_receive_cpu_us", "send_reply_cpu_us"}
+    cpu |= {"expiry_cpu_us_1_host", "expiry_cpu_us_2_hosts"}
+    assert cpu <= set(figures)  # what each side costs per message, beside the rates
     assert figures["wake_latency_p50_ms"] <= figures["wake_latency_p99_ms"]
     left = {v for v in rabbitmqctl("list_vhosts").split() if v.startswith("orkeon-bench-")} - before
     assert left == set()  # its scratch vhost deleted (other runs' vhosts may come and go)

@@ -155,6 +155,12 @@ class BrokerLink:
         self._unconfirmed: dict[int, _Pending] = {}
         self._by_id: dict[str, _Pending] = {}
         self._queued: list[_Pending] = []
+        self._flush_scheduled = False
+        """A :meth:`_flush` is scheduled on the I/O thread and has not taken the queue
+        yet: publishes meanwhile join it instead of waking the loop each."""
+        self._settling: list[Callable[[], None]] = []
+        """Acks and rejects waiting for the I/O thread, run by one scheduled callback."""
+        self._settle_scheduled = False
         self._consumers: list[_Consumer] = []
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
@@ -270,6 +276,8 @@ class BrokerLink:
             self._open_consumer(consumer)
         with self._lock:
             queued, self._queued = self._queued, []
+            self._flush_scheduled = False  # one lost with the old connection's loop
+            self._settling, self._settle_scheduled = [], False  # void: the broker redelivers them
         for pending in queued:
             self._publish_now(pending)
         self._was_ready = True
@@ -308,7 +316,11 @@ class BrokerLink:
                 return pending.future
             connection = self._connection
             self._queued.append(pending)
-        if connection is not None and self._ready.is_set():
+            flush = connection is not None and self._ready.is_set() and not self._flush_scheduled
+            if flush:
+                self._flush_scheduled = True
+        if flush:
+            assert connection is not None
             self._threadsafe(connection, self._flush)
         return pending.future
 
@@ -326,9 +338,10 @@ class BrokerLink:
             ) from None
 
     def _flush(self) -> None:
-        if self._channel is None:
-            return  # published by _resume once the link is back
         with self._lock:
+            self._flush_scheduled = False
+            if self._channel is None:
+                return  # published by _resume once the link is back
             queued, self._queued = self._queued, []
         for pending in queued:
             self._publish_now(pending)
@@ -519,7 +532,19 @@ class BrokerLink:
                     action(channel)
                     return
 
-        self._threadsafe(connection, run)
+        with self._lock:
+            self._settling.append(run)
+            schedule = not self._settle_scheduled
+            self._settle_scheduled = True
+        if schedule:  # one wake of the I/O loop for the acks of a whole batch
+            self._threadsafe(connection, self._run_settlements)
+
+    def _run_settlements(self) -> None:
+        with self._lock:
+            runs, self._settling = self._settling, []
+            self._settle_scheduled = False
+        for run in runs:
+            run()
 
     # -- plumbing -------------------------------------------------------------------------
 
