@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Final
 
 import attrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from orkeon_actors.crew.mode_state import MODES, OrchestrationState
@@ -35,7 +36,7 @@ from orkeon_actors.crew.state import (
 )
 from orkeon_actors.errors import EventHubError
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.wire.snapshot import snapshot_converter
+from orkeon_actors.wire.snapshot import dumps, snapshot_converter
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -50,9 +51,11 @@ __all__ = [
     "to_json",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The snapshot shape this release writes. Bump it on every shape change and register a
-migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``)."""
+migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``).
+3: fields equal to their default are left out and the text has no insignificant
+whitespace (:mod:`orkeon_actors.wire.snapshot`); ``schema_version`` is always written."""
 
 
 class SnapshotVersionError(EventHubError):
@@ -131,6 +134,13 @@ configure_tagged_union(OrchestrationState, converter, tag_generator=lambda cls: 
 _KIND_OF = {OnTopic: "on_topic", OnMailbox: "on_mailbox", OnReply: "on_reply"}
 configure_tagged_union(PendingWaitKind, converter, tag_generator=lambda cls: _KIND_OF[cls], tag_name="kind")
 
+converter.register_unstructure_hook(
+    CrewSnapshot,
+    make_dict_unstructure_fn(
+        CrewSnapshot, converter, _cattrs_omit_if_default=True, schema_version=override(omit_if_default=False)
+    ),
+)  # defaults left out, but never the version a reader needs first
+
 
 Migrator = Callable[[dict[str, Any]], dict[str, Any]]
 _MIGRATORS: dict[int, Migrator] = {}
@@ -160,6 +170,13 @@ def _add_cursors(data: dict[str, Any]) -> dict[str, Any]:
     ``wait_for_event`` waits were one-shot)."""
     agents = [{**agent, "cursors": []} for agent in data.get("agents", [])]
     return {**data, "agents": agents, "schema_version": 2}
+
+
+@register_migrator(2)
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """2 -> 3: only the text changed (defaults left out, no whitespace); a version-2
+    body, every field written, structures as it is."""
+    return {**data, "schema_version": 3}
 
 
 def to_dict(snapshot: CrewSnapshot) -> dict[str, Any]:
@@ -200,7 +217,8 @@ def from_dict(data: dict[str, Any]) -> CrewSnapshot:
 
 
 def to_json(snapshot: CrewSnapshot) -> str:
-    return json.dumps(to_dict(snapshot), sort_keys=True)
+    """The snapshot's stored text (:func:`orkeon_actors.wire.snapshot.dumps`)."""
+    return dumps(to_dict(snapshot))
 
 
 def from_json(text: str) -> CrewSnapshot:
