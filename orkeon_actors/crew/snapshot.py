@@ -6,6 +6,9 @@ datetimes in ISO 8601, payloads in base64, the ``OrchestrationState`` variants t
 by ``mode`` and the ``PendingWaitKind`` variants by ``kind``. ``schema_version`` is
 written on every snapshot; the loader upgrades an older one through the registered
 migrators (§8.4) and refuses a version it does not know with :class:`SnapshotVersionError`.
+From version 3 the text is compact: fields equal to their default are left out, and
+``pending_waits`` too when it is the agents' pending waits (its usual value, a second
+copy of them); both read back as they were.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "CrewOutcome",
     "CrewSnapshot",
     "SnapshotVersionError",
+    "agents_waits",
     "converter",
     "from_dict",
     "from_json",
@@ -55,7 +59,8 @@ SCHEMA_VERSION: Final = 3
 """The snapshot shape this release writes. Bump it on every shape change and register a
 migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``).
 3: fields equal to their default are left out and the text has no insignificant
-whitespace (:mod:`orkeon_actors.wire.snapshot`); ``schema_version`` is always written."""
+whitespace (:mod:`orkeon_actors.wire.snapshot`); ``schema_version`` is always written;
+``pending_waits`` is left out when it is the agents' pending waits (:func:`agents_waits`)."""
 
 
 class SnapshotVersionError(EventHubError):
@@ -182,7 +187,28 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
 def to_dict(snapshot: CrewSnapshot) -> dict[str, Any]:
     """The snapshot as JSON values."""
     data: dict[str, Any] = converter.unstructure(snapshot)
+    if snapshot.pending_waits == agents_waits(snapshot.agents):
+        del data["pending_waits"]  # a second copy of the agents' waits: read back from them
     return data
+
+
+def agents_waits(agents: tuple[AgentState, ...]) -> tuple[PendingWait, ...]:
+    """The waits of the agents parked on a tool call, in agent order: a crew's
+    ``pending_waits`` as the crew actor takes them. The text leaves ``pending_waits``
+    out when it is exactly this, and :func:`from_dict` takes them from the agents then."""
+    return tuple(a.pending.wait for a in agents if a.pending is not None and a.pending.wait is not None)
+
+
+def _with_agents_waits(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``pending_waits`` taken from its agents' pending calls when absent."""
+    if "pending_waits" in data:
+        return data
+    waits = []
+    for agent in data.get("agents", ()):
+        pending = agent.get("pending") if isinstance(agent, dict) else None
+        if isinstance(pending, dict) and pending.get("wait") is not None:
+            waits.append(pending["wait"])
+    return {**data, "pending_waits": waits}
 
 
 def from_dict(data: dict[str, Any]) -> CrewSnapshot:
@@ -213,7 +239,7 @@ def from_dict(data: dict[str, Any]) -> CrewSnapshot:
                 f"expected {version + 1}"
             )
         version = new_version
-    return converter.structure(data, CrewSnapshot)
+    return converter.structure(_with_agents_waits(data), CrewSnapshot)
 
 
 def to_json(snapshot: CrewSnapshot) -> str:

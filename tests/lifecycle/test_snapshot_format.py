@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
+
 from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.crew import from_json, to_json
 from orkeon_actors.crew.snapshot import SCHEMA_VERSION
@@ -77,7 +79,19 @@ def test_a_version_2_snapshot_loads_and_is_written_back_compact() -> None:
     assert "inbox" not in agent and "cursors" not in agent and "failure" not in agent  # defaults left out
     assert set(agent["budget"]) == {"tokens_used", "tool_calls_used", "wall_time_used"}  # the non-zero usage
     assert agent["pending"]["wait"]["expires_at"] is None  # no default (Forever is said): written
-    assert data["mailboxes"] == [] and data["mode"] == "sequential"  # the envelope (spec §8.1) is always whole
+    assert data["mailboxes"] == [] and data["mode"] == "sequential"
+    assert "pending_waits" not in data  # the agent's pending wait, written once
+    assert snapshot.pending_waits == (snapshot.agents[0].pending.wait,)  # type: ignore[union-attr]
+
+
+def test_pending_waits_that_are_not_the_agents_are_written() -> None:
+    snapshot = from_json(V2_BODY)
+    other = attrs.evolve(snapshot.pending_waits[0], wait_id="01M8S53MW5F6RP96HN1M76JD0N")
+    for waits in ((), (snapshot.pending_waits[0], other)):
+        changed = attrs.evolve(snapshot, pending_waits=waits)
+        data = json.loads(to_json(changed))
+        assert len(data["pending_waits"]) == len(waits)
+        assert from_json(to_json(changed)) == changed
 
 
 def test_a_store_of_version_2_snapshots_boots_and_its_crews_wake_and_complete(tmp_path: Path) -> None:
