@@ -22,7 +22,12 @@ Version 7 adds the sender-owned sent history (``sent_index``, ``sent_heads``,
 waits (the crews asleep, ``count(DISTINCT crew_id)`` of ``pending_waits``) in
 ``store_counts``, maintained by triggers on ``pending_waits`` in the transaction of every
 write, so a boot reads one row instead of an index of every sleeping crew (the step
-counts them once).
+counts them once). Version 9 makes a sleeping crew smaller on disk and its sleep and
+wake touch fewer B-trees: ``mailbox_registry`` is a ``WITHOUT ROWID`` table (its
+address key stored once, not in the table and again in an index), and the §11.1
+indexes of ``pending_waits`` by topic, mailbox and correlation id leave out the waits
+whose column is ``NULL`` (same names and columns; every lookup by one of them compares
+it with a value, so the partial index answers it).
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -255,6 +260,22 @@ BEGIN
 END;
 """
 
+_V9 = """
+CREATE TABLE mailbox_registry_v9 (
+    address       TEXT PRIMARY KEY,
+    registered_at TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT INTO mailbox_registry_v9 (address, registered_at) SELECT address, registered_at FROM mailbox_registry;
+DROP TABLE mailbox_registry;
+ALTER TABLE mailbox_registry_v9 RENAME TO mailbox_registry;
+DROP INDEX idx_pending_waits_topic_crew;
+CREATE INDEX idx_pending_waits_topic_crew ON pending_waits(topic, target_crew_id) WHERE topic IS NOT NULL;
+DROP INDEX idx_pending_waits_mailbox;
+CREATE INDEX idx_pending_waits_mailbox ON pending_waits(target_mailbox) WHERE target_mailbox IS NOT NULL;
+DROP INDEX idx_pending_waits_correlation;
+CREATE INDEX idx_pending_waits_correlation ON pending_waits(correlation_id) WHERE correlation_id IS NOT NULL;
+"""
+
 ASLEEP_COUNT_SQL = "SELECT value FROM store_counts WHERE name = 'asleep_crews'"
 """The crews with pending waits (version 8 on): one row, whatever the number of crews."""
 
@@ -284,6 +305,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "mailbox high-water marks of supervised crews instead of a row per post", _script(_V6)),
     Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(sent_rows.SCHEMA)),
     Migration(8, "the number of crews with pending waits, kept by triggers (a boot reads one row)", _script(_V8)),
+    Migration(9, "smaller sleeping crews: mailbox registry without rowid, wait indexes without NULLs", _script(_V9)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
