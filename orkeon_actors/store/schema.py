@@ -21,9 +21,10 @@ Version 7 adds the sender-owned sent history (``sent_index``, ``sent_heads``,
 :mod:`orkeon_actors.store.sent_rows`). Version 8 keeps the number of crews with pending
 waits (the crews asleep, ``count(DISTINCT crew_id)`` of ``pending_waits``) in
 ``store_counts``, maintained by triggers on ``pending_waits`` in the transaction of every
-write, so a boot reads one row instead of an index of every sleeping crew (the step
-counts them once). Version 9 makes a sleeping crew smaller on disk and its sleep and
-wake touch fewer B-trees: ``mailbox_registry`` is a ``WITHOUT ROWID`` table (its
+write (``INSERT``, ``INSERT OR REPLACE``, ``UPDATE``, ``DELETE``; not ``INSERT OR
+IGNORE``, whose ignored row would still be counted), so a boot reads one row instead of
+an index of every sleeping crew (the step counts them once). Version 9 makes a sleeping
+crew smaller on disk and its sleep and wake touch fewer B-trees: ``mailbox_registry`` is a ``WITHOUT ROWID`` table (its
 address key stored once, not in the table and again in an index), and the §11.1
 indexes of ``pending_waits`` by topic, mailbox and correlation id leave out the waits
 whose column is ``NULL`` (same names and columns; every lookup by one of them compares
@@ -242,6 +243,15 @@ CREATE TRIGGER pending_waits_first_of_crew BEFORE INSERT ON pending_waits
 WHEN NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = NEW.crew_id)
 BEGIN
     UPDATE store_counts SET value = value + 1 WHERE name = 'asleep_crews';
+END;
+-- An INSERT OR REPLACE that takes a wait id from another crew removes that crew's row
+-- without a delete trigger: its crew leaves the count when that row was its last.
+CREATE TRIGGER pending_waits_taken_from_crew BEFORE INSERT ON pending_waits
+WHEN EXISTS (SELECT 1 FROM pending_waits WHERE wait_id = NEW.wait_id AND crew_id IS NOT NEW.crew_id)
+    AND NOT EXISTS (SELECT 1 FROM pending_waits WHERE wait_id != NEW.wait_id
+                    AND crew_id = (SELECT crew_id FROM pending_waits WHERE wait_id = NEW.wait_id))
+BEGIN
+    UPDATE store_counts SET value = value - 1 WHERE name = 'asleep_crews';
 END;
 CREATE TRIGGER pending_waits_last_of_crew AFTER DELETE ON pending_waits
 WHEN NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = OLD.crew_id)

@@ -122,7 +122,7 @@ def test_a_version_7_store_counts_its_sleeping_crews_once_when_it_migrates(env: 
         assert sup.sleep(crew)
     env.shutdown()
     conn = apsw.Connection(str(env.db))  # as version 7 left it: no count, no triggers
-    for trigger in ("first_of_crew", "last_of_crew", "crew_gained", "crew_left"):
+    for trigger in ("first_of_crew", "taken_from_crew", "last_of_crew", "crew_gained", "crew_left"):
         conn.execute(f"DROP TRIGGER pending_waits_{trigger}")
     conn.execute("DROP TABLE store_counts")
     conn.execute("PRAGMA user_version = 7")

@@ -53,7 +53,7 @@ def _apply(conn: apsw.Connection, op: str, key: str, crew: str) -> None:
         )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(operations)
 def test_the_count_of_crews_with_waits_is_exact_after_any_writes(ops: list[tuple[str, str, str]]) -> None:
     conn = apsw.Connection(":memory:")
@@ -66,6 +66,18 @@ def test_the_count_of_crews_with_waits_is_exact_after_any_writes(ops: list[tuple
         [(kept,)] = conn.execute(ASLEEP_COUNT_SQL).fetchall()
         [(counted,)] = conn.execute("SELECT count(DISTINCT crew_id) FROM pending_waits").fetchall()
         assert kept == counted, (op, key, crew)
+    conn.close()
+
+
+def test_a_wait_id_taken_from_another_crew_moves_the_count() -> None:
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys = ON")
+    migrate(conn, ":memory:")
+    for crew in ("a", "b"):
+        _apply(conn, "snapshot", crew, "")
+    _apply(conn, "put", "w1", "a")
+    _apply(conn, "put", "w1", "b")  # replaces a's only wait: a leaves, b joins
+    assert conn.execute(ASLEEP_COUNT_SQL).fetchall() == [(1,)]
     conn.close()
 
 
