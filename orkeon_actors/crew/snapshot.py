@@ -6,6 +6,9 @@ datetimes in ISO 8601, payloads in base64, the ``OrchestrationState`` variants t
 by ``mode`` and the ``PendingWaitKind`` variants by ``kind``. ``schema_version`` is
 written on every snapshot; the loader upgrades an older one through the registered
 migrators (§8.4) and refuses a version it does not know with :class:`SnapshotVersionError`.
+From version 3 the text is compact: fields equal to their default are left out, and
+``pending_waits`` too when it is the agents' pending waits (its usual value, a second
+copy of them); both read back as they were.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import datetime
 from typing import Any, Final
 
 import attrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from orkeon_actors.crew.mode_state import MODES, OrchestrationState
@@ -35,13 +39,14 @@ from orkeon_actors.crew.state import (
 )
 from orkeon_actors.errors import EventHubError
 from orkeon_actors.model.ids import CrewId
-from orkeon_actors.wire.snapshot import snapshot_converter
+from orkeon_actors.wire.snapshot import dumps, snapshot_converter
 
 __all__ = [
     "SCHEMA_VERSION",
     "CrewOutcome",
     "CrewSnapshot",
     "SnapshotVersionError",
+    "agents_waits",
     "converter",
     "from_dict",
     "from_json",
@@ -50,9 +55,12 @@ __all__ = [
     "to_json",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The snapshot shape this release writes. Bump it on every shape change and register a
-migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``)."""
+migrator from the previous version. 2: agents' ``cursors`` (``TopicCursorState``).
+3: fields equal to their default are left out and the text has no insignificant
+whitespace (:mod:`orkeon_actors.wire.snapshot`); ``schema_version`` is always written;
+``pending_waits`` is left out when it is the agents' pending waits (:func:`agents_waits`)."""
 
 
 class SnapshotVersionError(EventHubError):
@@ -131,6 +139,13 @@ configure_tagged_union(OrchestrationState, converter, tag_generator=lambda cls: 
 _KIND_OF = {OnTopic: "on_topic", OnMailbox: "on_mailbox", OnReply: "on_reply"}
 configure_tagged_union(PendingWaitKind, converter, tag_generator=lambda cls: _KIND_OF[cls], tag_name="kind")
 
+converter.register_unstructure_hook(
+    CrewSnapshot,
+    make_dict_unstructure_fn(
+        CrewSnapshot, converter, _cattrs_omit_if_default=True, schema_version=override(omit_if_default=False)
+    ),
+)  # defaults left out, but never the version a reader needs first
+
 
 Migrator = Callable[[dict[str, Any]], dict[str, Any]]
 _MIGRATORS: dict[int, Migrator] = {}
@@ -162,10 +177,38 @@ def _add_cursors(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "agents": agents, "schema_version": 2}
 
 
+@register_migrator(2)
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """2 -> 3: only the text changed (defaults left out, no whitespace); a version-2
+    body, every field written, structures as it is."""
+    return {**data, "schema_version": 3}
+
+
 def to_dict(snapshot: CrewSnapshot) -> dict[str, Any]:
     """The snapshot as JSON values."""
     data: dict[str, Any] = converter.unstructure(snapshot)
+    if snapshot.pending_waits == agents_waits(snapshot.agents):
+        del data["pending_waits"]  # a second copy of the agents' waits: read back from them
     return data
+
+
+def agents_waits(agents: tuple[AgentState, ...]) -> tuple[PendingWait, ...]:
+    """The waits of the agents parked on a tool call, in agent order: a crew's
+    ``pending_waits`` as the crew actor takes them. The text leaves ``pending_waits``
+    out when it is exactly this, and :func:`from_dict` takes them from the agents then."""
+    return tuple(a.pending.wait for a in agents if a.pending is not None and a.pending.wait is not None)
+
+
+def _with_agents_waits(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``pending_waits`` taken from its agents' pending calls when absent."""
+    if "pending_waits" in data:
+        return data
+    waits = []
+    for agent in data.get("agents", ()):
+        pending = agent.get("pending") if isinstance(agent, dict) else None
+        if isinstance(pending, dict) and pending.get("wait") is not None:
+            waits.append(pending["wait"])
+    return {**data, "pending_waits": waits}
 
 
 def from_dict(data: dict[str, Any]) -> CrewSnapshot:
@@ -196,11 +239,12 @@ def from_dict(data: dict[str, Any]) -> CrewSnapshot:
                 f"expected {version + 1}"
             )
         version = new_version
-    return converter.structure(data, CrewSnapshot)
+    return converter.structure(_with_agents_waits(data), CrewSnapshot)
 
 
 def to_json(snapshot: CrewSnapshot) -> str:
-    return json.dumps(to_dict(snapshot), sort_keys=True)
+    """The snapshot's stored text (:func:`orkeon_actors.wire.snapshot.dumps`)."""
+    return dumps(to_dict(snapshot))
 
 
 def from_json(text: str) -> CrewSnapshot:

@@ -18,7 +18,17 @@ see :mod:`orkeon_actors.store.marks`), which replace their per-post
 ``processed_messages`` rows; rows written by earlier versions stay and still answer.
 Version 7 adds the sender-owned sent history (``sent_index``, ``sent_heads``,
 ``sent_rows``, ``sent_nodes``, ``sent_intents``, ``sent_abandoned``, see
-:mod:`orkeon_actors.store.sent_rows`).
+:mod:`orkeon_actors.store.sent_rows`). Version 8 keeps the number of crews with pending
+waits (the crews asleep, ``count(DISTINCT crew_id)`` of ``pending_waits``) in
+``store_counts``, maintained by triggers on ``pending_waits`` in the transaction of every
+write (``INSERT``, ``INSERT OR REPLACE``, ``UPDATE``, ``DELETE``; not ``INSERT OR
+IGNORE``, whose ignored row would still be counted), so a boot reads one row instead of
+an index of every sleeping crew (the step counts them once). Version 9 makes a sleeping
+crew smaller on disk and its sleep and wake touch fewer B-trees: ``mailbox_registry`` is a ``WITHOUT ROWID`` table (its
+address key stored once, not in the table and again in an index), and the §11.1
+indexes of ``pending_waits`` by topic, mailbox and correlation id leave out the waits
+whose column is ``NULL`` (same names and columns; every lookup by one of them compares
+it with a value, so the partial index answers it).
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -41,6 +51,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "CONTRACT_TABLES",
+    "ASLEEP_COUNT_SQL",
     "Migration",
     "migrate",
     "stored_version",
@@ -220,6 +231,64 @@ CREATE TABLE mailbox_marks (
 ) WITHOUT ROWID;
 """
 
+_V8 = """
+CREATE TABLE store_counts (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO store_counts (name, value) SELECT 'asleep_crews', count(DISTINCT crew_id) FROM pending_waits;
+-- BEFORE: the crew's rows are looked at before an INSERT OR REPLACE removes the one it replaces
+-- (a replaced row of the same crew leaves the count as it is; its delete fires no trigger).
+CREATE TRIGGER pending_waits_first_of_crew BEFORE INSERT ON pending_waits
+WHEN NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = NEW.crew_id)
+BEGIN
+    UPDATE store_counts SET value = value + 1 WHERE name = 'asleep_crews';
+END;
+-- An INSERT OR REPLACE that takes a wait id from another crew removes that crew's row
+-- without a delete trigger: its crew leaves the count when that row was its last.
+CREATE TRIGGER pending_waits_taken_from_crew BEFORE INSERT ON pending_waits
+WHEN EXISTS (SELECT 1 FROM pending_waits WHERE wait_id = NEW.wait_id AND crew_id IS NOT NEW.crew_id)
+    AND NOT EXISTS (SELECT 1 FROM pending_waits WHERE wait_id != NEW.wait_id
+                    AND crew_id = (SELECT crew_id FROM pending_waits WHERE wait_id = NEW.wait_id))
+BEGIN
+    UPDATE store_counts SET value = value - 1 WHERE name = 'asleep_crews';
+END;
+CREATE TRIGGER pending_waits_last_of_crew AFTER DELETE ON pending_waits
+WHEN NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = OLD.crew_id)
+BEGIN
+    UPDATE store_counts SET value = value - 1 WHERE name = 'asleep_crews';
+END;
+CREATE TRIGGER pending_waits_crew_gained BEFORE UPDATE OF crew_id ON pending_waits
+WHEN NEW.crew_id IS NOT OLD.crew_id AND NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = NEW.crew_id)
+BEGIN
+    UPDATE store_counts SET value = value + 1 WHERE name = 'asleep_crews';
+END;
+CREATE TRIGGER pending_waits_crew_left AFTER UPDATE OF crew_id ON pending_waits
+WHEN NEW.crew_id IS NOT OLD.crew_id AND NOT EXISTS (SELECT 1 FROM pending_waits WHERE crew_id = OLD.crew_id)
+BEGIN
+    UPDATE store_counts SET value = value - 1 WHERE name = 'asleep_crews';
+END;
+"""
+
+_V9 = """
+CREATE TABLE mailbox_registry_v9 (
+    address       TEXT PRIMARY KEY,
+    registered_at TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT INTO mailbox_registry_v9 (address, registered_at) SELECT address, registered_at FROM mailbox_registry;
+DROP TABLE mailbox_registry;
+ALTER TABLE mailbox_registry_v9 RENAME TO mailbox_registry;
+DROP INDEX idx_pending_waits_topic_crew;
+CREATE INDEX idx_pending_waits_topic_crew ON pending_waits(topic, target_crew_id) WHERE topic IS NOT NULL;
+DROP INDEX idx_pending_waits_mailbox;
+CREATE INDEX idx_pending_waits_mailbox ON pending_waits(target_mailbox) WHERE target_mailbox IS NOT NULL;
+DROP INDEX idx_pending_waits_correlation;
+CREATE INDEX idx_pending_waits_correlation ON pending_waits(correlation_id) WHERE correlation_id IS NOT NULL;
+"""
+
+ASLEEP_COUNT_SQL = "SELECT value FROM store_counts WHERE name = 'asleep_crews'"
+"""The crews with pending waits (version 8 on): one row, whatever the number of crews."""
+
 
 @attrs.frozen
 class Migration:
@@ -245,6 +314,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "outcomes of finished crews, kept for their retention", _script(_V5)),
     Migration(6, "mailbox high-water marks of supervised crews instead of a row per post", _script(_V6)),
     Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(sent_rows.SCHEMA)),
+    Migration(8, "the number of crews with pending waits, kept by triggers (a boot reads one row)", _script(_V8)),
+    Migration(9, "smaller sleeping crews: mailbox registry without rowid, wait indexes without NULLs", _script(_V9)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -32,6 +32,7 @@ from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.outcome_book import OutcomeBook
 from orkeon_actors.store.reader import ReaderPool
+from orkeon_actors.store.schema import ASLEEP_COUNT_SQL
 
 __all__ = ["WINDOW_SQL", "SqliteExpiryIndex", "SqliteLifecycleBackend", "SqliteWakeIndex"]
 
@@ -74,7 +75,9 @@ class SqliteWakeIndex:
         return {str(topic): int(count) for topic, count in self.hub.readers.query(_PATTERNS)}
 
     def asleep_count(self) -> int:
-        [(asleep,)] = self.hub.readers.query("SELECT count(DISTINCT crew_id) FROM pending_waits")
+        """The crews with pending waits: one row the store's triggers keep (schema
+        version 8), not a scan of the waits."""
+        [(asleep,)] = self.hub.readers.query(ASLEEP_COUNT_SQL)
         return int(asleep)
 
     def has_pending_waits(self, crew_id: CrewId) -> bool:

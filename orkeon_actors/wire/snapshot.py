@@ -6,14 +6,21 @@ snapshots), read back with ``datetime.fromisoformat`` (any ISO 8601 Python write
 snapshots written by earlier releases (``+00:00`` offsets) load unchanged.
 
 A :class:`~orkeon_actors.model.message.Message` (kept mail, handover events) is an
-object with every field under its own name, the payload in standard base64. The crew
+object with its fields under their own names, the payload in standard base64. The crew
 layer (:mod:`orkeon_actors.crew.snapshot`) registers its records and tagged unions on
 the converter :func:`snapshot_converter` returns.
+
+Compactness (snapshot ``schema_version`` 3 on): a field whose value equals its
+declared default is left out (a ``null`` limit, an empty list, a zero counter), and
+read back as that default; a field without a default is always written. The text is
+JSON without insignificant whitespace (:func:`dumps`). Earlier snapshots, which wrote
+every field, read unchanged: a key present always wins over the default.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from datetime import datetime
 from typing import Any, Final
 
@@ -24,7 +31,7 @@ from orkeon_actors.model.clock import format_utc
 from orkeon_actors.model.message import Message
 from orkeon_actors.wire.base import DatetimeRule, base_converter
 
-__all__ = ["SNAPSHOT_DATETIMES", "configure_snapshot", "snapshot_converter"]
+__all__ = ["SNAPSHOT_DATETIMES", "configure_snapshot", "dumps", "snapshot_converter"]
 
 SNAPSHOT_DATETIMES: Final = DatetimeRule(
     "RFC 3339 in UTC with Z; any ISO 8601 read (earlier snapshots wrote +00:00)",
@@ -48,7 +55,13 @@ def configure_snapshot(converter: cattrs.Converter) -> cattrs.Converter:
     object of its fields with a base64 payload. Returns ``converter``."""
     converter.register_structure_hook(Any, lambda value, _: value)
     converter.register_unstructure_hook(
-        Message, make_dict_unstructure_fn(Message, converter, payload=override(unstruct_hook=_b64encode))
+        Message,
+        make_dict_unstructure_fn(
+            Message,
+            converter,
+            _cattrs_omit_if_default=converter.omit_if_default,
+            payload=override(unstruct_hook=_b64encode),
+        ),
     )
     converter.register_structure_hook(
         Message, make_dict_structure_fn(Message, converter, payload=override(struct_hook=_b64decode))
@@ -57,5 +70,12 @@ def configure_snapshot(converter: cattrs.Converter) -> cattrs.Converter:
 
 
 def snapshot_converter() -> cattrs.Converter:
-    """A new converter of the snapshot format (unknown keys refused)."""
-    return configure_snapshot(base_converter(SNAPSHOT_DATETIMES, forbid_extra_keys=True))
+    """A new converter of the snapshot format (unknown keys refused, fields equal to
+    their default omitted)."""
+    return configure_snapshot(base_converter(SNAPSHOT_DATETIMES, forbid_extra_keys=True, omit_if_default=True))
+
+
+def dumps(data: object) -> str:
+    """A snapshot's JSON text: keys sorted, no insignificant whitespace, ASCII only
+    (so any string, lone surrogates included, encodes to UTF-8)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
