@@ -18,7 +18,7 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.crew.crew_actor import CrewActor
-from orkeon_actors.crew.handover import Handover, snapshot_cursors
+from orkeon_actors.crew.handover import CursorFilter, Handover, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     CrewReport,
     SnapshotTaken,
@@ -27,6 +27,7 @@ from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.port import DeferredAcks
 from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.lifecycle.checkpoint import CheckpointGate, WaitingPublish
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_ACTIVATING",
     "RESUME_ACTIVATING",
     "Call",
+    "CheckpointDue",
     "CrewEntry",
     "Dispatched",
     "Finished",
@@ -72,6 +74,7 @@ class CrewEntry:
     __slots__ = (
         "buffered",
         "carry",
+        "checkpoint",
         "cursors_open",
         "deferred_sleeps",
         "finished",
@@ -119,6 +122,8 @@ class CrewEntry:
         """Topic messages kept while its cursors are closed (snapshotting, activating)."""
         self.carry: list[Message] = []
         """What its cursors received after its sleep snapshot (told at release)."""
+        self.checkpoint = False
+        """Snapshotting for a checkpoint (:mod:`~orkeon_actors.lifecycle.checkpoint`), not a sleep."""
         self.snapshot: CrewSnapshot | None = None
         """Its sleep snapshot, from :class:`SnapshotTaken` until it sleeps or stays active."""
         self.taken: SnapshotTaken | None = None
@@ -176,6 +181,13 @@ class IdleCheck:
 class Finished:
     crew_id: CrewId
     status: CrewStatus
+
+
+@attrs.frozen(eq=False)
+class CheckpointDue:
+    """A crew with a cursor its last snapshot does not hold waits for a message."""
+
+    crew_id: CrewId
 
 
 @attrs.frozen(eq=False)
@@ -237,6 +249,11 @@ class SharedState:
         self.live_kept: dict[MessageId, tuple[Waiter[None], frozenset[CrewId]]] = {}
         """The keeping writes queued by ``on_route`` (and the crews kept for), waited
         for by ``on_dispatch``."""
+        self.checkpoint_due: dict[CrewId, CheckpointGate] = {}
+        """Live crews with a cursor no committed snapshot holds (told by the crew when
+        an agent parks on it): their publishers wait for the checkpoint."""
+        self.checkpoint_waits: dict[MessageId, list[WaitingPublish]] = {}
+        """Publishes routed while a gate they match is open, settled by ``on_dispatch``."""
         self.stop_watch: threading.Event | None = None
         """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
         that is not running (waiting, finished), so the crews that refused to sleep
@@ -254,6 +271,39 @@ class SharedState:
                 self.tick_deferred = False
                 return True
         return False
+
+    def cursor_opened(self, crew_id: CrewId, cursor: CursorFilter) -> None:
+        """An agent of ``crew_id`` parked on ``cursor``, which no committed snapshot of
+        the crew holds (the crew's thread): open its gate, or add it to the open one."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None:
+                gate = self.checkpoint_due[crew_id] = CheckpointGate()
+            gate.filters.append(cursor)
+
+    def checkpoint_asked(self, crew_id: CrewId) -> bool:
+        """Whether a checkpoint of ``crew_id`` is due and not asked for yet (then it is
+        marked asked: the caller tells the supervisor)."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None or gate.asked:
+                return False
+            gate.asked = True
+            return True
+
+    def end_checkpoint(self, crew_id: CrewId, reflected: frozenset[str] | None, *, retry: bool = False) -> None:
+        """A checkpoint (or a sleep) of ``crew_id`` ended: committed with ``reflected``
+        (the ids its snapshot reflects), or ``None``. With ``retry`` (refused: a message
+        reached the crew) the gate stays open and is asked for again at its next wait."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None:
+                return
+            if retry:
+                gate.asked = False
+                return
+            del self.checkpoint_due[crew_id]
+        gate.settle(reflected)
 
     def go_live(self, crew_id: CrewId, patterns: Sequence[str]) -> None:
         """``crew_id`` is live with durable cursors on ``patterns`` (replacing any)."""
