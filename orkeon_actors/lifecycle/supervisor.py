@@ -283,12 +283,12 @@ class CrewSupervisor:
         if topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
             target = message.target_crew_id
             if target is not None and target in shared.live:
-                shared.in_flight.pop(message.id, None)
+                shared.done_routing(message.id)
                 return
         else:
             patterns = [p for p in shared.pattern_view if topic_matches(p, topic)]
             if not patterns:
-                shared.in_flight.pop(message.id, None)
+                shared.done_routing(message.id)
                 return
             try:
                 kept = self._keep_for_sleepers(message, patterns, kept_live)
@@ -297,11 +297,11 @@ class CrewSupervisor:
         try:
             self._ref.tell(Dispatched(message))  # the actor takes it out of ``in_flight``
         except pykka.ActorDeadError:
-            shared.in_flight.pop(message.id, None)
+            shared.done_routing(message.id)
             logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
-        if kept is None or not may_wait_here():  # the writer's own thread cannot wait for its commit
-            return
         try:
+            if kept is None or not may_wait_here():  # the writer's own thread cannot wait for its commit
+                return
             kept.wait()
         except HubStoppedError:
             logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
@@ -328,15 +328,25 @@ class CrewSupervisor:
         shared = self.shared
         durable = shared.durable_live
         keys: dict[CrewId, list[str]] = {}
+        # The crews whose committed snapshot reflects it (handed it while this publisher
+        # stalled): the set the saves add to after their commit (``saved_reflecting``).
+        reflecting = shared.reflected_in_flight.setdefault(message.id, set())
         for crew, key, topic, match in self.wakes.sleeping_cursors(patterns):
-            if crew in kept_live or (crew in shared.kept_read and topic not in durable.get(crew, ())):
+            if crew in kept_live or crew in reflecting:
+                continue
+            if crew in shared.kept_read and topic not in durable.get(crew, ()):
                 continue
             if cursor_matches(topic, match, crew, message):
                 keys.setdefault(crew, []).append(key)
         if not keys:
             return None
+        # Decided in the writer, in order with the wakes' reads and the saves' commits: a
+        # crew whose snapshot reflecting it committed meanwhile is skipped, or its next
+        # wake would hand it over twice.
         return self.wakes.keep_for_sleepers(
-            keys, message, lambda crew: crew in shared.kept_read and crew not in durable
+            keys,
+            message,
+            lambda crew: (crew in shared.kept_read and crew not in durable) or crew in reflecting,
         )
 
     def _idle_timer(self, crew_id: CrewId) -> None:

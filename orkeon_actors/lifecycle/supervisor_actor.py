@@ -124,7 +124,7 @@ class SupervisorActor(pykka.ThreadingActor):
             try:
                 self._dispatched(message.message)
             finally:  # not before: a wake until now adopts it in routing order (Handover)
-                self.shared.in_flight.pop(message.message.id, None)
+                self.shared.done_routing(message.message.id)
         elif isinstance(message, SnapshotTaken):
             self._snapshot_taken(message)
         elif isinstance(message, Passivated):
@@ -266,7 +266,9 @@ class SupervisorActor(pykka.ThreadingActor):
                 with shared.lock:
                     if crew_id in shared.live:
                         shared.kept_read.add(crew_id)
-            # Its waiting publishers keep what the snapshot does not reflect (rows exist now).
+            # Its waiting publishers keep what the snapshot does not reflect (rows exist now);
+            # a stalled publisher will not keep for it what the snapshot reflects.
+            shared.saved_reflecting(crew_id, reflected)
             shared.end_checkpoint(crew_id, reflected)
             tell_supervisor(me, Saved(crew_id))
 
@@ -583,8 +585,9 @@ class SupervisorActor(pykka.ThreadingActor):
             return
         self._keep_for_handovers(message)
         woken: set[CrewId] = set()
+        reflecting = self.shared.reflected_in_flight.get(message.id, ())  # no trigger for those any more
         for crew, topic, metadata in self.wakes.topic_waits(patterns):
-            if crew in woken or crew in self.entries:
+            if crew in woken or crew in self.entries or crew in reflecting:
                 continue
             if not cursor_matches(topic, metadata, crew, message):
                 continue
@@ -801,6 +804,9 @@ class SupervisorActor(pykka.ThreadingActor):
                 "transient_patterns": len(shared.transient),
                 "durable_live": len(shared.durable_live),
                 "live_kept": len(shared.live_kept),
+                "reflected_in_flight": len(shared.reflected_in_flight),
+                "checkpoint_due": len(shared.checkpoint_due),
+                "checkpoint_waits": len(shared.checkpoint_waits),
             }
         sizes.update(self.idle.sizes())
         sizes.update(self.waits.sizes())

@@ -223,6 +223,12 @@ class SharedState:
         self.in_flight: dict[MessageId, Message] = {}
         """Messages between the start and the end of their routing (publisher threads;
         single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
+        self.reflected_in_flight: dict[MessageId, set[CrewId]] = {}
+        """Messages still in mid-routing that a crew's committed snapshot already
+        reflects (its cursor was handed it while its publisher had not kept it yet): their
+        publisher must not keep them for that crew afterwards (set after each save's
+        commit; gone with the message from ``in_flight``; the keeping write holds its own
+        reference to the set)."""
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
         self.kept_read: set[CrewId] = set()
@@ -258,6 +264,18 @@ class SharedState:
         """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
         that is not running (waiting, finished), so the crews that refused to sleep
         because they were working are asked again once one stopped working, not on a poll."""
+
+    def done_routing(self, message_id: MessageId) -> None:
+        """``message_id`` is no longer in mid-routing (single dict operations, atomic)."""
+        self.in_flight.pop(message_id, None)
+        self.reflected_in_flight.pop(message_id, None)
+
+    def saved_reflecting(self, crew_id: CrewId, reflected: frozenset[str]) -> None:
+        """After the commit of a snapshot of ``crew_id`` reflecting ``reflected`` (the
+        writer's thread): note those still in mid-routing (see ``reflected_in_flight``)."""
+        for message_id in list(self.in_flight):
+            if str(message_id) in reflected and message_id in self.in_flight:
+                self.reflected_in_flight.setdefault(message_id, set()).add(crew_id)
 
     def restored(self, crew_id: CrewId) -> bool:
         """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
