@@ -14,7 +14,13 @@ Both submit their turns to a :class:`TurnExecutor`: their pool, or the executor 
 :mod:`.executor`.
 """
 
-from orkeon_actors.actors.caller_runs import CallerRunsActor, deferred_turns, never_run_turns_here, turns_deferred
+from orkeon_actors.actors.caller_runs import (
+    CallerRunsActor,
+    deferred_turns,
+    may_wait_here,
+    never_run_turns_here,
+    turns_deferred,
+)
 from orkeon_actors.actors.executor import TurnExecutor, current_executor, executor_scope
 from orkeon_actors.actors.pooled import DEFAULT_POOL, ActorThreadPool, PooledActor
 
@@ -27,6 +33,7 @@ __all__ = [
     "current_executor",
     "deferred_turns",
     "executor_scope",
+    "may_wait_here",
     "never_run_turns_here",
     "turns_deferred",
 ]

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from orkeon_actors.actors.executor import bound_executor
 from orkeon_actors.actors.pooled import ActorInbox, PooledActor
 
-__all__ = ["CallerRunsActor", "deferred_turns", "never_run_turns_here", "turns_deferred"]
+__all__ = ["CallerRunsActor", "deferred_turns", "may_wait_here", "never_run_turns_here", "turns_deferred"]
 
 _owed = threading.local()
 """``turns``: the list of turns this thread owes inside a :func:`deferred_turns` block;
@@ -45,6 +45,13 @@ def never_run_turns_here() -> None:
     every commit, or wait on it). A ``tell`` from it that finds the actor idle hands the
     turn to the actor's pool instead."""
     _owed.elsewhere = True
+
+
+def may_wait_here() -> bool:
+    """Whether the current thread may block waiting for other threads' work: ``False``
+    on a thread marked by :func:`never_run_turns_here` (the store writer, which every
+    commit waits for)."""
+    return not getattr(_owed, "elsewhere", False)
 
 
 class _DeferredTurns:

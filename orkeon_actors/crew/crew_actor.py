@@ -68,7 +68,7 @@ from orkeon_actors.crew.delivery import (
     start_crew,
 )
 from orkeon_actors.crew.finished import Unwatch, WatchFinish
-from orkeon_actors.crew.handover import CursorFilter, for_cursor
+from orkeon_actors.crew.handover import CursorFilter, for_cursor, snapshot_cursors
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
 from orkeon_actors.crew.model import ToolCall
@@ -199,6 +199,7 @@ class CrewActor(PooledActor):
         activity: Activity | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
         gate: DeliveryGate | None = None,
+        on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -236,6 +237,9 @@ class CrewActor(PooledActor):
         self._subscriptions: list[PushSubscription] = []
         self._deferred: list[Callable[[], None]] = []
         self._on_activity = on_activity
+        self._on_cursor = on_cursor
+        self._durable_cursors: set[CursorFilter] = set()
+        """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self._release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
@@ -481,6 +485,7 @@ class CrewActor(PooledActor):
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
         self.result = snapshot.result
+        self._durable_cursors = set(snapshot_cursors(snapshot))
         for state in snapshot.agents:
             runtime = self._agents.get(state.agent_id)
             if runtime is None:
@@ -951,6 +956,7 @@ class CrewActor(PooledActor):
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
         if cursor is not None:
+            self._cursor_parked(runtime, cursor)
             taken = recording(cursor, on_done)
             wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, taken)
         else:
@@ -970,6 +976,19 @@ class CrewActor(PooledActor):
         self.trace(agent_id, "park", f"{call.name} on {describe_wait(descriptor)}")
         self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
         return PARKED
+
+    def _cursor_parked(self, runtime: AgentRuntime, cursor: Cursor) -> None:
+        """An agent parks on ``cursor``: one its crew's last snapshot does not hold (and
+        that the agent did not opt out of, ``Agent.volatile_cursors``) is told once to
+        ``on_cursor`` (the supervisor makes it durable with a checkpoint)."""
+        if self._on_cursor is None:
+            return
+        topic, match = cursor.key
+        key: CursorFilter = (topic, match or None)
+        if key in self._durable_cursors or topic in runtime.agent.volatile_cursors:
+            return
+        self._durable_cursors.add(key)
+        self._on_cursor(self.crew_id, key)
 
     def _wait_done(self, message: WaitDone) -> None:
         runtime = self._agents.get(message.agent_id)

@@ -32,6 +32,7 @@ from loguru import logger
 
 from orkeon_actors.crew.agent import Agent
 from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding, restore_crew
+from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.protocol import Deliver, Supervision
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -101,12 +102,16 @@ class SnapshotActivator:
         *,
         idle_timeout: float | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
+        on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
     ) -> None:
         self.hub = hub
         self.store = store
         self.factories = factories
         self.idle_timeout = idle_timeout
         self.on_activity = on_activity
+        self.on_cursor = on_cursor
+        """Told (on the crew's thread) when an agent parks on a cursor its crew's last
+        snapshot does not hold (``CrewActor(on_cursor=...)``)."""
 
     def load(self, crew_id: CrewId, trigger: Message | None) -> CrewSnapshot | None:
         """The snapshot to wake ``crew_id`` from; ``None`` when it has none or already
@@ -140,6 +145,7 @@ class SnapshotActivator:
             idle_timeout=bp.idle_timeout,
             observer=bp.observer,
             on_activity=self.on_activity,
+            on_cursor=self.on_cursor,
         )
         timeout = bp.idle_timeout if bp.idle_timeout is not None else self.idle_timeout
         if timeout is None:

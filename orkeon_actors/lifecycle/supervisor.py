@@ -52,6 +52,7 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
+from orkeon_actors.actors.caller_runs import may_wait_here
 from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.crew.snapshot import CrewOutcome
@@ -61,12 +62,22 @@ from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.lifecycle.activation import CrewBlueprint, CrewFactory, CrewSource, SnapshotActivator
+from orkeon_actors.lifecycle.checkpoint import note_waiting, settle_waiting
 from orkeon_actors.lifecycle.finished import wait_finished
 from orkeon_actors.lifecycle.idle import CrewIdleDetector
 from orkeon_actors.lifecycle.metrics import LifecycleStats
 from orkeon_actors.lifecycle.ports import LifecycleHost, LifecycleState, OutcomeCallback, SleepReason
 from orkeon_actors.lifecycle.supervisor_actor import SupervisorActor
-from orkeon_actors.lifecycle.supervisor_state import Call, Dispatched, Finished, IdleCheck, Routing, SharedState, Tick
+from orkeon_actors.lifecycle.supervisor_state import (
+    Call,
+    CheckpointDue,
+    Dispatched,
+    Finished,
+    IdleCheck,
+    Routing,
+    SharedState,
+    Tick,
+)
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
@@ -154,7 +165,12 @@ class CrewSupervisor:
         self.stats = LifecycleStats(meter_provider)
         self.idle = CrewIdleDetector(hub.clock, hub.scheduler, self._idle_timer)
         self.activator = SnapshotActivator(
-            hub, self.store, self.factories, idle_timeout=idle_timeout, on_activity=self._on_activity
+            hub,
+            self.store,
+            self.factories,
+            idle_timeout=idle_timeout,
+            on_activity=self._on_activity,
+            on_cursor=self.shared.cursor_opened,
         )
         self.outcome_book = backend.outcomes
         """The durable outcomes of finished crews and their watchers (``when_finished``)."""
@@ -188,6 +204,10 @@ class CrewSupervisor:
         shared.in_flight[message.id] = message
         if shared.live_view and not message.topic.startswith("_system."):
             self._keep_for_live(message)
+        if shared.checkpoint_due and not message.topic.startswith("_system.") and may_wait_here():
+            waiting = note_waiting(shared.checkpoint_due, message)
+            if waiting:
+                shared.checkpoint_waits[message.id] = waiting
         view = shared.handover_view
         if view and any(topic_matches(p, message.topic) for p in view):
             try:
@@ -223,11 +243,19 @@ class CrewSupervisor:
             logger.error("topic event {} not kept for its live crews' cursors: {}", message.id, exc)
 
     def on_dispatch(self, message: Message) -> None:
-        live = self.shared.live_kept.pop(message.id, None) if self.shared.live_kept else None
+        """After ``message`` was routed (its publisher's thread): the sleeping crews'
+        keeping (:meth:`_dispatched`), then the waits for the durable copies queued
+        before routing (:meth:`_keep_for_live`) and for the checkpoints of the crews
+        whose new cursors it matches (:mod:`~orkeon_actors.lifecycle.checkpoint`)."""
+        shared = self.shared
+        live = shared.live_kept.pop(message.id, None) if shared.live_kept else None
+        waiting = shared.checkpoint_waits.pop(message.id, None) if shared.checkpoint_waits else None
         try:
             self._dispatched(message, live[1] if live is not None else frozenset())
+            if waiting:
+                settle_waiting(self.wakes, message, waiting)
         finally:
-            if live is not None:
+            if live is not None and may_wait_here():  # the writer's own thread: queued, committed after this batch
                 try:
                     live[0].wait()
                 except HubStoppedError:
@@ -255,12 +283,12 @@ class CrewSupervisor:
         if topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
             target = message.target_crew_id
             if target is not None and target in shared.live:
-                shared.in_flight.pop(message.id, None)
+                shared.done_routing(message.id)
                 return
         else:
             patterns = [p for p in shared.pattern_view if topic_matches(p, topic)]
             if not patterns:
-                shared.in_flight.pop(message.id, None)
+                shared.done_routing(message.id)
                 return
             try:
                 kept = self._keep_for_sleepers(message, patterns, kept_live)
@@ -269,11 +297,11 @@ class CrewSupervisor:
         try:
             self._ref.tell(Dispatched(message))  # the actor takes it out of ``in_flight``
         except pykka.ActorDeadError:
-            shared.in_flight.pop(message.id, None)
+            shared.done_routing(message.id)
             logger.debug("lifecycle supervisor stopped: trigger {} not routed", message.id)
-        if kept is None:
-            return
         try:
+            if kept is None or not may_wait_here():  # the writer's own thread cannot wait for its commit
+                return
             kept.wait()
         except HubStoppedError:
             logger.debug("topic event {} not kept for sleeping crews: the store is closed", message.id)
@@ -300,15 +328,25 @@ class CrewSupervisor:
         shared = self.shared
         durable = shared.durable_live
         keys: dict[CrewId, list[str]] = {}
+        # The crews whose committed snapshot reflects it (handed it while this publisher
+        # stalled): the set the saves add to after their commit (``saved_reflecting``).
+        reflecting = shared.reflected_in_flight.setdefault(message.id, set())
         for crew, key, topic, match in self.wakes.sleeping_cursors(patterns):
-            if crew in kept_live or (crew in shared.kept_read and topic not in durable.get(crew, ())):
+            if crew in kept_live or crew in reflecting:
+                continue
+            if crew in shared.kept_read and topic not in durable.get(crew, ()):
                 continue
             if cursor_matches(topic, match, crew, message):
                 keys.setdefault(crew, []).append(key)
         if not keys:
             return None
+        # Decided in the writer, in order with the wakes' reads and the saves' commits: a
+        # crew whose snapshot reflecting it committed meanwhile is skipped, or its next
+        # wake would hand it over twice.
         return self.wakes.keep_for_sleepers(
-            keys, message, lambda crew: crew in shared.kept_read and crew not in durable
+            keys,
+            message,
+            lambda crew: (crew in shared.kept_read and crew not in durable) or crew in reflecting,
         )
 
     def _idle_timer(self, crew_id: CrewId) -> None:
@@ -325,6 +363,11 @@ class CrewSupervisor:
         if watch is not None and status is not CrewStatus.RUNNING:
             watch.set()  # stop() asks the crews that refused to sleep (they were working) again
         self.idle.touch(crew_id)
+        if status is CrewStatus.WAITING and shared.checkpoint_due and shared.checkpoint_asked(crew_id):
+            try:
+                self._ref.tell(CheckpointDue(crew_id))
+            except pykka.ActorDeadError:
+                return
         if crew_id in shared.handed and shared.restored(crew_id):
             try:
                 self._ref.tell(Tick())
@@ -420,6 +463,14 @@ class CrewSupervisor:
         --soak``)."""
         result: dict[str, int] = self._call(lambda actor: actor.bookkeeping())
         return result
+
+    def durable(self, crew_id: CrewId | str) -> bool:
+        """Whether every cursor the agents of the live crew ``crew_id`` parked on (but
+        those they opted out of, ``Agent.volatile_cursors``) is held by a committed
+        snapshot: ``False`` from the moment an agent parks on a new one until the
+        checkpoint that makes it durable commits (a publish matching it meanwhile waits
+        for that commit, :mod:`~orkeon_actors.lifecycle.checkpoint`). Never blocks."""
+        return CrewId(crew_id) not in self.shared.checkpoint_due
 
     def status(self, crew_id: CrewId | str) -> CrewStatus | None:
         """The crew's :class:`CrewStatus`: the last one its actor reported while it is

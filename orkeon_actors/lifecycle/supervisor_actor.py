@@ -51,6 +51,7 @@ from orkeon_actors.lifecycle.supervisor_state import (
     MAX_ACTIVATING,
     RESUME_ACTIVATING,
     Call,
+    CheckpointDue,
     CrewEntry,
     Dispatched,
     Finished,
@@ -123,7 +124,7 @@ class SupervisorActor(pykka.ThreadingActor):
             try:
                 self._dispatched(message.message)
             finally:  # not before: a wake until now adopts it in routing order (Handover)
-                self.shared.in_flight.pop(message.message.id, None)
+                self.shared.done_routing(message.message.id)
         elif isinstance(message, SnapshotTaken):
             self._snapshot_taken(message)
         elif isinstance(message, Passivated):
@@ -150,6 +151,8 @@ class SupervisorActor(pykka.ThreadingActor):
             self._cursors_open(message.crew_id)
         elif isinstance(message, KeptLoaded):
             self._kept_loaded(message)
+        elif isinstance(message, CheckpointDue):
+            self._checkpoint(message.crew_id)
 
     # -- boot -------------------------------------------------------------------------
 
@@ -204,8 +207,8 @@ class SupervisorActor(pykka.ThreadingActor):
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
         entry = self.entries.get(crew_id)
-        if entry is not None and entry.state is LifecycleState.ACTIVATING and not entry.finished:
-            entry.deferred_sleeps.append((reason, future))  # asked again once its handover is done
+        if entry is not None and not entry.finished and (entry.state is LifecycleState.ACTIVATING or entry.checkpoint):
+            entry.deferred_sleeps.append((reason, future))  # asked again once its handover or checkpoint is done
             return
         if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
             if future is not None:
@@ -230,6 +233,8 @@ class SupervisorActor(pykka.ThreadingActor):
         snapshot = report.snapshot
         entry.snapshot = snapshot
         entry.taken = report
+        if entry.checkpoint:
+            return  # it does not sleep: its cursors stay open and hold what they receive
         self.shared.add_patterns(topic_patterns(snapshot))
         self.shared.add_patterns(topic_patterns(snapshot), transient=True)
 
@@ -250,9 +255,21 @@ class SupervisorActor(pykka.ThreadingActor):
         snapshot, consumed = taken.snapshot, taken.consumed
         me = self.actor_ref
         ledger = entry.ledger
+        shared = self.shared
+        live = durable_patterns(snapshot, entry.volatile) if entry.checkpoint else None
+        reflected = frozenset(taken.reflected_events)
 
         def on_saved() -> None:  # the writer thread, after the commit
             ledger.acknowledged(consumed)
+            if live is not None:  # a checkpoint: its cursors are durable from now on
+                shared.go_live(crew_id, live)
+                with shared.lock:
+                    if crew_id in shared.live:
+                        shared.kept_read.add(crew_id)
+            # Its waiting publishers keep what the snapshot does not reflect (rows exist now);
+            # a stalled publisher will not keep for it what the snapshot reflects.
+            shared.saved_reflecting(crew_id, reflected)
+            shared.end_checkpoint(crew_id, reflected)
             tell_supervisor(me, Saved(crew_id))
 
         self.store.save_async(
@@ -276,6 +293,12 @@ class SupervisorActor(pykka.ThreadingActor):
             self.stats.sleep_refused()
         log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
         snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
+        if entry.checkpoint:
+            entry.checkpoint = False
+            snapshot = None  # indexed under nothing: see _snapshot_taken
+            if failed:
+                logger.error("crew {}: its checkpoint failed ({}); its new cursors stay in memory only", crew_id, why)
+            self.shared.end_checkpoint(crew_id, None, retry=not failed)
         if snapshot is not None:
             self.shared.remove_patterns(topic_patterns(snapshot))
             # Its cursors never closed: they hold every topic message kept meanwhile.
@@ -291,12 +314,55 @@ class SupervisorActor(pykka.ThreadingActor):
             future.set_result(False)
         entry.sleepers.clear()
         self.idle.restart(crew_id)
+        self._sleep_deferred(crew_id, entry)
 
     def _saved(self, crew_id: CrewId) -> None:
         entry = self.entries.get(crew_id)
         if entry is None or entry.stopping:
             return
+        if entry.checkpoint:
+            self._checkpointed(crew_id, entry)
+            return
         entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
+
+    # -- checkpoints (orkeon_actors.lifecycle.checkpoint) ------------------------------
+
+    def _checkpoint(self, crew_id: CrewId) -> None:
+        """A crew with a cursor its last snapshot does not hold waits for a message:
+        take the sleep's snapshot transaction without the sleep. Not now (it is waking,
+        sleeping or finished): the next wait asks again, or its sleep settles the gate."""
+        entry = self.entries.get(crew_id)
+        if entry is None or entry.finished or entry.stopping or entry.state is not LifecycleState.ACTIVE:
+            self.shared.end_checkpoint(crew_id, None, retry=entry is not None and not entry.finished)
+            return
+        entry.state = LifecycleState.SNAPSHOTTING
+        entry.checkpoint = True  # its idle count goes on: an idle sleep meanwhile is made after it
+        entry.snapshot = entry.taken = None
+        entry.ref.tell(Passivate(self.inbox, entry.ledger))
+
+    def _checkpointed(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        """The checkpoint committed (its cursors went live and durable on the writer's
+        thread, its publishers released): re-arm its waits, stay Active."""
+        entry.checkpoint = False
+        entry.state = LifecycleState.ACTIVE
+        entry.snapshot = entry.taken = None
+        entry.handover = None
+        entry.triggers = []  # recorded processed by that transaction
+        entry.kept_upto = 0  # deleted by it
+        entry.ref.tell(Resume())
+        for message in entry.buffered:
+            entry.ref.tell(Deliver(message))
+        entry.buffered.clear()
+        logger.debug("crew {}: checkpoint committed, its cursors are durable", crew_id)
+        self._sleep_deferred(crew_id, entry)
+
+    def _sleep_deferred(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        """Make the sleeps asked for while it checkpointed (``stop()``'s included)."""
+        asked = [(SleepReason.SHUTDOWN, f) for f in entry.sleepers]
+        entry.sleepers.clear()
+        deferred, entry.deferred_sleeps = [*entry.deferred_sleeps, *asked], []
+        for reason, future in deferred:
+            self.sleep(crew_id, reason, future)
 
     def _released(self, report: Released) -> None:
         crew_id = report.crew_id
@@ -317,6 +383,7 @@ class SupervisorActor(pykka.ThreadingActor):
         # Asleep: the sleeping crews' keeping takes over, once ``kept_read`` no longer
         # has it (a message routed after it left the live crews must not skip both).
         self.shared.leave_live(crew_id)
+        self.shared.end_checkpoint(crew_id, None)  # settled by its save already
         self.hub.end_deferral(crew_id)
         if len(entry.ledger):
             logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
@@ -450,7 +517,7 @@ class SupervisorActor(pykka.ThreadingActor):
         for crew_id, entry in self.entries.items():
             if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
                 entry.handover.keep(message)
-            elif entry.state is LifecycleState.SNAPSHOTTING:
+            elif entry.state is LifecycleState.SNAPSHOTTING and not entry.checkpoint:
                 if entry.handover is None:
                     if entry.snapshot is None:
                         continue  # not snapshotted yet: its cursors are open
@@ -518,8 +585,9 @@ class SupervisorActor(pykka.ThreadingActor):
             return
         self._keep_for_handovers(message)
         woken: set[CrewId] = set()
+        reflecting = self.shared.reflected_in_flight.get(message.id, ())  # no trigger for those any more
         for crew, topic, metadata in self.wakes.topic_waits(patterns):
-            if crew in woken or crew in self.entries:
+            if crew in woken or crew in self.entries or crew in reflecting:
                 continue
             if not cursor_matches(topic, metadata, crew, message):
                 continue
@@ -583,6 +651,7 @@ class SupervisorActor(pykka.ThreadingActor):
         del self.entries[crew_id]
         self.idle.forget(crew_id)
         self.shared.leave_live(crew_id)
+        self.shared.end_checkpoint(crew_id, None)
         with self.shared.lock:
             self.shared.live.discard(crew_id)
             self.shared.kept_read.discard(crew_id)
@@ -605,10 +674,10 @@ class SupervisorActor(pykka.ThreadingActor):
     def _idle(self, crew_id: CrewId) -> None:
         """The idle detector's callback: sleep the crew if it waits for a message."""
         entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished:
+        if entry is None or entry.finished or (entry.state is not LifecycleState.ACTIVE and not entry.checkpoint):
             return
         if self.shared.status.get(crew_id) is CrewStatus.WAITING:
-            self.sleep(crew_id, SleepReason.IDLE, None)
+            self.sleep(crew_id, SleepReason.IDLE, None)  # deferred until its checkpoint is done
         else:
             self.idle.restart(crew_id)
 
@@ -632,6 +701,7 @@ class SupervisorActor(pykka.ThreadingActor):
             return
         entry.finished = True
         self.shared.leave_live(crew_id)  # its snapshot (and what was kept for it) is deleted
+        self.shared.end_checkpoint(crew_id, None)
         self._not_activating(crew_id)
         before = entry.state
         if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
@@ -734,6 +804,9 @@ class SupervisorActor(pykka.ThreadingActor):
                 "transient_patterns": len(shared.transient),
                 "durable_live": len(shared.durable_live),
                 "live_kept": len(shared.live_kept),
+                "reflected_in_flight": len(shared.reflected_in_flight),
+                "checkpoint_due": len(shared.checkpoint_due),
+                "checkpoint_waits": len(shared.checkpoint_waits),
             }
         sizes.update(self.idle.sizes())
         sizes.update(self.waits.sizes())
@@ -781,6 +854,7 @@ class SupervisorActor(pykka.ThreadingActor):
                 continue
             entry.stopping = True
             self.idle.forget(crew_id)
+            self.shared.end_checkpoint(crew_id, None)  # no checkpoint commits any more
             for _, sleeper in entry.deferred_sleeps:
                 if sleeper is not None:
                     sleeper.set_result(False)
@@ -816,6 +890,8 @@ class SupervisorActor(pykka.ThreadingActor):
     def on_stop(self) -> None:
         self.waits.stop()
         self.idle.stop()
+        for crew_id in list(self.shared.checkpoint_due):
+            self.shared.end_checkpoint(crew_id, None)
         for entry in self.entries.values():
             if entry.stopping:
                 continue  # stop() stopped it already

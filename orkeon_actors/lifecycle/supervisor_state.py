@@ -18,7 +18,7 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.crew.crew_actor import CrewActor
-from orkeon_actors.crew.handover import Handover, snapshot_cursors
+from orkeon_actors.crew.handover import CursorFilter, Handover, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     CrewReport,
     SnapshotTaken,
@@ -27,6 +27,7 @@ from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.port import DeferredAcks
 from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.lifecycle.checkpoint import CheckpointGate, WaitingPublish
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_ACTIVATING",
     "RESUME_ACTIVATING",
     "Call",
+    "CheckpointDue",
     "CrewEntry",
     "Dispatched",
     "Finished",
@@ -72,6 +74,7 @@ class CrewEntry:
     __slots__ = (
         "buffered",
         "carry",
+        "checkpoint",
         "cursors_open",
         "deferred_sleeps",
         "finished",
@@ -119,6 +122,8 @@ class CrewEntry:
         """Topic messages kept while its cursors are closed (snapshotting, activating)."""
         self.carry: list[Message] = []
         """What its cursors received after its sleep snapshot (told at release)."""
+        self.checkpoint = False
+        """Snapshotting for a checkpoint (:mod:`~orkeon_actors.lifecycle.checkpoint`), not a sleep."""
         self.snapshot: CrewSnapshot | None = None
         """Its sleep snapshot, from :class:`SnapshotTaken` until it sleeps or stays active."""
         self.taken: SnapshotTaken | None = None
@@ -179,6 +184,13 @@ class Finished:
 
 
 @attrs.frozen(eq=False)
+class CheckpointDue:
+    """A crew with a cursor its last snapshot does not hold waits for a message."""
+
+    crew_id: CrewId
+
+
+@attrs.frozen(eq=False)
 class Tick:
     fallback: bool = False
     """Sent by the ``DEFERRED_TICK`` timer."""
@@ -211,6 +223,12 @@ class SharedState:
         self.in_flight: dict[MessageId, Message] = {}
         """Messages between the start and the end of their routing (publisher threads;
         single dict operations, atomic): a crew deciding to wake adopts the matching ones."""
+        self.reflected_in_flight: dict[MessageId, set[CrewId]] = {}
+        """Messages still in mid-routing that a crew's committed snapshot already
+        reflects (its cursor was handed it while its publisher had not kept it yet): their
+        publisher must not keep them for that crew afterwards (set after each save's
+        commit; gone with the message from ``in_flight``; the keeping write holds its own
+        reference to the set)."""
         self.live: set[CrewId] = set()
         self.status: dict[CrewId, CrewStatus] = {}
         self.kept_read: set[CrewId] = set()
@@ -237,10 +255,27 @@ class SharedState:
         self.live_kept: dict[MessageId, tuple[Waiter[None], frozenset[CrewId]]] = {}
         """The keeping writes queued by ``on_route`` (and the crews kept for), waited
         for by ``on_dispatch``."""
+        self.checkpoint_due: dict[CrewId, CheckpointGate] = {}
+        """Live crews with a cursor no committed snapshot holds (told by the crew when
+        an agent parks on it): their publishers wait for the checkpoint."""
+        self.checkpoint_waits: dict[MessageId, list[WaitingPublish]] = {}
+        """Publishes routed while a gate they match is open, settled by ``on_dispatch``."""
         self.stop_watch: threading.Event | None = None
         """While ``CrewSupervisor.stop()`` runs: set by every activity report of a crew
         that is not running (waiting, finished), so the crews that refused to sleep
         because they were working are asked again once one stopped working, not on a poll."""
+
+    def done_routing(self, message_id: MessageId) -> None:
+        """``message_id`` is no longer in mid-routing (single dict operations, atomic)."""
+        self.in_flight.pop(message_id, None)
+        self.reflected_in_flight.pop(message_id, None)
+
+    def saved_reflecting(self, crew_id: CrewId, reflected: frozenset[str]) -> None:
+        """After the commit of a snapshot of ``crew_id`` reflecting ``reflected`` (the
+        writer's thread): note those still in mid-routing (see ``reflected_in_flight``)."""
+        for message_id in list(self.in_flight):
+            if str(message_id) in reflected and message_id in self.in_flight:
+                self.reflected_in_flight.setdefault(message_id, set()).add(crew_id)
 
     def restored(self, crew_id: CrewId) -> bool:
         """``crew_id`` handled its restore, finished or went away; ``True`` if a deferred
@@ -254,6 +289,39 @@ class SharedState:
                 self.tick_deferred = False
                 return True
         return False
+
+    def cursor_opened(self, crew_id: CrewId, cursor: CursorFilter) -> None:
+        """An agent of ``crew_id`` parked on ``cursor``, which no committed snapshot of
+        the crew holds (the crew's thread): open its gate, or add it to the open one."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None:
+                gate = self.checkpoint_due[crew_id] = CheckpointGate()
+            gate.filters.append(cursor)
+
+    def checkpoint_asked(self, crew_id: CrewId) -> bool:
+        """Whether a checkpoint of ``crew_id`` is due and not asked for yet (then it is
+        marked asked: the caller tells the supervisor)."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None or gate.asked:
+                return False
+            gate.asked = True
+            return True
+
+    def end_checkpoint(self, crew_id: CrewId, reflected: frozenset[str] | None, *, retry: bool = False) -> None:
+        """A checkpoint (or a sleep) of ``crew_id`` ended: committed with ``reflected``
+        (the ids its snapshot reflects), or ``None``. With ``retry`` (refused: a message
+        reached the crew) the gate stays open and is asked for again at its next wait."""
+        with self.lock:
+            gate = self.checkpoint_due.get(crew_id)
+            if gate is None:
+                return
+            if retry:
+                gate.asked = False
+                return
+            del self.checkpoint_due[crew_id]
+        gate.settle(reflected)
 
     def go_live(self, crew_id: CrewId, patterns: Sequence[str]) -> None:
         """``crew_id`` is live with durable cursors on ``patterns`` (replacing any)."""

@@ -18,8 +18,15 @@ answers every payload it read once it reads ``"done"``. Phases (each prints
   them and one more order, ``TO``, that wakes it again);
 * ``random SEED FROM``: boot, publish orders from ``FROM`` on a thread while the main
   thread puts the crew to sleep now and then, and die at a random moment;
-* ``finish``: boot, publish ``"done"``, print ``RESULT <json>`` (what the crew read, in
-  order, and the kept rows left) and stop cleanly.
+* ``fresh FROM TO WHEN``: boot, spawn ``r1`` (it never slept: no snapshot), publish
+  orders ``FROM .. TO-1`` as soon as it parks on ``orders``, die at ``WHEN``
+  (``returned`` or ``read``);
+* ``switch FROM TO WHEN``: boot, publish ``"switch"`` on ``orders`` (wakes it; its agent
+  then reads ``returns``, a cursor its snapshot does not hold), publish returns
+  ``FROM .. TO-1`` as soon as it parks there, die at ``WHEN``;
+* ``finish [TOPIC]``: boot, publish ``"done"`` on ``TOPIC`` (``orders``), print
+  ``RESULT <json>`` (what the crew read, in order, and the kept rows left) and stop
+  cleanly.
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ def reader(_crew: Any) -> CrewBlueprint:
         read = payloads(request)
         if read and read[-1] == "done":
             return respond(json.dumps(read[:-1]))
-        return call("wait_for_event", {"topic": "orders", "wait_forever": True})
+        topic = "returns" if "switch" in read else "orders"
+        return call("wait_for_event", {"topic": topic, "wait_forever": True})
 
     agent = Agent("a", ScriptedModel(policy=policy), max_turns=1_000_000)
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("t", agent.agent_id)]))
@@ -72,7 +80,7 @@ def reader(_crew: Any) -> CrewBlueprint:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("db")
-    parser.add_argument("phase", choices=("setup", "publish", "random", "finish"))
+    parser.add_argument("phase", choices=("setup", "publish", "random", "fresh", "switch", "finish"))
     parser.add_argument("args", nargs="*")
     args = parser.parse_args()
     rt = ok.Runtime.start(store=args.db)
@@ -86,9 +94,12 @@ def main() -> None:
         snapshot = query_crew(ref, "snapshot")
         return len([m for m in snapshot.agents[0].conversation if m.role == "tool"])
 
-    def publish(n: int) -> None:
-        shop.publish("orders", n)
+    def publish(n: int, topic: str = "orders") -> None:
+        shop.publish(topic, n)
         emit(f"PUBLISHED {n}")
+
+    def parked(reads: int) -> bool:
+        return read_count() >= reads and sup.status("r1") is CrewStatus.WAITING
 
     if args.phase == "setup":
         sup.spawn("reader", "r1")
@@ -129,7 +140,23 @@ def main() -> None:
                 sup.sleep("r1", timeout=5)
             time.sleep(rng.random() * 0.05)
         die()
-    shop.publish("orders", "done")
+    if args.phase in ("fresh", "switch"):
+        start, stop, when = int(args.args[0]), int(args.args[1]), args.args[2]
+        topic = "orders"
+        if args.phase == "fresh":
+            sup.spawn("reader", "r1")
+            wait_until(lambda: parked(0), what="parked on orders")
+        else:
+            shop.publish("orders", "switch")
+            wait_until(lambda: parked(1), what="parked on returns")
+            topic = "returns"
+        base = read_count()
+        for n in range(start, stop):  # the agent parked on the cursor: each kept once publish returns
+            publish(n, topic)
+        if when == "read":
+            wait_until(lambda: read_count() >= base + stop - start, what="every event read")
+        die()
+    shop.publish(args.args[0] if args.args else "orders", "done")
     wait_until(lambda: sup.outcome("r1") is not None, what="r1's outcome", timeout=30)
     outcome = sup.outcome("r1")
     assert outcome is not None and outcome.result is not None, outcome

@@ -23,8 +23,8 @@ def _published(lines: list[str]) -> list[int]:
     return [int(line.split()[1]) for line in lines if line.startswith("PUBLISHED ")]
 
 
-def _finish(db: Path) -> dict[str, object]:
-    result: dict[str, object] = tagged(_run(db, "finish"), "RESULT")
+def _finish(db: Path, topic: str = "orders") -> dict[str, object]:
+    result: dict[str, object] = tagged(_run(db, "finish", topic), "RESULT")
     return result
 
 
@@ -56,3 +56,22 @@ def test_random_kills_lose_no_topic_event_and_deliver_none_twice(tmp_path: Path)
     assert set(returned) <= set(read), f"lost: {sorted(set(returned) - set(read))}"
     assert read == sorted(read)  # one publisher: in publish order
     assert result["kept"] == 0
+
+
+@pytest.mark.parametrize("when", ["returned", "read"])
+def test_a_crew_that_never_slept_loses_no_event_of_its_cursor_to_a_kill(tmp_path: Path, when: str) -> None:
+    db = tmp_path / "fresh.db"
+    # spawned in this process, never put to sleep: killed once publish returned (or once read)
+    published = _published(_run(db, "fresh", "0", "4", when, killed=True))
+    assert published == [0, 1, 2, 3]
+    published += _published(_run(db, "publish", "4", "7", "read", killed=True))  # restored, then killed again
+    assert _finish(db) == {"read": published, "kept": 0}
+
+
+@pytest.mark.parametrize("when", ["returned", "read"])
+def test_a_cursor_opened_after_the_last_snapshot_loses_no_event_to_a_kill(tmp_path: Path, when: str) -> None:
+    db = tmp_path / "switch.db"
+    _run(db, "setup")  # asleep, its snapshot holds the orders cursor only
+    published = _published(_run(db, "switch", "0", "4", when, killed=True))  # then it reads returns
+    assert published == [0, 1, 2, 3]
+    assert _finish(db, "returns") == {"read": ["switch", *published], "kept": 0}

@@ -121,8 +121,9 @@ def publish_during_save(env: Env) -> Iterator[list[str]]:
     Snapshotting: its snapshot is taken, its cursors still open)."""
     published: list[str] = []
 
-    def hook(point: str) -> None:
-        if point == "lifecycle.save" and not published:
+    def hook(point: str) -> None:  # armed by the test: not at the checkpoints of its new cursors
+        if point == "lifecycle.save" and published == ["armed"]:
+            published.clear()
             publisher = env.hub.bind("shop")
             for n in range(3):
                 publisher.publish("orders", n)
@@ -144,6 +145,8 @@ def test_events_for_another_cursor_published_while_snapshotting_are_kept(
     wait_until(lambda: _parked(env, "r1", 0), what="first orders wait parked")
     env.clock.advance(1)  # the first read times out: the orders cursor stays open
     wait_until(lambda: _parked(env, "r1", 1), what="parked on go")
+    wait_until(lambda: sup.durable("r1"), what="its cursors checkpointed")
+    publish_during_save.append("armed")
     assert sup.sleep("r1") is True
     assert publish_during_save == ["lifecycle.save"]
     # The snapshot does not hold them: the crew is woken at once to keep them.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew
-from orkeon_actors.lifecycle import CrewBlueprint
+from orkeon_actors.lifecycle import CrewBlueprint, LifecycleState
 from orkeon_actors.orchestration import Sequential
 from orkeon_actors.orchestration import Task as OrchestrationTask
 from orkeon_actors.testing import wait_until
@@ -64,3 +64,25 @@ def test_a_live_crew_keeps_its_cursor_events_until_a_snapshot_reflects_them(env:
     assert snapshot is not None
     tool_results = [json.loads(m.content) for m in snapshot.agents[0].conversation if m.role == "tool"]
     assert [r["message"]["payload"] for r in tool_results] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("volatile", [frozenset(), frozenset({"orders"})], ids=["durable", "volatile"])
+def test_a_crew_that_never_slept_keeps_its_cursor_events_from_its_first_wait(
+    env: Env, volatile: frozenset[str]
+) -> None:
+    env.factories["reader"] = _factory(volatile)
+    sup = env.boot()
+    sup.spawn("reader", "c")
+    env.settle("c", CrewStatus.WAITING)  # parked on orders: a cursor no snapshot holds
+    wait_until(lambda: sup.durable("c"), what="its checkpoint committed")
+    # the checkpoint is a snapshot in the store (not a sleep): restorable after a crash
+    assert (sup.store.load("c") is not None) == (not volatile)
+    assert sup.state("c") is LifecycleState.ACTIVE
+    shop = env.hub.bind("shop")
+    for n in range(3):
+        shop.publish("orders", n)
+    wait_until(lambda: _reads(env) == 3, what="orders read")
+    assert _kept(env) == (3 if not volatile else 0)
+    env.settle("c", CrewStatus.WAITING)
+    assert sup.sleep("c") is True
+    assert _kept(env) == 0  # the sleep's snapshot reflects them
