@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pykka
 import pytest
 
 import orkeon_actors as ok
@@ -24,13 +25,15 @@ from .conftest import Opener
 BOB = "agent://b/bob"
 
 
-def _start_poster(hub: ok.EventHub, name: str, crew_id: str, to: str) -> None:
-    """A real crew named ``name`` whose agent ``alice`` posts once to ``to``, then ends."""
+def _start_poster(hub: ok.EventHub, name: str, crew_id: str, to: str) -> pykka.ActorRef[CrewActor]:
+    """A real crew named ``name`` whose agent ``alice`` posts once to ``to``, then ends
+    (the caller stops its actor: a crew run without a supervisor keeps it)."""
     script = ScriptedModel([call("post_message", {"target_mailbox": to, "payload": "hi"}), respond("x")])
     ref = CrewActor.start(
         hub, agents=[Agent("alice", script)], orchestration=Sequential([Task("t", "alice")]), name=name, crew_id=crew_id
     )
     start_crew(ref)
+    return ref
 
 
 class TestReadableNames:
@@ -41,10 +44,11 @@ class TestReadableNames:
         hub = rt.hub
         hub.register_mailbox(BOB)
         unname_b = hub.name_crew(ok.CrewId("b"), "billing")  # what a live crew b tells the hub
-        _start_poster(hub, "sales-team", "a", BOB)
+        poster = _start_poster(hub, "sales-team", "a", BOB)
         alice = hub.bind("a", "alice")
         wait_until(lambda: len(alice.sent().rows) == 1, what="the crew's post is recorded")
         wait_until(lambda: hub.crew_name(ok.CrewId("a")) is None, what="the finished crew left the hub")
+        poster.stop()
         unname_b()
 
         [row] = alice.sent().rows
