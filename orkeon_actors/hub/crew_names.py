@@ -8,9 +8,11 @@ Nothing routes, authorises or replies by a name (the ACL's name registry,
 :mod:`orkeon_actors.acl.registry`, is the one that links crews by name).
 
 A crew that is not live here (asleep, on another host, never started in this process)
-has no name in the book: :meth:`CrewNames.name_of` returns ``None`` and the row keeps
-its address only. The book holds one entry per live crew, never one per crew that ever
-ran, so a host with a million sleeping crews does not pay for their names.
+has no name in the book: :meth:`CrewNames.name_of` returns ``None``; the durable sent
+history then reads a sleeping crew's name from its last snapshot
+(:mod:`orkeon_actors.store.sent_history`), and otherwise the row keeps its address only.
+The book holds one entry per live crew, never one per crew that ever ran, so a host
+with a million sleeping crews does not pay for their names.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.history.view import Coverage, SentHistory
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC
 from orkeon_actors.model.address import MailboxAddress, Scheme, is_reserved_topic
+from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup, original_message
@@ -205,8 +206,23 @@ class SqliteSentHistory:
         return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
 
     def _endpoint(self, to: MailboxAddress) -> Endpoint:
-        """The canonical endpoint of ``to``, with its crew's name now (display only)."""
-        return endpoint_of(to, self.hub.crew_name(to.crew_id))
+        """The canonical endpoint of ``to``, with its crew's name now (display only): the
+        name a live crew told the hub, else the ``name`` of the crew's last snapshot in
+        this store (a sleeping crew, or one asleep since before a restart), else none (a
+        crew this store never held, such as one on another host)."""
+        name = self.hub.crew_name(to.crew_id)
+        if name is None and to.crew_id is not None and to.scheme in (Scheme.AGENT, Scheme.CREW):
+            name = self._stored_crew_name(to.crew_id)
+        return endpoint_of(to, name)
+
+    def _stored_crew_name(self, crew_id: CrewId) -> str | None:
+        """The ``name`` field of ``crew_id``'s last committed snapshot, read through a
+        reader (one primary-key lookup; it never waits on the writer)."""
+        rows = self.hub.readers.query(
+            "SELECT json_extract(CAST(snapshot AS TEXT), '$.name') FROM crew_snapshots WHERE crew_id = ?",
+            (str(crew_id),),
+        )
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def _lives_elsewhere(self, to: MailboxAddress) -> bool:
         """On a fleet host (a hub that forwards posts to other hosts), a mailbox this

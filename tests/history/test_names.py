@@ -96,3 +96,31 @@ class TestReadableNames:
             endpoint = endpoint_of(ok.MailboxAddress.parse(address), "ignored")
             assert endpoint.kind is not EndpointKind.AGENT and endpoint.name is None
         assert ok.MailboxAddress.parse("client://ui").scheme is Scheme.CLIENT
+
+
+def test_a_sleeping_crews_name_is_read_from_its_snapshot_also_after_a_restart(open_store: Opener) -> None:
+    """A recipient that is asleep (no live crew told the hub its name), even across a
+    restart of the runtime, is named by its last snapshot; a crew this store never held
+    stays unnamed."""
+    from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
+
+    def billing(_: ok.CrewId) -> CrewBlueprint:
+        bob = Agent("bob", ScriptedModel([call("receive_message", {"wait_forever": True}), respond("done")]))
+        return CrewBlueprint(agents=[bob], orchestration=Sequential([Task("go", "bob")]))
+
+    rt = open_store()
+    sup = CrewSupervisor(rt, factories={"billing": billing})
+    sup.spawn("billing", "b")
+    wait_until(lambda: rt.hub.crew_name(ok.CrewId("b")) == "billing", what="crew b live and named")
+    assert sup.sleep("b") is True
+    assert rt.hub.crew_name(ok.CrewId("b")) is None  # asleep: nothing live names it
+    sup.stop()
+    rt.stop()
+
+    rt = open_store()  # no supervisor: b stays asleep, its mailbox durable
+    rt.hub.register_mailbox("agent://z/zed")
+    alice = rt.hub.bind("a", "alice")
+    alice.post(BOB, "invoice 9")
+    alice.post("agent://z/zed", "to a mailbox no crew snapshot names")
+    rows = alice.sent().rows
+    assert [(r.to.id, r.to.name) for r in rows] == [("b/bob", "billing"), ("z/zed", None)]
