@@ -167,3 +167,22 @@ def test_an_unreachable_broker_is_a_typed_error_within_the_bound() -> None:
     finally:
         link.stop()
         proxy.close()
+
+
+def test_connections_reset_during_the_handshake_are_retried_until_the_broker_is_back() -> None:
+    """A peer that accepts the TCP connection, then resets it before pika's handshake
+    starts, makes pika raise out of its I/O loop ("getpeername() failed") instead of
+    reporting an open error: the link counts it as one more failed attempt and retries,
+    it never ends its I/O thread."""
+    proxy = TcpProxy(BROKER)
+    proxy.cut()  # accepts, then resets every connection
+    link = BrokerLink(proxy.url("%2F"), name="test-resets", backoff=0.001, max_backoff=0.002)
+    try:
+        with pytest.raises(BrokerUnavailableError):
+            link.start(timeout=0.2)
+        wait_until(lambda: link.attempts >= 300, timeout=60, what="300 connection attempts reset by the peer")
+        proxy.restore()
+        wait_until(lambda: link.connected, timeout=30, what="the link connected once the peer is back")
+    finally:
+        link.stop()
+        proxy.close()

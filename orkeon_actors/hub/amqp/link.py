@@ -170,6 +170,8 @@ class BrokerLink:
         """Why the link gave up (set once, before :meth:`start` returns)."""
         self.reconnects = 0
         """How many times the link reconnected after losing the broker."""
+        self.attempts = 0
+        """How many connections the link tried to open, failed ones included."""
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -229,13 +231,27 @@ class BrokerLink:
             )
             with self._lock:
                 self._connection = connection
-            connection.ioloop.start()
+            self.attempts += 1
+            try:
+                connection.ioloop.start()
+            except (OSError, ValueError) as error:
+                if connection.is_open:
+                    raise  # raised by one of our callbacks on an open connection: a bug, not the network
+                # pika's connection workflow lets a socket reset mid-handshake (for example
+                # "getpeername() failed" on a peer that accepted, then closed) escape its I/O
+                # loop instead of reporting it to on_open_error_callback: the same failure.
+                self._connection_attempt_failed(connection, error)
             with self._lock:
                 if self._stopping:
                     return
             delay = min(self._max_backoff, self._backoff * (2 ** min(self._attempt, 16)))
             self._attempt += 1
             threading.Event().wait(delay)
+
+    def _connection_attempt_failed(self, connection: pika.SelectConnection, error: BaseException) -> None:
+        self._last_error = error
+        _log.warning("broker {} unreachable (connection attempt failed: {!r}); retrying", _safe(self.url), error)
+        connection.ioloop.close()
 
     def _opened(self, connection: pika.SelectConnection) -> None:
         connection.channel(on_open_callback=self._channel_opened)
