@@ -106,6 +106,9 @@ def test_the_page_shows_an_asleep_crew_asleep(page: Any) -> None:
 def test_a_post_wakes_the_crew_and_appears_in_the_flow(page: Any, studio: tuple[ok.Runtime, CrewSupervisor]) -> None:
     rt, _ = studio
     page.wait_for_selector("#crews tr[data-crew='napper'] .state-Asleep", timeout=DEADLINE_MS)
+    # The lifecycle watcher has seen napper asleep (its first sighting), so the wake is a
+    # change it reports; a post before that sighting would make "Active" its first state.
+    page.wait_for_selector("#flow g.event[data-kind='state'][data-crew='napper']", timeout=DEADLINE_MS)
     rt.hub.bind("tester", "t").post("agent://napper/a", {"wake": "up"})
     page.wait_for_selector("#crews tr[data-crew='napper'] .state-Active", timeout=DEADLINE_MS)
     page.wait_for_selector("#flow g.event[data-kind='post']", timeout=DEADLINE_MS)
