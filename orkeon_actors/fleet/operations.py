@@ -23,9 +23,11 @@ Guarantees of :meth:`Fleet.spawn`:
 
 Guarantees of :meth:`Fleet.stop`:
 
-* **It ends the crew.** The host announcing the crew ends it with its supervisor: a live
-  crew is told :class:`~orkeon_actors.crew.protocol.End` (handled between two turns), a
-  sleeping one is woken first. It fails with the cause ``CrewStopped`` (``wait_finished``
+* **It ends the crew, whatever its state.** The host announcing the crew ends it with
+  ``CrewSupervisor.end``, on the supervisor's own thread: a live or waking crew is told
+  :class:`~orkeon_actors.crew.protocol.End` (handled between two turns), one falling
+  asleep does not sleep (or, if its actor was already stopping for the sleep, is woken
+  once the sleep committed and told then), a sleeping one is woken and told. It fails with the cause ``CrewStopped`` (``wait_finished``
   there raises ``CrewFailedError`` saying who stopped it), its outcome is recorded, its
   snapshot deleted and its mailboxes closed: later posts to it fail with
   ``MailboxNotFoundError``, nothing wakes it again.
@@ -47,9 +49,6 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Final
 
-import pykka
-
-from orkeon_actors.crew.protocol import End
 from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
 from orkeon_actors.fleet.control import ControlPlane
 from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
@@ -209,8 +208,8 @@ class Fleet:
         ended: Future[CrewOutcome] = Future()
         withdraw = supervisor.when_finished(crew, ended.set_result)  # called once
         try:
-            if not ended.done():
-                self._end(supervisor, crew, f"stopped by rt.fleet.stop from host {requester!r}")
+            # On the supervisor's thread, whatever the crew's state (live, falling asleep, asleep).
+            supervisor.end(crew, STOPPED, f"stopped by rt.fleet.stop from host {requester!r}")
             ended.result(_ENDED_WITHIN)
         except FutureTimeout:
             raise FleetTimeoutError(
@@ -220,23 +219,6 @@ class Fleet:
             withdraw()
         self.hub.gateway.roster.heartbeat()  # the others' views drop its mailboxes with this round
         return entities
-
-    @staticmethod
-    def _end(supervisor: CrewSupervisor, crew: CrewId, reason: str) -> None:
-        """Tell the crew :class:`End`, waking it first if it sleeps. A crew whose actor
-        is gone meanwhile (it just went to sleep) is woken and told again."""
-        for _ in range(2):
-            if supervisor.state(crew) is LifecycleState.ASLEEP:
-                supervisor.wake(crew)
-            ref = supervisor.ref(crew)
-            if ref is None:
-                return  # finished meanwhile: its outcome settles the wait
-            try:
-                ref.tell(End(STOPPED, reason))
-                return
-            except pykka.ActorDeadError:
-                continue
-        raise FleetControlError(f"crew {crew} could not be reached to end it: it kept going to sleep, retry")
 
 
 def _declare_now(hub: AmqpEventHub, declarer: Declarer, timeout: float = 10.0) -> None:

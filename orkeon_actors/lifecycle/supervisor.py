@@ -55,6 +55,7 @@ from opentelemetry.metrics import MeterProvider
 from orkeon_actors.actors.caller_runs import may_wait_here
 from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.crew.crew_actor import CrewActor
+from orkeon_actors.crew.protocol import End
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError, StoreError
@@ -406,6 +407,23 @@ class CrewSupervisor:
         """Activate a sleeping crew now (its waits re-armed; ``trigger`` delivered)."""
         crew = CrewId(crew_id)
         self._call(lambda actor: actor.wake(crew, trigger))
+
+    def end(
+        self, crew_id: CrewId | str, error_type: str = "CrewEnded", reason: str = "ended by its supervisor"
+    ) -> bool:
+        """Make the crew fail now with the cause ``error_type`` / ``reason``, whatever its
+        state; ``True`` if it will, ``False`` if it finished already or is unknown here.
+        Returns at once: its outcome is recorded like any failed crew's (its snapshot
+        deleted, its mailboxes closed; wait with :meth:`when_finished` or
+        :meth:`wait_finished`). A live or waking crew handles it between two turns; one
+        falling asleep does not sleep (or, if its actor was already stopping for the
+        sleep, is woken once the sleep committed and ended then); a sleeping crew is
+        woken (its factory builds it, its snapshot restores it) and ended before any
+        message posted to it after this call, while a message kept for it before may
+        still reach an agent first. ``HubStoppedError`` once :meth:`stop` began."""
+        crew, order = CrewId(crew_id), End(error_type, reason)
+        result: bool = self._call(lambda actor: actor.end(crew, order))
+        return result
 
     def state(self, crew_id: CrewId | str) -> LifecycleState:
         crew = CrewId(crew_id)

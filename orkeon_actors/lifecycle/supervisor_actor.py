@@ -28,6 +28,7 @@ from orkeon_actors.crew.protocol import (
     CloseMailboxes,
     CursorsOpen,
     Deliver,
+    End,
     Passivate,
     Passivated,
     Release,
@@ -39,12 +40,12 @@ from orkeon_actors.crew.protocol import (
 )
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.lifecycle.activation import BuiltCrew
-from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
+from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
     DEFERRED_TICK,
@@ -249,6 +250,8 @@ class SupervisorActor(pykka.ThreadingActor):
         entry = self.entries.get(crew_id)
         if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
             return  # stopping: stop() gave up on it, it parks as it is
+        if entry.ending is not None:
+            return  # its End follows in its inbox: it fails, and its Finished settles the sleep
         taken = entry.taken
         if taken is None:
             return
@@ -318,11 +321,12 @@ class SupervisorActor(pykka.ThreadingActor):
 
     def _saved(self, crew_id: CrewId) -> None:
         entry = self.entries.get(crew_id)
-        if entry is None or entry.stopping:
-            return
+        if entry is None or entry.stopping or entry.finished or entry.ending is not None:
+            return  # finished or ending (its End is told): its Finished deletes that snapshot
         if entry.checkpoint:
             self._checkpointed(crew_id, entry)
             return
+        entry.releasing = True
         entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
 
     # -- checkpoints (orkeon_actors.lifecycle.checkpoint) ------------------------------
@@ -416,6 +420,8 @@ class SupervisorActor(pykka.ThreadingActor):
             for message in kept:
                 keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
                 self.wakes.keep_event(crew_id, keys, message)
+        if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
+            self.end(crew_id, entry.ending)
 
     # -- wake -------------------------------------------------------------------------
 
@@ -711,6 +717,8 @@ class SupervisorActor(pykka.ThreadingActor):
             if future is not None:
                 future.set_result(False)
         entry.deferred_sleeps.clear()
+        if before is LifecycleState.SNAPSHOTTING:  # ended while it fell asleep: it does not sleep
+            self._sleep_abandoned(entry)
         entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
         note_crew_finished(self.hub, crew_id, status.value)  # a late post is refused saying the crew finished
         self.idle.forget(crew_id)
@@ -732,6 +740,48 @@ class SupervisorActor(pykka.ThreadingActor):
         except pykka.ActorDeadError:
             logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
             self._gone(crew_id, CrewOutcome(status))
+
+    def _sleep_abandoned(self, entry: CrewEntry) -> None:
+        """A crew that finishes (ended) while snapshotting: unindex its sleep snapshot's
+        patterns (see :meth:`_snapshot_taken`), answer its sleepers ``False``."""
+        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
+        if snapshot is not None and not entry.checkpoint:
+            self.shared.remove_patterns(topic_patterns(snapshot))
+            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
+        for future in entry.sleepers:
+            future.set_result(False)
+        entry.sleepers.clear()
+        entry.buffered.clear()  # posts to a crew that ends: its mailboxes close
+
+    # -- ending (CrewSupervisor.end, rt.fleet.stop) -----------------------------------
+
+    def end(self, crew_id: CrewId, order: End) -> bool:
+        """Make the crew fail with ``order``'s cause whatever its state; ``False`` if
+        there is nothing to end (finished, or unknown here). Active or waking: told now
+        (handled between two turns). Snapshotting: told now, behind the Passivate, and
+        its snapshot is not saved (or, saved already, deleted with its failure); if its
+        Release was told already (its actor is stopping), it is woken once its sleep
+        committed and told then. Asleep: woken, then told (before anything posted to it
+        after this call)."""
+        entry = self.entries.get(crew_id)
+        if entry is None:
+            if self.shutting_down:
+                raise HubStoppedError(f"crew {crew_id} cannot be ended: its supervisor is stopping")
+            if self.store.stored_state(crew_id) is not StoredState.ASLEEP:
+                return False
+            self._wake(crew_id, None, time.perf_counter(), cause=WakeTrigger.EXPLICIT)
+            entry = self.entries.get(crew_id)
+            if entry is None:
+                raise InvalidArgumentError(f"crew {crew_id} is asleep but could not be woken to end it: see the log")
+        if entry.finished or entry.ending is not None:
+            return not entry.finished
+        entry.ending = order
+        logger.bind(component=LOG_COMPONENT, crew_id=str(crew_id), event="end", state=entry.state.value).debug(
+            "crew {}: ending it ({}){}", crew_id, order.error_type, " once it slept" if entry.releasing else ""
+        )
+        if not entry.releasing:
+            entry.ref.tell(order)
+        return True
 
     def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
         """Forget a finished crew whose actor stopped; remember its outcome (the last

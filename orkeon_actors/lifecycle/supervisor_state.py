@@ -21,6 +21,7 @@ from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.crew.handover import CursorFilter, Handover, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     CrewReport,
+    End,
     SnapshotTaken,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -77,6 +78,7 @@ class CrewEntry:
         "checkpoint",
         "cursors_open",
         "deferred_sleeps",
+        "ending",
         "finished",
         "handover",
         "idle_timeout",
@@ -88,6 +90,7 @@ class CrewEntry:
         "parked",
         "reason",
         "ref",
+        "releasing",
         "sleepers",
         "snapshot",
         "state",
@@ -131,6 +134,10 @@ class CrewEntry:
         self.parked: Future[None] | None = None
         """Set by ``stop_rest``: resolved once the crew reports it parked at stop."""
         self.cursors_open = False
+        self.ending: End | None = None
+        """Set by ``CrewSupervisor.end``: the :class:`End` told (or to tell once it slept)."""
+        self.releasing = False
+        """:class:`Release` told for its sleep: its actor stops, its ``Released`` follows."""
         self.deferred_sleeps: list[tuple[SleepReason, Future[bool] | None]] = []
         """Sleep requests made while it was activating: made once it is active."""
         self.kept_loaded = False

@@ -5,12 +5,14 @@ reaches its sender."""
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 import pytest
+from loguru import logger
 
 import orkeon_actors as ok
 from orkeon_actors.bench.lifecycle import FACTORIES, FOREVER_NAME
@@ -19,6 +21,7 @@ from orkeon_actors.errors import FleetControlError, MailboxNotFoundError
 from orkeon_actors.fleet.dead_letters import DeliveryFailed
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.operations import STOPPED, Fleet
+from orkeon_actors.hub.port import MailboxRegistration
 from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
 from orkeon_actors.testing import wait_until
 
@@ -119,6 +122,58 @@ def test_stop_ends_a_sleeping_crew_too(hosts: Hosts) -> None:
     assert hosts.supervisor_b.sleep(crew)
     assert hosts.fleet_a.stop(crew, timeout=20) == crew
     _assert_ended(hosts, crew)
+
+
+def test_stop_ends_a_crew_caught_falling_asleep_with_its_actor_stopping(
+    hosts: Hosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop reaches b while the crew's sleep snapshot committed and its actor is
+    stopping (its mailboxes being parked, held here): it is not lost. b ends the crew
+    once its sleep is over (woken and told End), and the stop returns within its bound.
+    Without the supervisor-side ``end`` the End went to a stopping actor: refused as
+    "kept going to sleep", or dropped with the actor's inbox and timed out after 30 s."""
+    crew = hosts.fleet_a.spawn(FOREVER_NAME, host=hosts.b_id, timeout=20)
+    wait_until(lambda: hosts.supervisor_b.status(crew) is CrewStatus.WAITING, timeout=20, what="crew waiting")
+    parking, release = threading.Event(), threading.Event()
+    park = hosts.b.hub.park_mailboxes
+
+    def held_park(registrations: Sequence[MailboxRegistration]) -> None:
+        if not parking.is_set():  # the first park: the sleep's (not the one after the wake)
+            parking.set()
+            release.wait(30)
+        park(registrations)
+
+    monkeypatch.setattr(hosts.b.hub, "park_mailboxes", held_park)
+    ends: list[str] = []
+    sink = logger.add(
+        lambda m: ends.append(m.record["extra"]["crew_id"]), filter=lambda r: r["extra"].get("event") == "end"
+    )
+    try:
+        slept: list[bool] = []
+        sleeper = threading.Thread(target=lambda: slept.append(hosts.supervisor_b.sleep(crew)))
+        sleeper.start()
+        wait_until(parking.is_set, timeout=20, what="the crew's actor parking its mailboxes for the sleep")
+        stopped: list[object] = []
+
+        def stop() -> None:
+            try:
+                stopped.append(hosts.fleet_a.stop(crew, timeout=20))
+            except Exception as exc:  # the assertion below names it
+                stopped.append(exc)
+
+        stopper = threading.Thread(target=stop)
+        stopper.start()
+        wait_until(lambda: stopped or crew in ends, timeout=20, what="b's supervisor taking the stop")
+        release.set()
+        stopper.join(30)
+        sleeper.join(30)
+    finally:
+        release.set()
+        logger.remove(sink)
+    assert stopped == [crew]
+    assert slept == [True]  # it did fall asleep, then was woken and ended
+    _assert_ended(hosts, crew)
+    assert hosts.supervisor_b.state(crew) is LifecycleState.FAILED
 
 
 def test_stop_of_a_crew_its_host_does_not_know_is_refused_with_the_reason(hosts: Hosts) -> None:
