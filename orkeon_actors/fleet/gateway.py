@@ -6,7 +6,8 @@ connection, one I/O thread), its :class:`~orkeon_actors.fleet.signing.Signer` an
 :class:`~orkeon_actors.fleet.signing.Verifier`, and its
 :class:`~orkeon_actors.fleet.roster.Roster`. On every (re)connect it declares, in order:
 the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
-(``topics.<host>``), its answers queue (``answers.<host>``), every inbox it opened, then
+(``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
+(``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`.
 
 Guarantees:
@@ -81,6 +82,7 @@ from orkeon_actors.hub.amqp.topology import (
     answers_queue,
     inbox_queue,
     mailbox_key,
+    receipts_queue,
     topics_queue,
 )
 from orkeon_actors.model.address import MailboxAddress
@@ -211,6 +213,7 @@ class Gateway:
         host = self.host_id
         declarer = Declarer().shared().roster(host)
         declarer.listener(topics_queue(host), TOPIC_FAN_IN).listener(answers_queue(host), [answer_key(host)])
+        declarer.receipts(host)
         with self._lock:
             inboxes = sorted(self._inboxes, key=str)
             unbind = sorted(self._unbind, key=str)
@@ -253,6 +256,7 @@ class Gateway:
         self.link.start(self.config.connect_timeout)
         self.link.consume(topics_queue(self.host_id), self._topic_lane.put, prefetch=self.config.prefetch)
         self.link.consume(answers_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
+        self.link.consume(receipts_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
         self.roster.add([self.entity])
         self.roster.start()
         self._started = True

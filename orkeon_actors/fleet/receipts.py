@@ -6,9 +6,11 @@ after its store committed it and the delivery was acknowledged to the broker (a 
 already held, redelivered or repeated, is confirmed again, so a receipt lost with a
 connection is sent once more with the copy that follows it). The receipt is signed by
 that gateway (sender ``_gateway@<host>``) and published on ``fleet.msg`` keyed
-``answer.<poster's host>``, so it reaches the poster's exclusive ``answers.<host>`` queue
+``receipt.<poster's host>``, so it reaches the poster's durable ``receipts.<host>`` queue
 and is verified there like every cross-host message, then settles the waiting post. Not
-``mandatory``: a poster gone meanwhile has nobody waiting.
+``mandatory``: a poster gone meanwhile has nobody waiting. The queue is durable (not
+exclusive to one connection), so a receipt sent while the poster's connection is down
+waits there (up to ``RECEIPT_TTL_MS``) and settles the post once it reconnected.
 
 :class:`Receipts` is the poster's side: :meth:`Receipts.expect` before publishing,
 :meth:`Receipts.wait` after the broker's confirm. Guarantees:
@@ -20,9 +22,10 @@ and is verified there like every cross-host message, then settles the waiting po
 * **Nothing withdrawn.** A missing receipt says nothing about loss: the broker confirmed
   the message, so it waits in the recipient's durable inbox and is delivered once that
   host consumes again (a late receipt then finds nobody waiting and is dropped with a
-  DEBUG log). A receipt can also be lost on the way back, when the poster's own
-  connection drops (its exclusive answers queue goes with it): the error then reports a
-  delivery that did happen; the receipts are not replayed.
+  DEBUG log). A receipt is not lost when the poster's own connection drops after the
+  broker's confirm: it waits in ``receipts.<host>``, and a poster that reconnects within
+  its ``delivery_timeout`` gets its confirmation. One that reconnects later gets
+  ``DeliveryNotConfirmedError`` although the message was delivered (its text says so).
 * **Only the recipient's host confirms.** A receipt counts only if it was signed by the
   host that holds the inbox (the verified signing host of the receipt is compared with
   the host the poster saw announcing the mailbox when it posted).
@@ -39,7 +42,7 @@ from loguru import logger
 from orkeon_actors.errors import DeliveryNotConfirmedError
 from orkeon_actors.fleet.signing import Signer
 from orkeon_actors.hub.amqp.link import Outgoing
-from orkeon_actors.hub.amqp.topology import MSG_EXCHANGE, answer_key
+from orkeon_actors.hub.amqp.topology import MSG_EXCHANGE, RECEIPT_TTL_MS, receipt_key
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.wire import amqp as wire
 
@@ -51,12 +54,15 @@ _log = logger.bind(component="orkeon_actors.fleet")
 def receipt_for(envelope: wire.Envelope, address: MailboxAddress, signer: Signer, gateway: str) -> Outgoing:
     """The signed receipt of ``envelope`` (a post held in ``address`` here) for its
     poster's host; ``gateway`` is this host's gateway entity (its sender)."""
-    to = answer_key(envelope.host)
+    to = receipt_key(envelope.host)
     headers, body = wire.encode_receipt(
         str(envelope.message.id), str(address), sender=gateway, to=to, expires_at_ms=envelope.expires_at_ms
     )
     signed = signer.sign(headers, body)
-    return Outgoing(MSG_EXCHANGE, to, body, str(signed["message_id"]), signed, mandatory=False, persistent=False)
+    message_id = str(signed["message_id"])
+    return Outgoing(
+        MSG_EXCHANGE, to, body, message_id, signed, mandatory=False, expiration_ms=RECEIPT_TTL_MS, persistent=False
+    )
 
 
 class Receipts:
@@ -106,7 +112,7 @@ class Receipts:
             raise DeliveryNotConfirmedError(
                 f"message {message_id} to {recipient} was taken by the broker, but host {host!r} did not confirm "
                 f"holding it within {timeout} s: that host is stalled, overloaded or down (or this host's own "
-                "connection dropped and took the receipt with it). The message is not "
+                "connection was down until the bound, its receipt may come late). The message is not "
                 "withdrawn: it waits in the recipient's inbox and is delivered once the host consumes again. Check "
                 "the host, or raise FleetConfig.delivery_timeout; posting it again would make another message",
                 message_id=message_id,

@@ -20,6 +20,7 @@ import orkeon_actors as ok
 from orkeon_actors.errors import DeliveryNotConfirmedError, InvalidArgumentError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.hub import AmqpEventHub
+from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.model.message import Message
 from orkeon_actors.testing import wait_until
 
@@ -42,14 +43,19 @@ class Pair:
     """Host A (through ``proxy``, with a mailbox for its sender's reports) and host B
     (through ``proxy_b``, holding :data:`BOX`)."""
 
-    def __init__(self, vhost: str, tmp: Path) -> None:
+    def __init__(self, vhost: str, tmp: Path, *, delivery_timeout: float = 1.0) -> None:
         suffix = uuid.uuid4().hex[:6]
         self.a_id, self.b_id = f"a-{suffix}", f"b-{suffix}"
         keys = fleet_keys([self.a_id, self.b_id])
         self.proxy, self.proxy_b = TcpProxy(BROKER), TcpProxy(BROKER)
         config = FleetConfig(
-            self.proxy.url(vhost), self.a_id, keys, publish_timeout=60.0, delivery_timeout=1.0, **FAST_PRESENCE
-        )  # type: ignore[arg-type]
+            self.proxy.url(vhost),
+            self.a_id,
+            keys,
+            publish_timeout=60.0,
+            delivery_timeout=delivery_timeout,
+            **FAST_PRESENCE,  # type: ignore[arg-type]
+        )
         self.a = ok.Runtime.start(store=str(tmp / "a.db"), fleet=config)
         config_b = FleetConfig(self.proxy_b.url(vhost), self.b_id, keys, **FAST_PRESENCE)  # type: ignore[arg-type]
         self.b = ok.Runtime.start(store=str(tmp / "b.db"), fleet=config_b)
@@ -141,3 +147,62 @@ def test_a_confirmed_send_to_a_stalled_host_fails_fast_instead_of_timing_out(pai
         request = reader.receive()  # it still arrives
     assert request.payload == b"ask" and request.correlation_id is not None
     assert not pair.a.hub.is_active_correlation(request.correlation_id)  # the requester gave up at once
+
+
+def test_a_receipt_sent_while_the_posters_connection_is_down_confirms_the_post_after_its_reconnect(
+    vhost: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker confirmed the post; a's connection drops; b holds the post and sends its
+    DELIVERED receipt while a is away; a reconnects within its delivery_timeout: the post
+    returns confirmed. (The receipt used to go to a's exclusive answers queue, gone with
+    the connection: the post raised a false DeliveryNotConfirmedError.)"""
+    pair = Pair(vhost, tmp_path, delivery_timeout=30.0)
+    try:
+        link = hub(pair.a).gateway.link
+        reconnects = link.reconnects
+        confirmed_by_broker = threading.Event()
+        receipts = hub(pair.a).gateway.receipts
+        wait = receipts.wait
+
+        def waiting(message_id: str, recipient: str, timeout: float) -> object:
+            confirmed_by_broker.set()  # publish() returned: the broker confirmed the post
+            return wait(message_id, recipient, timeout)
+
+        monkeypatch.setattr(receipts, "wait", waiting)
+        sent: list[Future[None]] = []
+        link_b = hub(pair.b).gateway.link
+        publish_b = link_b.publish
+
+        def publishing(outgoing: Outgoing) -> Future[None]:
+            future = publish_b(outgoing)
+            if outgoing.routing_key.endswith(pair.a_id) and not outgoing.routing_key.startswith("mbox."):
+                sent.append(future)  # b's receipt for a
+            return future
+
+        monkeypatch.setattr(link_b, "publish", publishing)
+        pair.proxy_b.stall()  # b takes nothing yet
+        posted: Future[Message] = Future()
+
+        def post() -> None:
+            try:
+                posted.set_result(pair.poster.post(BOX, b"held", confirm_delivery=True))
+            except BaseException as exc:
+                posted.set_exception(exc)
+
+        threading.Thread(target=post, daemon=True).start()
+        wait_until(confirmed_by_broker.is_set, timeout=20, what="the broker confirming a's post")
+        pair.proxy.cut()  # a's connection drops before any receipt came
+        pair.proxy_b.restore()  # b holds the post now and sends its receipt while a is away
+        wait_until(lambda: pair.box.depth() == 1, timeout=20, what="b holding the post")
+        wait_until(lambda: bool(sent) and sent[0].done(), timeout=20, what="b's receipt taken by the broker")
+        assert sent[0].exception() is None
+        assert not posted.done()
+        pair.proxy.restore()
+        wait_until(lambda: link.reconnects > reconnects, timeout=30, what="a reconnecting")
+        message = posted.result(30)  # confirmed, no DeliveryNotConfirmedError
+        assert message.payload == b"held"
+        assert len(receipts) == 0
+        with pair.box.reader() as reader:
+            assert reader.receive().id == message.id
+    finally:
+        pair.stop()

@@ -18,6 +18,9 @@ Names follow the cross-host messaging design (its §3-§4):
                                   ``scoped.#``: the host's fan-in of every publish
 ``answers.<host>``        queue   exclusive, auto-delete, key ``answer.<host>``:
                                   replies to the requests ``<host>`` sent
+``receipts.<host>``       queue   durable (expires unused), key ``receipt.<host>``:
+                                  DELIVERED receipts for ``<host>``'s posts; kept
+                                  while ``<host>``'s connection is down
 ========================  ======  ===============================================
 
 Routing keys (:func:`mailbox_key`, :func:`topic_key`, :func:`scoped_topic_key`):
@@ -61,12 +64,16 @@ __all__ = [
     "TOPIC_FAN_IN",
     "Declarer",
     "InboxCaps",
+    "RECEIPTS_EXPIRE_MS",
+    "RECEIPT_TTL_MS",
     "answer_key",
     "answers_queue",
     "control_queue",
     "inbox_policy",
     "inbox_queue",
     "mailbox_key",
+    "receipt_key",
+    "receipts_queue",
     "replies_key",
     "replies_queue",
     "roster_queue",
@@ -115,6 +122,24 @@ def answers_queue(host: str) -> str:
 def answer_key(host: str) -> str:
     return "answer." + host
 
+
+def receipts_queue(host: str) -> str:
+    """Where the DELIVERED receipts of ``host``'s posts arrive: durable, so that a receipt
+    sent while ``host``'s connection is down waits for its reconnect."""
+    return "receipts." + host
+
+
+def receipt_key(host: str) -> str:
+    return "receipt." + host
+
+
+RECEIPTS_EXPIRE_MS: Final = 24 * 3600 * 1000
+"""A ``receipts.<host>`` queue unused (no consumer, no redeclare) this long is deleted by
+the broker (``x-expires``): a host id that is gone leaves nothing behind."""
+
+RECEIPT_TTL_MS: Final = 300_000
+"""How long a receipt waits in ``receipts.<host>`` for its poster (longer than any
+sensible ``FleetConfig.delivery_timeout``; an older one has nobody waiting)."""
 
 TOPIC_FAN_IN: Final = ("topic.#", "scoped.#")
 """The bindings of a topics queue: every global and every scoped publish."""
@@ -232,6 +257,14 @@ class Declarer:
         replies = replies_queue(host)
         self._steps.append(_call("queue_declare", replies, exclusive=True, auto_delete=True))
         self._steps.append(_call("queue_bind", replies, CONTROL_EXCHANGE, replies_key(host)))
+        return self
+
+    def receipts(self, host: str) -> Declarer:
+        """``host``'s durable receipts queue (its expiry is a fixed argument, never changed:
+        redeclaring it is idempotent)."""
+        queue = receipts_queue(host)
+        self._steps.append(_call("queue_declare", queue, durable=True, arguments={"x-expires": RECEIPTS_EXPIRE_MS}))
+        self._steps.append(_call("queue_bind", queue, MSG_EXCHANGE, receipt_key(host)))
         return self
 
     def listener(self, queue: str, keys: Sequence[str]) -> Declarer:
