@@ -27,10 +27,11 @@ Guarantees of :meth:`Fleet.stop`:
   ``CrewSupervisor.end``, on the supervisor's own thread: a live or waking crew is told
   :class:`~orkeon_actors.crew.protocol.End` (handled between two turns), one falling
   asleep does not sleep (or, if its actor was already stopping for the sleep, is woken
-  once the sleep committed and told then), a sleeping one is woken and told. It fails with the cause ``CrewStopped`` (``wait_finished``
-  there raises ``CrewFailedError`` saying who stopped it), its outcome is recorded, its
-  snapshot deleted and its mailboxes closed: later posts to it fail with
-  ``MailboxNotFoundError``, nothing wakes it again.
+  once the sleep committed and told then), a sleeping one is woken and told. It fails
+  with the cause ``CrewStopped`` (``wait_finished`` there raises ``CrewFailedError``
+  saying who stopped it), its outcome is recorded, its snapshot deleted and its
+  mailboxes closed: later posts to it fail with ``MailboxNotFoundError``, nothing wakes
+  it again.
 * **Gone from the roster when it returns.** The host answers once the crew's outcome is
   durable (an event: ``CrewSupervisor.when_finished``, no polling) and its mailboxes are
   closed, after a heartbeat without them; the caller drops them from its own view on the
