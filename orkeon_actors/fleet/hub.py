@@ -78,6 +78,7 @@ from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.middleware.pipeline import Pipeline
 from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -196,6 +197,9 @@ class AmqpEventHub(SqliteEventHub):
         self._inbound_lock = threading.Lock()
         self.gateway = Gateway(fleet, self)
         """This host's gateway: broker link, signer, verifier, roster."""
+        self.before_last_value_read: Callable[[], None] | None = None
+        """Run before every :meth:`get_last_value` (``rt.fleet``'s wait for the boot
+        exchange of last values, :mod:`~orkeon_actors.fleet.last_value_sync`)."""
         try:
             super().__init__(
                 config,
@@ -469,6 +473,17 @@ class AmqpEventHub(SqliteEventHub):
                 self._inbound.discard(message.id)
 
     # -- last values retained on other hosts ----------------------------------------------
+
+    def get_last_value(
+        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
+    ) -> Message | None:
+        """The port's read, once this host's boot exchange of last values finished
+        (bounded: :meth:`LastValueSync.before_read`), so a late joiner reads the fleet's
+        newest value, not only its own store's."""
+        before = self.before_last_value_read
+        if before is not None:
+            before()
+        return super().get_last_value(caller, key, crew_scope, cancel)
 
     def keep_last_value(self, scope: CrewId | None, key: str, message: Message, *, recheck: bool = False) -> bool:
         """Keep ``message``, retained on another host, as the last value of ``(scope,

@@ -20,11 +20,15 @@ host, signed like every control message.
 
 Guarantees and limits:
 
-* The exchange runs beside the host (its boot does not wait for it):
-  ``rt.fleet.last_values.wait()`` returns once it finished (at most
-  ``presence_interval`` plus ``EXCHANGE_TIMEOUT`` after start), and from then on
-  ``get_last_value`` returns the newest value retained anywhere in the fleet before this
-  host started. Before that, it returns what this host's own store held.
+* The exchange runs beside the host (its boot does not wait for it), but a read does:
+  ``get_last_value`` on this host, made before its first exchange finished, **waits for
+  it** (at most ``presence_interval`` plus ``EXCHANGE_TIMEOUT`` plus 1 s after start;
+  counted in :attr:`LastValueSync.reads_held`), so a late joiner reads the newest value
+  retained anywhere in the fleet before it started, never just its own store's. Should
+  the exchange overrun that bound, the read returns this host's own value with a
+  WARNING. ``rt.fleet.last_values.wait()`` waits for the exchange explicitly. The cost:
+  the first reads of a host that has just started, even alone in its fleet, take up to
+  one ``presence_interval`` (the time its roster needs to know the live hosts).
 * A value lives as long as one host that holds it (in its store) runs or comes back: a
   value only a host that never returns held is lost.
 * A host that does not answer within ``EXCHANGE_TIMEOUT`` (it died but its presence has
@@ -79,7 +83,10 @@ class LastValueSync:
         self._stopping = threading.Event()
         self.learned = 0
         """How many values this host's exchange kept (a metric)."""
+        self.reads_held = 0
+        """How many ``get_last_value`` calls waited for the exchange (a metric)."""
         control.ops[OP] = self.serve
+        hub.before_last_value_read = self.before_read
 
     def start(self) -> LastValueSync:
         threading.Thread(target=self._exchange, name=f"last-values-{self.hub.host_id}", daemon=True).start()
@@ -87,6 +94,7 @@ class LastValueSync:
 
     def stop(self) -> None:
         self._stopping.set()
+        self._done.set()  # a read from now on does not wait for an exchange that will not run
 
     def wait(self) -> bool:
         """Return once this host's exchange finished (``True``), or ``False`` after its
@@ -96,6 +104,18 @@ class LastValueSync:
     @property
     def done(self) -> bool:
         return self._done.is_set()
+
+    def before_read(self) -> None:
+        """Called by the hub before every ``get_last_value``: wait for the first exchange
+        (see the module docstring); at once once it finished."""
+        if self._done.is_set():
+            return
+        self.reads_held += 1
+        if not self.wait() and not self._stopping.is_set():
+            _log.warning(
+                "host {}: a last value was read before the boot exchange finished: this host's own value only",
+                self.hub.host_id,
+            )
 
     # -- the wire ----------------------------------------------------------------------
 

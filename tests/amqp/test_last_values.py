@@ -3,13 +3,16 @@ hosts): its boot exchange with the live hosts, the newest value of a key winning
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.fleet.host_process import HostProcess, write_keys
+from orkeon_actors.fleet.last_value_sync import OP
 from orkeon_actors.fleet.signing import HostKeys
 from orkeon_actors.testing import wait_until
 
@@ -82,6 +85,42 @@ def test_the_newest_value_wins_when_two_hosts_retained_the_same_key(hosts: Hosts
     assert hosts.value("a", "k") == "new, from c", "a learned the newer value from c's boot"
     hosts.start("b")  # both answer b, with the same newest value
     assert hosts.value("b", "k") == "new, from c"
+
+
+def test_a_read_made_before_the_boot_exchange_finished_waits_for_the_fleets_value(hosts: Hosts) -> None:
+    """b reads at once after it started, while a's answer to b's exchange is held: the
+    read waits for the exchange and returns a's value (it used to return b's store's
+    ``None``)."""
+    a = hosts.start("a")
+    a.hub.bind("status", "p").publish("status.changed", {"v": 1}, _retain("status"))
+    assert a.fleet is not None
+    serve, answering = a.fleet.control.ops[OP], threading.Event()
+    release = threading.Event()
+
+    def held(host: str, request: dict[str, Any]) -> dict[str, Any]:
+        answering.set()
+        release.wait(20)
+        return serve(host, request)
+
+    a.fleet.control.ops[OP] = held
+    try:
+        b_id = hosts.ids["b"]
+        b = hosts.running["b"] = start_host(hosts.vhost, b_id, hosts.tmp / f"{b_id}.db", hosts.keys)
+        assert b.fleet is not None
+        sync = b.fleet.last_values
+        read: list[object] = []
+        reader = threading.Thread(target=lambda: read.append(hosts.value("b", "status")))
+        reader.start()
+        wait_until(answering.is_set, timeout=20, what="b's exchange reaching a")
+        wait_until(lambda: read or sync.reads_held, timeout=20, what="b's read, done or held")
+        release.set()
+        reader.join(20)
+    finally:
+        release.set()
+    assert read == [{"v": 1}]
+    assert sync.reads_held == 1
+    assert hosts.value("b", "status") == {"v": 1}  # later reads do not wait
+    assert sync.reads_held == 1
 
 
 def test_a_host_process_started_after_a_retain_reads_it(vhost: str, tmp_path: Path) -> None:
