@@ -48,13 +48,15 @@ completed on the broker's confirm.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
 from orkeon_actors.errors import (
+    CancelledError,
     EventHubError,
     HubStoppedError,
     InvalidArgumentError,
@@ -80,13 +82,16 @@ from orkeon_actors.middleware.pipeline import Pipeline
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
-from orkeon_actors.model.ids import CrewId, MessageId
+from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import last_values
 from orkeon_actors.store.config import StoreConfig
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.mailbox_store import SqliteMailboxStore
 from orkeon_actors.wire.amqp import Envelope
+
+if TYPE_CHECKING:
+    from orkeon_actors.fleet.cancels import RemoteCancels
 
 __all__ = ["AmqpEventHub"]
 
@@ -197,6 +202,10 @@ class AmqpEventHub(SqliteEventHub):
         self._inbound_lock = threading.Lock()
         self.gateway = Gateway(fleet, self)
         """This host's gateway: broker link, signer, verifier, roster."""
+        self.remote_cancels: RemoteCancels | None = None
+        """``rt.fleet``'s cancels told to the replier's host (:mod:`~orkeon_actors.fleet.cancels`)."""
+        self._sending = threading.local()
+        """Per sending thread: ``(host, correlation_id)`` of the request it forwarded last."""
         self.before_last_value_read: Callable[[], None] | None = None
         """Run before every :meth:`get_last_value` (``rt.fleet``'s wait for the boot
         exchange of last values, :mod:`~orkeon_actors.fleet.last_value_sync`)."""
@@ -269,6 +278,7 @@ class AmqpEventHub(SqliteEventHub):
             else:
                 gateway.publish(outgoing)
             return
+        self._sending.forwarded = (self.where(address), request.correlation_id)  # for send's cancel
         remaining = request.timer.deadline - self.clock.monotonic()
         outgoing = gateway.outgoing(
             message,
@@ -388,9 +398,52 @@ class AmqpEventHub(SqliteEventHub):
             if isinstance(stage, AclMiddleware):
                 stage.policy.decide(message, operation).raise_if_denied()
 
+    def send(
+        self,
+        caller: CallerContext,
+        to: MailboxAddress,
+        payload: object,
+        timeout: float,
+        metadata: Mapping[str, str] | None,
+        cancel: CancelToken | None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> Message:
+        """The port's ``send``; cancelled, a request sent to another host is withdrawn
+        there too before ``CancelledError`` is raised (bounded:
+        :mod:`~orkeon_actors.fleet.cancels`)."""
+        cancels = self.remote_cancels
+        if cancel is None or cancels is None:
+            return super().send(caller, to, payload, timeout, metadata, cancel, idempotency_key=idempotency_key)
+        self._sending.forwarded = None
+        try:
+            return super().send(caller, to, payload, timeout, metadata, cancel, idempotency_key=idempotency_key)
+        except CancelledError:
+            forwarded, self._sending.forwarded = self._sending.forwarded, None
+            if forwarded is not None and forwarded[0] is not None:
+                cancels.propagate(forwarded[0], forwarded[1])
+            raise
+
+    def withdraw_request(self, correlation_id: CorrelationId) -> bool:
+        """Withdraw a request delivered here (its requester cancelled it): a later reply
+        raises ``UnknownCorrelationError``. Whether it was pending."""
+        if self.pending_request(correlation_id) is None:
+            return False
+        self.forget_request(correlation_id)
+        self._drop_routes([correlation_id])
+        return True
+
     def _open_route(self, route: RemoteRequest) -> None:
         """Open a request delivered here as a pending request of this hub, so that a
-        local reply answers it and travels to ``route.reply_host``."""
+        local reply answers it and travels to ``route.reply_host`` (unless its requester
+        cancelled it already: :mod:`~orkeon_actors.fleet.cancels`)."""
+        cancels = self.remote_cancels
+        if cancels is None:
+            self._open_route_now(route)
+        else:
+            cancels.open_unless_cancelled(route.correlation_id, route.reply_host, lambda: self._open_route_now(route))
+
+    def _open_route_now(self, route: RemoteRequest) -> None:
         if self.pending_request(route.correlation_id) is not None:
             return  # reopened at boot, then redelivered by the broker
         waiter: Waiter[Message] = Waiter()

@@ -51,6 +51,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Final
 
 from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
+from orkeon_actors.fleet.cancels import RemoteCancels
 from orkeon_actors.fleet.control import ControlPlane
 from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
 from orkeon_actors.fleet.last_value_sync import LastValueSync
@@ -89,6 +90,8 @@ class Fleet:
         self.dead_letters = DeadLetterReporter(gateway.link, gateway.verifier, mailbox_reporter(hub))
         self.last_values = LastValueSync(hub, self.control)
         """The boot exchange of retained last values with the other hosts."""
+        self.cancels = RemoteCancels(hub, self.control)
+        """A cancelled ``send``'s request withdrawn on the replier's host too."""
 
     def start(self) -> Fleet:
         """Declare the control queues (now and on every reconnect), serve them, start the
