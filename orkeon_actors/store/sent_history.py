@@ -192,7 +192,7 @@ class SqliteSentHistory:
         if "staged" in self.__dict__:
             self.staged.before_operation(sender.id)
         kind = _kind(message, to)
-        elsewhere = self._lives_elsewhere(to)
+        elsewhere = kind is not SendKind.REPLY and to.scheme is not Scheme.TOPIC and self._lives_elsewhere(to)
         intent = SentIntent(kind, sender, self._endpoint(to, elsewhere=elsewhere), key, message, self.now_ms())
         if kind is SendKind.REPLY or to.scheme is Scheme.TOPIC or elsewhere:
             if self.hub.forward_post is not None and to.scheme is not Scheme.TOPIC:  # a fleet host (sent_staged)
