@@ -10,8 +10,11 @@ send), so every ratio compares two figures measured under the same load; ratios 
 median of the per-round ratios (the ``hub`` suite's reasoning, ``docs/bench.md``).
 
 * ``raw_post_receive_per_s`` / ``raw_rpc_per_s``: :mod:`orkeon_actors.bench.amqp_raw`
-  (two processes; confirms with a window of :data:`WINDOW`; consumer prefetch
-  :data:`PREFETCH`, the gateway's own).
+  (two processes; confirms with a window of :data:`WINDOW`, as many unconfirmed
+  publishes as the hub's poster keeps in flight; consumer prefetch :data:`PREFETCH`,
+  the gateway's own). ``raw_post_receive_wide_per_s``: the same publisher with
+  :data:`WIDE_WINDOW` unconfirmed, what the broker takes from a publisher that never
+  waits (``post_receive_vs_raw_wide`` beside it).
 * ``post_receive_per_s``: host A (a child process, own store) posts N messages from
   :data:`~orkeon_actors.bench.amqp_fleet.POST_THREADS` threads to a mailbox of host B
   (another child process, own store), drained there through a held reader; from A's first post to B's last delivery.
@@ -40,19 +43,29 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orkeon_actors.bench.amqp_fleet import HubFigures, expiry_rate, hub_rows, wake_latency_ms, wake_rate
+from orkeon_actors.bench.amqp_fleet import (
+    POST_THREADS,
+    HubFigures,
+    expiry_rate,
+    hub_rows,
+    wake_latency_ms,
+    wake_rate,
+)
 from orkeon_actors.bench.amqp_raw import raw_post_receive_per_s, raw_rpc_per_s
 from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.fleet.broker_admin import scratch_vhost
 from orkeon_actors.runtime import Runtime
 
-__all__ = ["PREFETCH", "WINDOW", "broker_url", "bench_amqp"]
+__all__ = ["PREFETCH", "WIDE_WINDOW", "WINDOW", "broker_url", "bench_amqp"]
 
 PREFETCH = 64
 """The consumer prefetch of the raw baseline: the gateway's inbox prefetch (its default)."""
-WINDOW = 512
-"""Unconfirmed publishes the raw publisher keeps in flight."""
+WINDOW = POST_THREADS
+"""Unconfirmed publishes the raw publisher keeps in flight: as many as the hub's poster
+(each of its threads waits for its post's confirm), so the ratio compares like with like."""
+WIDE_WINDOW = 512
+"""The raw publisher's window for ``raw_post_receive_wide_per_s``."""
 
 
 def broker_url(vhost: str) -> str:
@@ -92,6 +105,7 @@ def bench_amqp(quick: bool) -> BenchResult:
     requests = 300 if quick else 2_000
     rounds = 1 if quick else 3
     raw_post: list[float] = []
+    raw_wide: list[float] = []
     raw_rpc: list[float] = []
     raw_post_cpu: list[float] = []
     raw_rpc_cpu: list[float] = []
@@ -108,6 +122,7 @@ def bench_amqp(quick: bool) -> BenchResult:
             rate, cpu = raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW)
             raw_post.append(rate)
             raw_post_cpu.append(cpu)
+            raw_wide.append(raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WIDE_WINDOW)[0])
             rate, cpu = raw_rpc_per_s(url, requests)
             raw_rpc.append(rate)
             raw_rpc_cpu.append(cpu)
@@ -119,18 +134,22 @@ def bench_amqp(quick: bool) -> BenchResult:
                 send_cpu.append(hub.send_cpu_us)
     figures = {
         "raw_post_receive_per_s": statistics.median(raw_post),
+        "raw_post_receive_wide_per_s": statistics.median(raw_wide),
         "raw_rpc_per_s": statistics.median(raw_rpc),
         "raw_post_receive_cpu_us": statistics.median(raw_post_cpu),
         "raw_rpc_cpu_us": statistics.median(raw_rpc_cpu),
     }
     units = {"raw_post_receive_per_s": "messages/s", "raw_rpc_per_s": "round trips/s"}
+    units |= {"raw_post_receive_wide_per_s": "messages/s"}
     units |= {"raw_post_receive_cpu_us": "µs/message", "raw_rpc_cpu_us": "µs/round trip"}
     notes = f"N={count}, M={requests}, {rounds} round(s), medians; prefetch {PREFETCH}, confirm window {WINDOW}"
+    notes += f" (wide: {WIDE_WINDOW})"
     if post:
         figures |= {
             "post_receive_per_s": statistics.median(post),
             "send_reply_per_s": statistics.median(send),
             "post_receive_vs_raw": _median_ratio(post, raw_post),
+            "post_receive_vs_raw_wide": _median_ratio(post, raw_wide),
             "send_reply_vs_raw_rpc": _median_ratio(send, raw_rpc),
             "post_receive_cpu_us": statistics.median(post_cpu),
             "send_reply_cpu_us": statistics.median(send_cpu),
@@ -139,6 +158,7 @@ def bench_amqp(quick: bool) -> BenchResult:
             "post_receive_per_s": "messages/s",
             "send_reply_per_s": "round trips/s",
             "post_receive_vs_raw": "ratio",
+            "post_receive_vs_raw_wide": "ratio",
             "send_reply_vs_raw_rpc": "ratio",
             "post_receive_cpu_us": "µs/message",
             "send_reply_cpu_us": "µs/round trip",

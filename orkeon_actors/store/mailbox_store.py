@@ -39,6 +39,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import mailboxes
+from orkeon_actors.store.absent_cache import AbsentAddresses
 from orkeon_actors.store.acks import AckTracker, ConsumedLedger
 from orkeon_actors.store.codec import format_time
 
@@ -74,6 +75,8 @@ class SqliteMailboxStore:
         self._closing_lock = threading.Lock()
         self.parked: set[MailboxAddress] = set()
         """Addresses whose live mailbox was parked (its crew sleeps): posts are kept."""
+        self.absent = AbsentAddresses()
+        """Addresses read unregistered since the last registration (:meth:`exists`)."""
 
     def attach(self, registry: mailboxes.RegistryCache, seq: Iterator[int]) -> None:
         """The store is open: its registry cache and its message sequence."""
@@ -86,9 +89,17 @@ class SqliteMailboxStore:
 
     def exists(self, address: MailboxAddress) -> bool:
         """Durably registered (one indexed read of ``mailbox_registry``: the registry is
-        not held in memory). A pre-check only: the writer checks again inside the
-        transaction that keeps the post."""
-        return self.hub.is_registered(address)
+        not held in memory; a "no" is remembered until the next registration,
+        :mod:`~orkeon_actors.store.absent_cache`). A pre-check only: the writer checks
+        again inside the transaction that keeps the post."""
+        absent = self.absent
+        if absent.known_absent(address):
+            return False
+        generation = absent.generation()
+        if self.hub.is_registered(address):
+            return True
+        absent.remember(address, generation)
+        return False
 
     def opened(self, handles: Sequence[MailboxHandle]) -> None:
         """Register ``handles`` durably and reload what each kept, oldest first, in one
@@ -122,12 +133,14 @@ class SqliteMailboxStore:
             return kept
 
         def install(kept: list[list[Message]]) -> None:
+            self.absent.registering()
             for handle, messages in zip(handles, kept, strict=True):
                 self.parked.discard(handle.address)
                 for message in messages:
                     handle.deliver(message)
                 self.live[handle.address] = handle
 
+        self.absent.registering()
         kept = self.hub.writer.execute(work, after_commit=install)
         for handle, messages in zip(handles, kept, strict=True):
             if messages:

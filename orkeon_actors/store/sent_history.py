@@ -192,8 +192,9 @@ class SqliteSentHistory:
         if "staged" in self.__dict__:
             self.staged.before_operation(sender.id)
         kind = _kind(message, to)
-        intent = SentIntent(kind, sender, self._endpoint(to), key, message, self.now_ms())
-        if kind is SendKind.REPLY or to.scheme is Scheme.TOPIC or self._lives_elsewhere(to):
+        elsewhere = kind is not SendKind.REPLY and to.scheme is not Scheme.TOPIC and self._lives_elsewhere(to)
+        intent = SentIntent(kind, sender, self._endpoint(to, elsewhere=elsewhere), key, message, self.now_ms())
+        if kind is SendKind.REPLY or to.scheme is Scheme.TOPIC or elsewhere:
             if self.hub.forward_post is not None and to.scheme is not Scheme.TOPIC:  # a fleet host (sent_staged)
                 return self.staged.send(intent, terminal)
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
@@ -205,13 +206,16 @@ class SqliteSentHistory:
         crew = message.source_crew_id
         return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
 
-    def _endpoint(self, to: MailboxAddress) -> Endpoint:
+    def _endpoint(self, to: MailboxAddress, *, elsewhere: bool = False) -> Endpoint:
         """The canonical endpoint of ``to``, with its crew's name now (display only): the
         name a live crew told the hub, else the ``name`` of the crew's last snapshot in
         this store (a sleeping crew, or one asleep since before a restart), else none (a
-        crew this store never held, such as one on another host)."""
+        crew this store never held, such as one on another host). ``elsewhere``: ``to``
+        is a mailbox of another host (:meth:`_lives_elsewhere`), whose crew is not asleep
+        here (a sleeping crew's mailboxes stay registered in its store): no snapshot is
+        read for it."""
         name = self.hub.crew_name(to.crew_id)
-        if name is None and to.crew_id is not None and to.scheme in (Scheme.AGENT, Scheme.CREW):
+        if name is None and not elsewhere and to.crew_id is not None and to.scheme in (Scheme.AGENT, Scheme.CREW):
             name = self._stored_crew_name(to.crew_id)
         return endpoint_of(to, name)
 

@@ -7,7 +7,8 @@ One send, on the caller's thread:
 
 1. **reserve** the intent with the message's original bytes: one writer request,
    group-committed with whatever else is queued, waited for (the intent must be durable
-   before the message can leave the process);
+   before the message can leave the process); the unkeyed intents of one batch are
+   inserted together (:class:`~orkeon_actors.store.sent_staged_group.IntentGroup`);
 2. **materialise**: the core's ``terminal`` delivery (for a post, publish and wait for
    the broker's confirm);
 3. **complete**: queued on the writer and *not* waited for. The call returns once the
@@ -16,7 +17,9 @@ One send, on the caller's thread:
    :meth:`StagedSends.settle` waits for the completions in flight before each read. A
    completion that fails (the disk is full) is retried at the sender's next operation
    with the same bytes; a crash before it committed leaves the intent pending, resumed
-   at the next boot.
+   at the next boot. The completions of one batch are written together
+   (:class:`~orkeon_actors.store.sent_staged_group.CompletionGroup`, its rows and
+   bytes prepared on the sender's thread).
 
 **Resumption** (R06): at boot, the fleet hub hands :meth:`StagedSends.resume` its
 ``republish``: each pending intent of a post to another host (not a unit of work's, which
@@ -42,6 +45,7 @@ from orkeon_actors.errors import StoreError
 from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
+from orkeon_actors.store.sent_staged_group import CompletionGroup, IntentGroup, PreparedCompletion, PreparedIntent
 from orkeon_actors.store.writer import StoreWriter
 from orkeon_actors.wire.sent_history import (
     SentRecordError,
@@ -86,6 +90,8 @@ class StagedSends:
         again at boot, tried again at its next operation."""
         self.republish: Republish | None = None
         """Set by the fleet hub once its broker link is up."""
+        self._intents = IntentGroup()
+        self._completions = CompletionGroup()
         self._requests: list[SentIntent] = []
         """Pending intents of requests found by :meth:`pending_posts`, abandoned by
         :meth:`resume`."""
@@ -98,9 +104,12 @@ class StagedSends:
         nothing). If ``terminal`` raises, nothing was sent: the intent is dropped and the
         error raised. The caller ran :meth:`before_operation` for the sender first."""
         content = content_digest(intent.kind, intent.to, intent.message)
-        replayed = self._reserve(intent, content)
-        if replayed is not None:
-            return replayed
+        if intent.idempotency_key is None:  # nothing to look up: one multi-row insert per batch
+            self._writer.execute_in(self._intents, PreparedIntent.of(intent, content))
+        else:
+            replayed = self._reserve(intent, content)
+            if replayed is not None:
+                return replayed
         faults.hit("send.intent_reserved")
         message_id = intent.message_id
         try:
@@ -135,7 +144,8 @@ class StagedSends:
                 self._in_flight -= 1
                 self._failed.setdefault(intent.sender.id, {})[intent.message_id] = (intent, content)
 
-        self._writer.post(self._completion(intent, content), after_commit=done, on_error=failed)
+        prepared = PreparedCompletion.of(intent, content, self._now_ms())
+        self._writer.post_in(self._completions, prepared, after_commit=done, on_error=failed)
 
     def _completion(self, intent: SentIntent, content: bytes) -> Callable[[apsw.Connection], None]:
         return functools.partial(_complete, intent=intent, content=content, now_ms=self._now_ms())
