@@ -299,6 +299,12 @@ class SharedState:
                 gate = self.checkpoint_due[crew_id] = CheckpointGate()
             gate.filters.append(cursor)
 
+    def checkpoint_new(self, crew_id: CrewId) -> None:
+        """``crew_id`` is about to be spawned with a checkpoint at its first wait: a gate
+        with no cursor (no publisher waits for it)."""
+        with self.lock:
+            self.checkpoint_due.setdefault(crew_id, CheckpointGate())
+
     def checkpoint_asked(self, crew_id: CrewId) -> bool:
         """Whether a checkpoint of ``crew_id`` is due and not asked for yet (then it is
         marked asked: the caller tells the supervisor)."""
