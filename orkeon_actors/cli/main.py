@@ -5,6 +5,7 @@ orkeon simulate [MODE|all]          run orchestration-mode examples on a seeded,
                                     (timeline, --html, --trace, --json, --faults, --seeds A..B --check)
 orkeon bench [SUITE ...] [--json]   throughput beside raw baselines, as ratios; targets marked
 orkeon bench lifecycle --soak SECS  a supervisor under churn: RSS and its maps over time
+orkeon bench lifecycle --posts N    one crew through N posts across sleeps: its bookkeeping sampled
 orkeon store PATH VIEW [--json]     look into a store file (read-only), or purge it
 orkeon message sent|ls|verify       an agent's sent history, a mailbox's held messages (read-only)
 orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
@@ -145,6 +146,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="with the lifecycle suite: run a supervisor under churn for SECONDS, reporting RSS and its maps",
     )
     bench.add_argument(
+        "--posts",
+        type=int,
+        nargs="?",
+        const=1_000_000,
+        metavar="N",
+        help="with the lifecycle suite: one crew processes N posts (default 1,000,000) across sleeps, "
+        "its bookkeeping rows and pages sampled",
+    )
+    bench.add_argument(
         "--boot-crews",
         type=int,
         metavar="N",
@@ -225,13 +235,19 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         return run_mcp(args)
     if args.command == "bench" and args.soak is not None:
-        if list(args.suites) != ["lifecycle"] or not args.soak > 0:
+        if list(args.suites) != ["lifecycle"] or not args.soak > 0 or args.posts is not None:
             parser.error(
                 "--soak SECONDS (a positive number) goes with the lifecycle suite: orkeon bench lifecycle --soak 60"
             )
         from orkeon_actors.cli.soak_cmd import run_soak_command
 
         return run_soak_command(args.soak, as_json=args.json, directory=args.dir)
+    if args.command == "bench" and args.posts is not None:
+        if list(args.suites) != ["lifecycle"] or args.soak is not None or args.posts < 1:
+            parser.error("--posts N (at least 1) goes with the lifecycle suite: orkeon bench lifecycle --posts 1000000")
+        from orkeon_actors.cli.posts_cmd import run_posts_command
+
+        return run_posts_command(args.posts, as_json=args.json, directory=args.dir)
     if args.command == "bench":
         from orkeon_actors.cli.bench_cmd import run_bench
 

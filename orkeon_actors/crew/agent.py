@@ -75,6 +75,12 @@ class Agent:
     * ``budget``: limits; exhaustion cancels the agent's waits with
       ``BudgetExhaustedError`` and its crew records why.
     * ``max_turns``: model calls per task before the agent fails (a runaway script).
+    * ``max_conversation``: keep at most this many messages of the conversation after
+      its opening (the system instructions and the first task prompt, always kept): an
+      agent that loops forever (``receive_message`` in a loop) then keeps a bounded
+      conversation, in memory and in its snapshot. The oldest messages go first, before
+      each model call, never leaving a tool result without the call it answers.
+      ``None`` (the default) keeps everything.
     * ``max_cursors`` / ``max_buffered``: the memory bound of its ``wait_for_event``
       loop, as for the tools (:mod:`orkeon_actors.tools.cursors`): cursors per agent
       (least recently used closed first) and unread events per cursor (oldest dropped
@@ -97,11 +103,18 @@ class Agent:
     budget: BudgetLimits = BudgetLimits()
     hub_tools: bool = True
     max_turns: int = 50
+    max_conversation: int | None = None
     max_cursors: int = 16
     max_buffered: int = 10_000
     volatile_cursors: frozenset[str] = attrs.field(default=frozenset(), converter=_patterns)
 
     def __attrs_post_init__(self) -> None:
+        keep = self.max_conversation
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 2):
+            raise ValueError(
+                f"agent {self.agent_id}: max_conversation must be None or an int of at least 2 (a call and its "
+                f"result), got {keep!r}"
+            )
         for name in ("max_cursors", "max_buffered"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -40,6 +40,7 @@ __all__ = [
     "after_response",
     "answered",
     "begin_task",
+    "bounded",
     "budget_snapshot",
     "failed",
     "model_request",
@@ -93,6 +94,21 @@ def begin_task(state: AgentState, agent: Agent, task: TaskAssignment) -> AgentSt
         conversation=(*conversation, ChatMessage("user", task.prompt)),
         turns=0,
     )
+
+
+def bounded(conversation: tuple[ChatMessage, ...], keep: int | None) -> tuple[ChatMessage, ...]:
+    """``conversation`` with at most ``keep`` messages after its opening (up to and
+    including its first ``user`` message): the oldest go, and the kept part never starts
+    with a ``tool`` result (its call went with the oldest). ``None`` keeps everything."""
+    if keep is None or len(conversation) <= keep:
+        return conversation
+    opening = next((i + 1 for i, m in enumerate(conversation) if m.role == "user"), 0)
+    if len(conversation) - opening <= keep:
+        return conversation
+    start = len(conversation) - keep
+    while start < len(conversation) and conversation[start].role == "tool":
+        start += 1
+    return conversation[:opening] + conversation[start:]
 
 
 def model_request(crew_id: str, agent: Agent, state: AgentState, tools: Sequence[Mapping[str, Any]]) -> ModelRequest:
@@ -189,6 +205,8 @@ def run(
                 f"agent {agent.agent_id} made {agent.max_turns} model calls without answering its task "
                 "(max_turns); end its script with a text answer or raise max_turns"
             )
+        if agent.max_conversation is not None:
+            slot.state = attrs.evolve(slot.state, conversation=bounded(slot.state.conversation, agent.max_conversation))
         response = agent.model.complete(model_request(crew_id, agent, slot.state, tools()))
         budget.consume(tokens=response.usage.total_tokens, cost=response.usage.cost)
         slot.state = after_response(slot.state, response, budget_snapshot(slot.state, budget, clock))

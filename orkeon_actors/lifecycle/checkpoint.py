@@ -26,10 +26,13 @@ published it (``message.source_crew_id``: its own turn would wait for itself); t
 events are in the crew's cursor, durable once a snapshot reflects them. Any other
 publisher waits at most :data:`CHECKPOINT_WAIT` seconds (two crews waiting for each
 other's checkpoint); past it the event is logged and stays in memory.
-A checkpoint that does not go through (the crew stopped, finished, or its save failed)
-releases its waiting publishers without keeping (the cursor never became durable);
-one refused because a message reached the crew meanwhile is taken again at its next
-wait, the publishers still waiting.
+A checkpoint refused because a message reached the crew meanwhile is taken again at
+its next wait; one whose save failed (a store error, logged) is taken again at once,
+up to :data:`CHECKPOINT_ATTEMPTS` saves: meanwhile the gate stays open, its publishers
+go on waiting (within :data:`CHECKPOINT_WAIT`) and ``CrewSupervisor.durable`` is
+``False``. A checkpoint that ends without a commit (the crew stopped or finished, or
+its last attempt failed) releases its waiting publishers without keeping: their events
+are in the cursor's memory only, until the crew's next snapshot reflects them.
 """
 
 from __future__ import annotations
@@ -46,11 +49,23 @@ from orkeon_actors.lifecycle.ports import WakeIndex
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
-__all__ = ["CHECKPOINT_WAIT", "CheckpointGate", "WaitingPublish", "note_waiting", "settle_waiting"]
+__all__ = [
+    "CHECKPOINT_ATTEMPTS",
+    "CHECKPOINT_WAIT",
+    "CheckpointGate",
+    "WaitingPublish",
+    "note_waiting",
+    "settle_waiting",
+]
 
 CHECKPOINT_WAIT = 10.0
 """Seconds a publisher waits for the checkpoint of a crew whose new cursor its message
 matches (see the module docstring)."""
+
+
+CHECKPOINT_ATTEMPTS = 3
+"""Checkpoint saves tried before a crew's new cursors are left in memory only (each
+retried at once: the crew resumes its waits and is asked again)."""
 
 
 class CheckpointGate:
@@ -58,13 +73,15 @@ class CheckpointGate:
     publishers wait for: ``done`` is set to the ids that checkpoint's snapshot reflects
     once it committed, ``None`` if it ended without one."""
 
-    __slots__ = ("asked", "done", "filters")
+    __slots__ = ("asked", "done", "failures", "filters")
 
     def __init__(self) -> None:
         self.filters: list[CursorFilter] = []
         self.done: Future[frozenset[str] | None] = Future()
         self.asked = False
         """A checkpoint was asked for (the supervisor is told once per attempt)."""
+        self.failures = 0
+        """Checkpoints that could not be written (at :data:`CHECKPOINT_ATTEMPTS`, it ends)."""
 
     def settle(self, reflected: frozenset[str] | None) -> None:
         """Release the waiting publishers (idempotent)."""

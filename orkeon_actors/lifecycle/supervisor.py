@@ -389,10 +389,22 @@ class CrewSupervisor:
         factory, or a :class:`CrewBlueprint` shared by all of them (``CrewSource``)."""
         self.factories[name] = factory
 
-    def spawn(self, name: str, crew_id: CrewId | str | None = None) -> CrewId:
-        """Start a new crew from the factory ``name``; returns its id."""
+    def spawn(self, name: str, crew_id: CrewId | str | None = None, *, checkpoint: bool = False) -> CrewId:
+        """Start a new crew from the factory ``name``; returns its id. A crew that never
+        slept has no snapshot: a crash loses it (its consumed posts stay kept). With
+        ``checkpoint`` it is checkpointed at its first wait for a message (the sleep's
+        snapshot transaction without the sleep, as for a new cursor: :meth:`durable` is
+        ``False`` until it commits); from then on a crash restores it and hands it the
+        posts it consumed since, once each. It costs one snapshot transaction per spawn."""
         crew = CrewId(crew_id) if crew_id is not None else CrewId.new()
-        result: CrewId = self._call(lambda actor: actor.spawn(name, crew))
+        if checkpoint:
+            self.shared.checkpoint_new(crew)
+        try:
+            result: CrewId = self._call(lambda actor: actor.spawn(name, crew))
+        except BaseException:
+            if checkpoint:
+                self.shared.end_checkpoint(crew, None)
+            raise
         return result
 
     def sleep(self, crew_id: CrewId | str, reason: SleepReason = SleepReason.EXPLICIT, timeout: float = 30.0) -> bool:

@@ -300,8 +300,8 @@ class SupervisorActor(pykka.ThreadingActor):
             entry.checkpoint = False
             snapshot = None  # indexed under nothing: see _snapshot_taken
             if failed:
-                logger.error("crew {}: its checkpoint failed ({}); its new cursors stay in memory only", crew_id, why)
-            self.shared.end_checkpoint(crew_id, None, retry=not failed)
+                logger.error("crew {}: its checkpoint failed ({}); tried again up to 3 saves", crew_id, why)
+            self.shared.end_checkpoint(crew_id, None, retry=True, failed=failed)
         if snapshot is not None:
             self.shared.remove_patterns(topic_patterns(snapshot))
             # Its cursors never closed: they hold every topic message kept meanwhile.

@@ -28,7 +28,7 @@ from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.hub.port import DeferredAcks
 from orkeon_actors.hub.waiter import Waiter
-from orkeon_actors.lifecycle.checkpoint import CheckpointGate, WaitingPublish
+from orkeon_actors.lifecycle.checkpoint import CHECKPOINT_ATTEMPTS, CheckpointGate, WaitingPublish
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -306,24 +306,39 @@ class SharedState:
                 gate = self.checkpoint_due[crew_id] = CheckpointGate()
             gate.filters.append(cursor)
 
+    def checkpoint_new(self, crew_id: CrewId) -> None:
+        """``crew_id`` is about to be spawned with a checkpoint at its first wait: a gate
+        with no cursor (no publisher waits for it)."""
+        with self.lock:
+            self.checkpoint_due.setdefault(crew_id, CheckpointGate())
+
     def checkpoint_asked(self, crew_id: CrewId) -> bool:
         """Whether a checkpoint of ``crew_id`` is due and not asked for yet (then it is
         marked asked: the caller tells the supervisor)."""
         with self.lock:
             gate = self.checkpoint_due.get(crew_id)
-            if gate is None or gate.asked:
+            if gate is None:
+                return False
+            if gate.asked:
                 return False
             gate.asked = True
             return True
 
-    def end_checkpoint(self, crew_id: CrewId, reflected: frozenset[str] | None, *, retry: bool = False) -> None:
+    def end_checkpoint(
+        self, crew_id: CrewId, reflected: frozenset[str] | None, *, retry: bool = False, failed: bool = False
+    ) -> None:
         """A checkpoint (or a sleep) of ``crew_id`` ended: committed with ``reflected``
         (the ids its snapshot reflects), or ``None``. With ``retry`` (refused: a message
-        reached the crew) the gate stays open and is asked for again at its next wait."""
+        reached the crew) the gate stays open and is asked for again at its next wait;
+        with ``failed`` (its save failed) too, until :data:`CHECKPOINT_ATTEMPTS` saves
+        failed: then it ends without a snapshot."""
         with self.lock:
             gate = self.checkpoint_due.get(crew_id)
             if gate is None:
                 return
+            if failed:
+                gate.failures += 1
+                retry = gate.failures < CHECKPOINT_ATTEMPTS
             if retry:
                 gate.asked = False
                 return

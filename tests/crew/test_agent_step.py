@@ -19,10 +19,11 @@ from orkeon_actors.crew import (
     TaskAssignment,
     agent_step,
     call,
+    respond,
 )
 from orkeon_actors.crew.agent_runtime import make_budget
 from orkeon_actors.crew.mode import PARKED, OrchestrationError
-from orkeon_actors.crew.model import ToolCall
+from orkeon_actors.crew.model import ChatMessage, ToolCall
 from orkeon_actors.errors import BudgetExhaustedError
 from orkeon_actors.model.cancel import Budget
 from orkeon_actors.model.clock import VirtualClock
@@ -104,3 +105,36 @@ def test_a_broken_user_tool_is_an_error_result_not_a_crash() -> None:
     result = agent_step.run_user_tool(broken, ToolCall("1", "lookup", "{}"))
     assert result["error"]["type"] == "KeyError"
     assert "no such row" in result["error"]["message"]
+
+
+def test_max_conversation_keeps_the_opening_and_the_last_messages_each_model_call() -> None:
+    clock = VirtualClock()
+    lengths: list[int] = []
+
+    def policy(request: Any) -> Any:
+        lengths.append(len(request.messages))
+        return call("noop") if len(lengths) < 20 else respond("done")
+
+    agent = Agent("a", ScriptedModel(policy=policy), instructions="loop", max_turns=100, max_conversation=5)
+    slot = _slot(agent, clock)
+    outcome, _ = _run(slot, clock, lambda c: {"ok": True})
+    assert outcome == agent_step.Answered("done")
+    # system + task prompt, then at most 5 more: never a tool result without its call
+    assert max(lengths) == 2 + 4 and lengths[:3] == [2, 4, 6]
+    kept = slot.state.conversation
+    assert [m.role for m in kept[:3]] == ["system", "user", "assistant"]
+    assert kept[1].content == "add 2 and 3"
+
+
+def test_without_max_conversation_everything_is_kept() -> None:
+    conversation = tuple(ChatMessage("tool" if i % 2 else "assistant", str(i)) for i in range(9))
+    assert agent_step.bounded(conversation, None) == conversation
+    opening = (ChatMessage("user", "task"),)
+    assert agent_step.bounded(opening + conversation, 3) == opening + conversation[-3:]
+    assert agent_step.bounded(opening + conversation, 2) == opening + conversation[-1:]  # not from a tool result
+
+
+@pytest.mark.parametrize("keep", [0, 1, True, 2.5])
+def test_max_conversation_below_a_call_and_its_result_is_refused(keep: Any) -> None:
+    with pytest.raises(ValueError, match="max_conversation must be None or an int of at least 2"):
+        Agent("a", ScriptedModel(["x"]), max_conversation=keep)

@@ -9,7 +9,8 @@ Crew ``loop`` (agent ``a``) receives posts to ``agent://loop/a`` forever; a post
 ``"stop"`` ends it with the JSON list of every payload it received, in order (its
 conversation, which is what a snapshot restores). Steps, run in order after the boot:
 
-* ``spawn``: spawn the crew, wait until it waits for mail;
+* ``spawn[:checkpoint]``: spawn the crew (checkpointed at its first wait), wait until
+  it waits for mail (and its checkpoint committed);
 * ``post:A-B``: post the payloads ``A .. B-1`` (each durable once ``post`` returns);
 * ``seen:N``: wait until the crew's model was given its ``N``-th post (all of them
   handled: consumed, in the conversation);
@@ -84,8 +85,9 @@ def main() -> None:
     for step in steps:
         name, _, arg = step.partition(":")
         if name == "spawn":
-            sup.spawn("loop", "loop")
+            sup.spawn("loop", "loop", checkpoint=arg == "checkpoint")
             wait_until(lambda: status() is CrewStatus.WAITING, what="loop waiting")
+            wait_until(lambda: sup.durable("loop"), what="its checkpoint committed")
         elif name == "post":
             start, end = (int(x) for x in arg.split("-"))
             for n in range(start, end):

@@ -18,9 +18,10 @@ answers every payload it read once it reads ``"done"``. Phases (each prints
   them and one more order, ``TO``, that wakes it again);
 * ``random SEED FROM``: boot, publish orders from ``FROM`` on a thread while the main
   thread puts the crew to sleep now and then, and die at a random moment;
-* ``fresh FROM TO WHEN``: boot, spawn ``r1`` (it never slept: no snapshot), publish
-  orders ``FROM .. TO-1`` as soon as it parks on ``orders``, die at ``WHEN``
-  (``returned`` or ``read``);
+* ``fresh FROM TO WHEN [fail-first-checkpoint]``: boot, spawn ``r1`` (it never slept:
+  no snapshot), publish orders ``FROM .. TO-1`` as soon as it parks on ``orders``, die
+  at ``WHEN`` (``returned`` or ``read``); ``fail-first-checkpoint`` makes the first
+  snapshot transaction (the checkpoint of its new cursor) fail with ``OSError``;
 * ``switch FROM TO WHEN``: boot, publish ``"switch"`` on ``orders`` (wakes it; its agent
   then reads ``returns``, a cursor its snapshot does not hold), publish returns
   ``FROM .. TO-1`` as soon as it parks there, die at ``WHEN``;
@@ -45,6 +46,7 @@ import orkeon_actors as ok
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.store import faults
 from orkeon_actors.testing import wait_until
 
 _out = threading.Lock()
@@ -144,6 +146,15 @@ def main() -> None:
         start, stop, when = int(args.args[0]), int(args.args[1]), args.args[2]
         topic = "orders"
         if args.phase == "fresh":
+            if args.args[3:] == ["fail-first-checkpoint"]:
+                failures = ["lifecycle.save"]  # the first snapshot transaction (its checkpoint) fails
+
+                def fail_once(point: str) -> None:
+                    if failures and point == failures[0]:
+                        failures.clear()
+                        raise OSError("disk full (injected)")
+
+                faults.install(fail_once)
             sup.spawn("reader", "r1")
             wait_until(lambda: parked(0), what="parked on orders")
         else:

@@ -3,7 +3,8 @@ crew looping on ``receive_message`` keeps one high-water mark per mailbox instea
 ``processed_messages`` row per post, however many posts it handles across its sleeps;
 and a store written before the marks existed (schema version 5, with per-post rows)
 opens, migrates and keeps working. Exactly-once under SIGKILL with the marks:
-``test_crash_ack.py``; the million-post run: ``orkeon bench lifecycle --soak``."""
+``test_crash_ack.py`` and ``test_bookkeeping_posts.py``; the million-post run:
+``orkeon bench lifecycle --posts``."""
 
 from __future__ import annotations
 

@@ -79,3 +79,19 @@ def test_a_graceful_stop_puts_the_woken_crew_to_sleep_and_posts_after_the_restar
     lines = _run(db, "state", "post:2-3", "finish")
     assert tagged(lines, "STATE") == {"state": "Asleep", "kept": 0, "bookkeeping": 1}
     assert _received(lines) == [0, 1, 2]
+
+
+def test_a_post_only_crew_that_never_slept_is_gone_after_a_kill_its_consumed_posts_kept(tmp_path: Path) -> None:
+    """docs/lifecycle.md, "Durability windows left open": what a user sees."""
+    db = tmp_path / "life.db"
+    _run(db, "spawn", "post:0-3", "seen:3", "kill", killed=True)
+    lines = _run(db, "state")
+    assert tagged(lines, "STATE") == {"state": "Unknown", "kept": 3, "bookkeeping": 0}
+
+
+def test_a_crew_spawned_with_a_checkpoint_is_restored_after_a_kill_before_it_ever_slept(tmp_path: Path) -> None:
+    db = tmp_path / "life.db"
+    lines = _run(db, "spawn:checkpoint", "post:0-3", "seen:3", "state", "kill", killed=True)
+    assert tagged(lines, "STATE") == {"state": "Active", "kept": 3, "bookkeeping": 0}
+    # restored from its checkpoint (taken at its first wait), given the three posts again
+    assert _received(_run(db, "post:3-4", "finish")) == [0, 1, 2, 3]

@@ -69,6 +69,16 @@ def test_a_crew_that_never_slept_loses_no_event_of_its_cursor_to_a_kill(tmp_path
 
 
 @pytest.mark.parametrize("when", ["returned", "read"])
+def test_a_failed_checkpoint_is_taken_again_and_loses_no_event_to_a_kill(tmp_path: Path, when: str) -> None:
+    db = tmp_path / "failed.db"
+    # its first checkpoint fails: the publishers wait for the next one (taken once the
+    # crew read an event and parked again), so what publish returned survives the kill
+    published = _published(_run(db, "fresh", "0", "4", when, "fail-first-checkpoint", killed=True))
+    assert published == [0, 1, 2, 3]
+    assert _finish(db) == {"read": published, "kept": 0}
+
+
+@pytest.mark.parametrize("when", ["returned", "read"])
 def test_a_cursor_opened_after_the_last_snapshot_loses_no_event_to_a_kill(tmp_path: Path, when: str) -> None:
     db = tmp_path / "switch.db"
     _run(db, "setup")  # asleep, its snapshot holds the orders cursor only
