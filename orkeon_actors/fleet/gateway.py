@@ -40,7 +40,11 @@ Guarantees:
   after the local store committed the message (an inbox) or the local router took it (a
   topic): a crash in between makes the broker redeliver it.
 * **FIFO per inbox.** Deliveries of one queue are handled in order, on one worker thread
-  per lane (inboxes, topics, answers), never on the I/O thread.
+  per lane (inboxes, topics), never on the I/O thread.
+* **Answers at once.** Replies and receipts on ``answers.<host>`` are settled on the I/O
+  thread as they arrive (verify, decode, hand to the waiting request, ack: nothing there
+  blocks), saving a thread hand-off per round trip; one whose sender's presence is not
+  known yet goes to the answers lane, which waits for it.
 """
 
 from __future__ import annotations
@@ -166,7 +170,8 @@ class Gateway:
         self._extra: list[Callable[[Declarer], Declarer]] = []
         self._announced: set[str] = {self.entity}
         self.on_rejected: list[Callable[[RejectedDelivery], None]] = []
-        """Told of every delivery this gateway dead-lettered (on a worker thread)."""
+        """Told of every delivery this gateway dead-lettered (on a worker thread, or on the
+        I/O thread for an answer: a listener must not block)."""
         self.rejected = 0
         """How many deliveries it dead-lettered (a metric)."""
         self.duplicates = 0
@@ -255,8 +260,8 @@ class Gateway:
         within ``connect_timeout``."""
         self.link.start(self.config.connect_timeout)
         self.link.consume(topics_queue(self.host_id), self._topic_lane.put, prefetch=self.config.prefetch)
-        self.link.consume(answers_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
-        self.link.consume(receipts_queue(self.host_id), self._answer_lane.put, prefetch=self.config.prefetch)
+        self.link.consume(answers_queue(self.host_id), self._answer_arrived, prefetch=self.config.prefetch)
+        self.link.consume(receipts_queue(self.host_id), self._answer_arrived, prefetch=self.config.prefetch)
         self.roster.add([self.entity])
         self.roster.start()
         self._started = True
@@ -418,17 +423,24 @@ class Gateway:
 
     # -- receiving ----------------------------------------------------------------------
 
-    def _verified(self, delivery: Delivery) -> wire.Envelope | None:
+    def _verified(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> wire.Envelope | None:
         """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
-        and dropped here). Raises ``SignatureError`` for a refused one."""
-        if not self._checked(delivery):
+        and dropped here) or one handed to ``defer`` (see :meth:`_checked`). Raises
+        ``SignatureError`` for a refused one."""
+        if not self._checked(delivery, defer):
             return None
         return wire.decode(delivery.headers, delivery.body)
 
-    def _checked(self, delivery: Delivery) -> bool:
-        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here."""
+    def _checked(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> bool:
+        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here.
+        With ``defer`` (a caller that must not block), a delivery whose sender's presence
+        is not known yet is handed to ``defer``, unverified, instead of waiting for it
+        (``False`` too)."""
         headers, body = delivery.headers, delivery.body
         sender = str(headers.get("from", ""))
+        if self.sender_host(sender) is None and defer is not None:
+            defer(delivery)
+            return False
         if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
             self.verifier.signing_host(headers, body)  # only a genuine message is waited for
             deadline = time.monotonic() + self.config.presence_ttl
@@ -475,9 +487,14 @@ class Gateway:
                 self._confirmed.popitem(last=False)
         self.publish_nowait(receipt_for(envelope, address, self.signer, self.entity), "DELIVERED receipt")
 
-    def _settle(self, delivery: Delivery, take: Callable[[wire.Envelope], None]) -> None:
+    def _settle(
+        self,
+        delivery: Delivery,
+        take: Callable[[wire.Envelope], None],
+        defer: Callable[[Delivery], None] | None = None,
+    ) -> None:
         try:
-            envelope = self._verified(delivery)
+            envelope = self._verified(delivery, defer)
             if envelope is None:
                 return
             take(envelope)
@@ -557,9 +574,19 @@ class Gateway:
 
         self._settle(delivery, take)
 
-    def _answer_delivery(self, delivery: Delivery) -> None:
+    def _answer_arrived(self, delivery: Delivery) -> None:
+        """On the I/O thread: an answer (a reply or a receipt) is settled here at once,
+        with no thread hand-off: verified, decoded, handed to the request or post waiting
+        for it (whose waiters' callbacks must not block), acknowledged. One whose
+        sender's presence is not known yet, which may mean waiting for it, goes to the
+        answers lane instead, which waits."""
+        if self._stopped:
+            return  # nothing is acknowledged after stop: the queue goes with the connection
+        self._answer_delivery(delivery, defer=self._answer_lane.put)
+
+    def _answer_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
         if wire.is_receipt(delivery.body):
-            self._receipt_delivery(delivery)
+            self._receipt_delivery(delivery, defer)
             return
 
         def take(envelope: wire.Envelope) -> None:
@@ -567,11 +594,11 @@ class Gateway:
                 raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
             self._sink.take_answer(envelope)
 
-        self._settle(delivery, take)
+        self._settle(delivery, take, defer)
 
-    def _receipt_delivery(self, delivery: Delivery) -> None:
+    def _receipt_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
         try:
-            if not self._checked(delivery):
+            if not self._checked(delivery, defer):
                 return
             receipt = wire.decode_receipt(delivery.headers, delivery.body)
         except (SignatureError, EventHubError) as exc:

@@ -18,15 +18,18 @@ from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink, RestrictiveC
 from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, call, respond
 from orkeon_actors.errors import MailboxNotFoundError, SendTimeoutError
 from orkeon_actors.fleet.config import FleetConfig
+from orkeon_actors.fleet.gateway import SENDER_PREFIX, now_ms
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.signing import SIGNATURE_HEADER, HostKeys
 from orkeon_actors.hub.amqp.link import Outgoing
-from orkeon_actors.hub.amqp.topology import DLQ, mailbox_key
-from orkeon_actors.hub.port import POST_TOPIC, CallerContext
+from orkeon_actors.hub.amqp.topology import DLQ, MSG_EXCHANGE, answer_key, mailbox_key
+from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, CallerContext
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
 from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.model.message import Message
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.testing import wait_until
+from orkeon_actors.wire import amqp as wire
 
 from .conftest import BROKER, url
 from .fleet import fleet_keys, start_host
@@ -274,6 +277,39 @@ def test_only_the_recipient_crew_may_reply_across_hosts(fleet: Fleet, background
         fleet.b.hub.bind("intruder", "z").reply(request.correlation_id, "forged")
     fleet.b.hub.bind("billing", "scorer").reply(request.correlation_id, "real")
     assert job.get().json() == "real"
+
+
+def test_a_reply_that_outruns_its_senders_presence_waits_for_it_without_stalling_the_link(
+    fleet: Fleet, background: type
+) -> None:
+    """Replies are settled as they arrive on the requester's I/O thread; one signed for a
+    sender the requester's host has not heard of yet is not refused and does not hold that
+    thread while it waits for the presence: the host keeps publishing meanwhile."""
+    fleet.register_on_b("agent://billing/scorer")
+    job = background(lambda: fleet.a.hub.bind("c1", "x").send("agent://billing/scorer", 1, timeout=30))
+    request = fleet.b.hub.bind("billing", "scorer").wait_for(ok.WaitOnMailbox("agent://billing/scorer"), 10)
+    assert request.correlation_id is not None
+    ghost = "agent://billing/ghost"  # may reply (same crew), announced by nobody yet
+    hub_b = fleet.hub_b
+    reply = hub_b.stamp(
+        CallerContext(CrewId("billing"), AgentId("ghost")),
+        REPLY_TOPIC,
+        "late",
+        None,
+        CrewId("c1"),
+        None,
+        request.correlation_id,
+    )
+    key = answer_key(fleet.a_id)
+    headers, body = wire.encode(reply, kind="answer", to=key, sender=ghost, expires_at_ms=now_ms() + 60_000)
+    raw_publish(fleet.vhost, Outgoing(MSG_EXCHANGE, key, body, str(reply.id), hub_b.gateway.signer.sign(headers, body)))
+    fleet.register_on_b("agent://billing/other")
+    fleet.a.hub.bind("c1", "x").post("agent://billing/other", "meanwhile")  # a's link confirms it: not stalled
+    assert not job.done
+    hub_b.gateway.roster.add([SENDER_PREFIX + ghost])
+    hub_b.gateway.roster.heartbeat()
+    answered = job.get()
+    assert isinstance(answered, Message) and answered.json() == "late" and fleet.hub_a.gateway.rejected == 0
 
 
 # -- hardening -------------------------------------------------------------------------------
