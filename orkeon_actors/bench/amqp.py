@@ -155,7 +155,12 @@ def bench_amqp(quick: bool) -> BenchResult:
         rates: dict[str, float] = {}
         for workers in (1, 2):
             progress(f"wakes on {workers} worker host(s)")
-            rates[f"wake_per_s_{workers}"] = wake_rate(url, _fresh(scratch), workers, shared)
+            woken = wake_rate(url, _fresh(scratch), workers, shared)
+            rates[f"wake_per_s_{workers}"] = woken.per_s
+            rates[f"wake_cpu_us_{workers}"], rates[f"wake_poster_cpu_us_{workers}"] = (
+                woken.worker_cpu_us,
+                woken.poster_cpu_us,
+            )
             progress(f"expiries on {workers} worker host(s)")
             rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expiry_rate(
                 url, _fresh(scratch), workers, shared
@@ -169,6 +174,10 @@ def bench_amqp(quick: bool) -> BenchResult:
         "expiries_per_s_1_host": rates["expiries_per_s_1"],
         "expiries_per_s_2_hosts": rates["expiries_per_s_2"],
         "expiry_scale_out": rates["expiries_per_s_2"] / rates["expiries_per_s_1"],
+        "wake_cpu_us_1_host": rates["wake_cpu_us_1"],
+        "wake_cpu_us_2_hosts": rates["wake_cpu_us_2"],
+        "wake_poster_cpu_us_1_host": rates["wake_poster_cpu_us_1"],
+        "wake_poster_cpu_us_2_hosts": rates["wake_poster_cpu_us_2"],
         "expiry_cpu_us_1_host": rates["expiry_cpu_us_1"],
         "expiry_cpu_us_2_hosts": rates["expiry_cpu_us_2"],
     }
@@ -176,6 +185,8 @@ def bench_amqp(quick: bool) -> BenchResult:
     units |= {"wakes_per_s_1_host": "crews/s", "wakes_per_s_2_hosts": "crews/s", "expiry_scale_out": "ratio"}
     units |= {"expiries_per_s_1_host": "crews/s", "expiries_per_s_2_hosts": "crews/s"}
     units |= {"expiry_cpu_us_1_host": "µs/crew", "expiry_cpu_us_2_hosts": "µs/crew"}
+    units |= {"wake_cpu_us_1_host": "µs/crew", "wake_cpu_us_2_hosts": "µs/crew"}
+    units |= {"wake_poster_cpu_us_1_host": "µs/post", "wake_poster_cpu_us_2_hosts": "µs/post"}
     notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
 

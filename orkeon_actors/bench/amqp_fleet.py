@@ -21,7 +21,9 @@ from orkeon_actors.testing import wait_until
 
 __all__ = [
     "POST_THREADS",
+    "WAKE_POST_THREADS",
     "HubFigures",
+    "WakeFigures",
     "cpu_seconds",
     "expiry_rate",
     "hub_rows",
@@ -35,6 +37,10 @@ POST_THREADS = 16
 SINK = "agent://bench-sink/consumer"
 CREWS = "orkeon_actors.bench.amqp_crews:bench_factories"
 RESPONDER = "agent://bench-rpc/responder"
+PRESENCE = (0.5, 30.0)
+"""Heartbeat interval and TTL (seconds) of the bench's hosts: a TTL of 5 s let a
+worker's mailboxes lapse from the poster's view at a load average of 27 (the poster
+then got ``MailboxNotFoundError`` mid-run); the bench measures wakes, not presence."""
 SPAWN_TIMEOUT = 600.0
 """Seconds a host may take to spawn its share of crews and put them to sleep (1,000
 crews took over a minute on a 2-core machine at a load average of 12)."""
@@ -69,7 +75,7 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
     hosts: list[HostProcess] = []
     try:
         for name in names:
-            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=(0.5, 5.0))
+            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=PRESENCE)
             hosts.append(host.start())
             host.call("load_ops", ops="orkeon_actors.bench.amqp_crews:HOST_OPS")
     except BaseException:
@@ -145,9 +151,30 @@ def _split(crews: list[str], parts: int) -> list[list[str]]:
     return [crews[i::parts] for i in range(parts)]
 
 
-def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
-    """Crews/s woken by posts from host A when ``crews`` sleeping crews are shared by
-    ``workers`` worker hosts: from A's first post to the last crew's delivery."""
+WAKE_POST_THREADS = 128
+"""Threads of host A posting the wakes at once. A post returns on the broker's confirm,
+which for a persistent message comes once the worker host kept it and acknowledged it
+(a store commit there), so the posts in flight bound the rate to ``threads / latency``
+whatever the worker hosts could do: with 16 (:data:`POST_THREADS`) two worker hosts
+woke no more crews per second than one. 128 in flight keep both worker hosts' inbox
+lanes in full batches; the poster's own CPU per post is reported beside the rate."""
+
+
+@attrs.frozen
+class WakeFigures:
+    """What :func:`wake_rate` measures: crews woken per second, the CPU microseconds per
+    wake of the worker hosts together (constant from one host to two when the work per
+    wake does not grow), and host A's CPU microseconds per post."""
+
+    per_s: float
+    worker_cpu_us: float
+    poster_cpu_us: float
+
+
+def wake_rate(url: str, directory: Path, workers: int, crews: int, threads: int = WAKE_POST_THREADS) -> WakeFigures:
+    """Crews/s woken by posts from host A (``threads`` posting at once) when ``crews``
+    sleeping crews are shared by ``workers`` worker hosts: from A's first post to the
+    last crew's delivery, with the CPU the worker hosts and A spent meanwhile."""
     names = ["wr-a", *(f"wr-w{i}" for i in range(workers))]
     poster, *work = start_hosts(url, directory, names)
     try:
@@ -159,15 +186,18 @@ def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
             for h, mine in zip(work, shares, strict=True)
         ]
         for future in pending:
-            future.result(600)
+            future.result(SPAWN_TIMEOUT)
         where = {box: host.host_id for host, mine in zip(work, shares, strict=True) for box in _mailboxes(mine)}
         _all_announced(poster, where)
         for host, mine in zip(work, shares, strict=True):
             host.call("expect", crews=mine)
         done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
-        started = poster.call("post_all", within=600, to=list(where), threads=POST_THREADS)
+        worker_cpu, poster_cpu = cpu_seconds(work), cpu_seconds([poster])
+        started = poster.call("post_all", within=600, to=list(where), threads=threads)
         last = max(max(future.result(600).values()) for future in done)
-        return float(crews / (last - started))
+        worker_us = (cpu_seconds(work) - worker_cpu) / crews * 1e6
+        poster_us = (cpu_seconds([poster]) - poster_cpu) / crews * 1e6
+        return WakeFigures(float(crews / (last - started)), worker_us, poster_us)
     finally:
         for host in (poster, *work):
             host.stop()
