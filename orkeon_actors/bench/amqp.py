@@ -157,14 +157,13 @@ def bench_amqp(quick: bool) -> BenchResult:
             progress(f"wakes on {workers} worker host(s)")
             woken = wake_rate(url, _fresh(scratch), workers, shared)
             rates[f"wake_per_s_{workers}"] = woken.per_s
-            rates[f"wake_cpu_us_{workers}"], rates[f"wake_poster_cpu_us_{workers}"] = (
-                woken.worker_cpu_us,
-                woken.poster_cpu_us,
-            )
+            rates[f"wake_cpu_us_{workers}"] = woken.worker_cpu_us
+            rates[f"wake_poster_cpu_us_{workers}"] = woken.poster_cpu_us
+            rates[f"wake_cores_busy_{workers}"] = woken.cores_busy
             progress(f"expiries on {workers} worker host(s)")
-            rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expiry_rate(
-                url, _fresh(scratch), workers, shared
-            )
+            expired = expiry_rate(url, _fresh(scratch), workers, shared)
+            rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expired[0], expired[1]
+            rates[f"expiry_cores_busy_{workers}"] = expired[2]
     figures |= {
         "wake_latency_p50_ms": statistics.median(latencies),
         "wake_latency_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
@@ -178,6 +177,10 @@ def bench_amqp(quick: bool) -> BenchResult:
         "wake_cpu_us_2_hosts": rates["wake_cpu_us_2"],
         "wake_poster_cpu_us_1_host": rates["wake_poster_cpu_us_1"],
         "wake_poster_cpu_us_2_hosts": rates["wake_poster_cpu_us_2"],
+        "wake_cores_busy_1_host": rates["wake_cores_busy_1"],
+        "wake_cores_busy_2_hosts": rates["wake_cores_busy_2"],
+        "expiry_cores_busy_1_host": rates["expiry_cores_busy_1"],
+        "expiry_cores_busy_2_hosts": rates["expiry_cores_busy_2"],
         "expiry_cpu_us_1_host": rates["expiry_cpu_us_1"],
         "expiry_cpu_us_2_hosts": rates["expiry_cpu_us_2"],
     }
@@ -187,6 +190,7 @@ def bench_amqp(quick: bool) -> BenchResult:
     units |= {"expiry_cpu_us_1_host": "µs/crew", "expiry_cpu_us_2_hosts": "µs/crew"}
     units |= {"wake_cpu_us_1_host": "µs/crew", "wake_cpu_us_2_hosts": "µs/crew"}
     units |= {"wake_poster_cpu_us_1_host": "µs/post", "wake_poster_cpu_us_2_hosts": "µs/post"}
+    units |= {key: "share of cores" for key in figures if "_cores_busy_" in key}
     notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
 

@@ -24,9 +24,11 @@ __all__ = [
     "WAKE_POST_THREADS",
     "HubFigures",
     "WakeFigures",
+    "busy_fraction",
     "cpu_seconds",
     "expiry_rate",
     "hub_rows",
+    "machine_ticks",
     "start_hosts",
     "wake_latency_ms",
     "wake_rate",
@@ -55,6 +57,22 @@ def cpu_seconds(hosts: list[HostProcess]) -> float:
             fields = stat.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """``(busy, total)`` clock ticks of every core of the machine so far, from
+    ``/proc/stat`` (every process: the broker's, the bench's and anything else running)."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's cores busy between two :func:`machine_ticks` (1.0: all
+    of them, all the time)."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 @attrs.frozen
@@ -169,6 +187,8 @@ class WakeFigures:
     per_s: float
     worker_cpu_us: float
     poster_cpu_us: float
+    cores_busy: float
+    """The share of the machine's cores busy over the window (every process's work)."""
 
 
 def wake_rate(url: str, directory: Path, workers: int, crews: int, threads: int = WAKE_POST_THREADS) -> WakeFigures:
@@ -192,24 +212,26 @@ def wake_rate(url: str, directory: Path, workers: int, crews: int, threads: int 
         for host, mine in zip(work, shares, strict=True):
             host.call("expect", crews=mine)
         done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
-        worker_cpu, poster_cpu = cpu_seconds(work), cpu_seconds([poster])
+        worker_cpu, poster_cpu, machine = cpu_seconds(work), cpu_seconds([poster]), machine_ticks()
         started = poster.call("post_all", within=600, to=list(where), threads=threads)
         last = max(max(future.result(600).values()) for future in done)
         worker_us = (cpu_seconds(work) - worker_cpu) / crews * 1e6
         poster_us = (cpu_seconds([poster]) - poster_cpu) / crews * 1e6
-        return WakeFigures(float(crews / (last - started)), worker_us, poster_us)
+        busy = busy_fraction(machine, machine_ticks())
+        return WakeFigures(float(crews / (last - started)), worker_us, poster_us, busy)
     finally:
         for host in (poster, *work):
             host.stop()
 
 
-def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[float, float]:
+def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[float, float, float]:
     """Crews/s whose waits expire at one instant ``T``, shared by ``workers`` hosts: each
     crew asleep (its wait in its host's durable wait index) wakes with its timeout as its
     tool result; ``crews`` over the time from ``T`` to the last such delivery. Also the
     CPU microseconds per expiry of the worker hosts together, from ``T`` to that last
     delivery: equal with one and with two hosts, a scale-out short of 2x is the
-    machine's cores (shared with the broker and the bench), not extra work."""
+    machine's cores (shared with the broker and the bench), not extra work; and the
+    share of the machine's cores busy over that window (:func:`busy_fraction`)."""
     names = [f"ex-w{i}" for i in range(workers)]
     work = start_hosts(url, directory, names)
     try:
@@ -230,10 +252,11 @@ def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[fl
         if time.perf_counter() >= at_perf:
             raise RuntimeError(f"the crews were not all asleep {lead_s:.1f} s after being spawned: lengthen the lead")
         time.sleep(max(0.0, at_perf - time.perf_counter()))  # the bench's own thread, not a test
-        cpu = cpu_seconds(work)
+        cpu, machine = cpu_seconds(work), machine_ticks()
         done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
         last = max(max(future.result(600).values()) for future in done)
-        return float(crews / (last - at_perf)), (cpu_seconds(work) - cpu) / crews * 1e6
+        busy = busy_fraction(machine, machine_ticks())
+        return float(crews / (last - at_perf)), (cpu_seconds(work) - cpu) / crews * 1e6, busy
     finally:
         for host in work:
             host.stop()
