@@ -175,11 +175,15 @@ def bench_amqp(quick: bool) -> BenchResult:
         rates: dict[str, float] = {}
         for workers in (1, 2):
             progress(f"wakes on {workers} worker host(s)")
-            rates[f"wake_per_s_{workers}"] = wake_rate(url, _fresh(scratch), workers, shared)
+            woken = wake_rate(url, _fresh(scratch), workers, shared)
+            rates[f"wake_per_s_{workers}"] = woken.per_s
+            rates[f"wake_cpu_us_{workers}"] = woken.worker_cpu_us
+            rates[f"wake_poster_cpu_us_{workers}"] = woken.poster_cpu_us
+            rates[f"wake_cores_busy_{workers}"] = woken.cores_busy
             progress(f"expiries on {workers} worker host(s)")
-            rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expiry_rate(
-                url, _fresh(scratch), workers, shared
-            )
+            expired = expiry_rate(url, _fresh(scratch), workers, shared)
+            rates[f"expiries_per_s_{workers}"], rates[f"expiry_cpu_us_{workers}"] = expired[0], expired[1]
+            rates[f"expiry_cores_busy_{workers}"] = expired[2]
     figures |= {
         "wake_latency_p50_ms": statistics.median(latencies),
         "wake_latency_p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
@@ -189,6 +193,14 @@ def bench_amqp(quick: bool) -> BenchResult:
         "expiries_per_s_1_host": rates["expiries_per_s_1"],
         "expiries_per_s_2_hosts": rates["expiries_per_s_2"],
         "expiry_scale_out": rates["expiries_per_s_2"] / rates["expiries_per_s_1"],
+        "wake_cpu_us_1_host": rates["wake_cpu_us_1"],
+        "wake_cpu_us_2_hosts": rates["wake_cpu_us_2"],
+        "wake_poster_cpu_us_1_host": rates["wake_poster_cpu_us_1"],
+        "wake_poster_cpu_us_2_hosts": rates["wake_poster_cpu_us_2"],
+        "wake_cores_busy_1_host": rates["wake_cores_busy_1"],
+        "wake_cores_busy_2_hosts": rates["wake_cores_busy_2"],
+        "expiry_cores_busy_1_host": rates["expiry_cores_busy_1"],
+        "expiry_cores_busy_2_hosts": rates["expiry_cores_busy_2"],
         "expiry_cpu_us_1_host": rates["expiry_cpu_us_1"],
         "expiry_cpu_us_2_hosts": rates["expiry_cpu_us_2"],
     }
@@ -196,6 +208,9 @@ def bench_amqp(quick: bool) -> BenchResult:
     units |= {"wakes_per_s_1_host": "crews/s", "wakes_per_s_2_hosts": "crews/s", "expiry_scale_out": "ratio"}
     units |= {"expiries_per_s_1_host": "crews/s", "expiries_per_s_2_hosts": "crews/s"}
     units |= {"expiry_cpu_us_1_host": "µs/crew", "expiry_cpu_us_2_hosts": "µs/crew"}
+    units |= {"wake_cpu_us_1_host": "µs/crew", "wake_cpu_us_2_hosts": "µs/crew"}
+    units |= {"wake_poster_cpu_us_1_host": "µs/post", "wake_poster_cpu_us_2_hosts": "µs/post"}
+    units |= {key: "share of cores" for key in figures if "_cores_busy_" in key}
     notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
 

@@ -21,10 +21,14 @@ from orkeon_actors.testing import wait_until
 
 __all__ = [
     "POST_THREADS",
+    "WAKE_POST_THREADS",
     "HubFigures",
+    "WakeFigures",
+    "busy_fraction",
     "cpu_seconds",
     "expiry_rate",
     "hub_rows",
+    "machine_ticks",
     "start_hosts",
     "wake_latency_ms",
     "wake_rate",
@@ -35,6 +39,10 @@ POST_THREADS = 16
 SINK = "agent://bench-sink/consumer"
 CREWS = "orkeon_actors.bench.amqp_crews:bench_factories"
 RESPONDER = "agent://bench-rpc/responder"
+PRESENCE = (0.5, 30.0)
+"""Heartbeat interval and TTL (seconds) of the bench's hosts: a TTL of 5 s let a
+worker's mailboxes lapse from the poster's view at a load average of 27 (the poster
+then got ``MailboxNotFoundError`` mid-run); the bench measures wakes, not presence."""
 SPAWN_TIMEOUT = 600.0
 """Seconds a host may take to spawn its share of crews and put them to sleep (1,000
 crews took over a minute on a 2-core machine at a load average of 12)."""
@@ -49,6 +57,22 @@ def cpu_seconds(hosts: list[HostProcess]) -> float:
             fields = stat.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """``(busy, total)`` clock ticks of every core of the machine so far, from
+    ``/proc/stat`` (every process: the broker's, the bench's and anything else running)."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's cores busy between two :func:`machine_ticks` (1.0: all
+    of them, all the time)."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 @attrs.frozen
@@ -69,7 +93,7 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
     hosts: list[HostProcess] = []
     try:
         for name in names:
-            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=(0.5, 5.0))
+            host = HostProcess(name, directory / f"{name}.db", url=url, keys_file=keys, presence=PRESENCE)
             hosts.append(host.start())
             host.call("load_ops", ops="orkeon_actors.bench.amqp_crews:HOST_OPS")
     except BaseException:
@@ -145,9 +169,32 @@ def _split(crews: list[str], parts: int) -> list[list[str]]:
     return [crews[i::parts] for i in range(parts)]
 
 
-def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
-    """Crews/s woken by posts from host A when ``crews`` sleeping crews are shared by
-    ``workers`` worker hosts: from A's first post to the last crew's delivery."""
+WAKE_POST_THREADS = 128
+"""Threads of host A posting the wakes at once. A post returns on the broker's confirm,
+which for a persistent message comes once the worker host kept it and acknowledged it
+(a store commit there), so the posts in flight bound the rate to ``threads / latency``
+whatever the worker hosts could do: with 16 (:data:`POST_THREADS`) two worker hosts
+woke no more crews per second than one. 128 in flight keep both worker hosts' inbox
+lanes in full batches; the poster's own CPU per post is reported beside the rate."""
+
+
+@attrs.frozen
+class WakeFigures:
+    """What :func:`wake_rate` measures: crews woken per second, the CPU microseconds per
+    wake of the worker hosts together (constant from one host to two when the work per
+    wake does not grow), and host A's CPU microseconds per post."""
+
+    per_s: float
+    worker_cpu_us: float
+    poster_cpu_us: float
+    cores_busy: float
+    """The share of the machine's cores busy over the window (every process's work)."""
+
+
+def wake_rate(url: str, directory: Path, workers: int, crews: int, threads: int = WAKE_POST_THREADS) -> WakeFigures:
+    """Crews/s woken by posts from host A (``threads`` posting at once) when ``crews``
+    sleeping crews are shared by ``workers`` worker hosts: from A's first post to the
+    last crew's delivery, with the CPU the worker hosts and A spent meanwhile."""
     names = ["wr-a", *(f"wr-w{i}" for i in range(workers))]
     poster, *work = start_hosts(url, directory, names)
     try:
@@ -159,27 +206,32 @@ def wake_rate(url: str, directory: Path, workers: int, crews: int) -> float:
             for h, mine in zip(work, shares, strict=True)
         ]
         for future in pending:
-            future.result(600)
+            future.result(SPAWN_TIMEOUT)
         where = {box: host.host_id for host, mine in zip(work, shares, strict=True) for box in _mailboxes(mine)}
         _all_announced(poster, where)
         for host, mine in zip(work, shares, strict=True):
             host.call("expect", crews=mine)
         done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
-        started = poster.call("post_all", within=600, to=list(where), threads=POST_THREADS)
+        worker_cpu, poster_cpu, machine = cpu_seconds(work), cpu_seconds([poster]), machine_ticks()
+        started = poster.call("post_all", within=600, to=list(where), threads=threads)
         last = max(max(future.result(600).values()) for future in done)
-        return float(crews / (last - started))
+        worker_us = (cpu_seconds(work) - worker_cpu) / crews * 1e6
+        poster_us = (cpu_seconds([poster]) - poster_cpu) / crews * 1e6
+        busy = busy_fraction(machine, machine_ticks())
+        return WakeFigures(float(crews / (last - started)), worker_us, poster_us, busy)
     finally:
         for host in (poster, *work):
             host.stop()
 
 
-def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[float, float]:
+def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[float, float, float]:
     """Crews/s whose waits expire at one instant ``T``, shared by ``workers`` hosts: each
     crew asleep (its wait in its host's durable wait index) wakes with its timeout as its
     tool result; ``crews`` over the time from ``T`` to the last such delivery. Also the
     CPU microseconds per expiry of the worker hosts together, from ``T`` to that last
     delivery: equal with one and with two hosts, a scale-out short of 2x is the
-    machine's cores (shared with the broker and the bench), not extra work."""
+    machine's cores (shared with the broker and the bench), not extra work; and the
+    share of the machine's cores busy over that window (:func:`busy_fraction`)."""
     names = [f"ex-w{i}" for i in range(workers)]
     work = start_hosts(url, directory, names)
     try:
@@ -200,10 +252,11 @@ def expiry_rate(url: str, directory: Path, workers: int, crews: int) -> tuple[fl
         if time.perf_counter() >= at_perf:
             raise RuntimeError(f"the crews were not all asleep {lead_s:.1f} s after being spawned: lengthen the lead")
         time.sleep(max(0.0, at_perf - time.perf_counter()))  # the bench's own thread, not a test
-        cpu = cpu_seconds(work)
+        cpu, machine = cpu_seconds(work), machine_ticks()
         done = [h.call_async("delivered", crews=mine, timeout=600) for h, mine in zip(work, shares, strict=True)]
         last = max(max(future.result(600).values()) for future in done)
-        return float(crews / (last - at_perf)), (cpu_seconds(work) - cpu) / crews * 1e6
+        busy = busy_fraction(machine, machine_ticks())
+        return float(crews / (last - at_perf)), (cpu_seconds(work) - cpu) / crews * 1e6, busy
     finally:
         for host in work:
             host.stop()

@@ -72,6 +72,7 @@ from orkeon_actors.errors import (
 )
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
+from orkeon_actors.fleet.inbox_batch import InboxDeclarations
 from orkeon_actors.fleet.lanes import Lane
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
@@ -186,6 +187,7 @@ class Gateway:
             )
         )
         self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
+        self._declarations = InboxDeclarations(self.link, config.connect_timeout)
         self.signer = Signer(config.host_id, config.keys)
         self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
         self.roster = Roster(
@@ -231,7 +233,15 @@ class Gateway:
         return declarer
 
     def _declare(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
-        self._slice().run(channel, done)
+        covered = self._declarations.take_all()  # their inboxes are in the slice
+
+        def declared() -> None:
+            for future in covered:
+                if not future.done():
+                    future.set_result(None)
+            done()
+
+        self._slice().run(channel, declared)
 
     def _run_declarer(self, declarer: Declarer) -> None:
         """Run ``declarer`` on the I/O thread and wait until the broker answered it."""
@@ -287,7 +297,10 @@ class Gateway:
     def open_inbox(self, address: MailboxAddress, *, announce: bool = True) -> None:
         """Declare ``address``'s durable inbox bound to its mailbox key, consume it
         (exclusive, manual acks, bounded prefetch) and announce it (at once unless
-        ``announce`` is false: the next heartbeat carries it). Idempotent.
+        ``announce`` is false: the next heartbeat carries it). Idempotent. Many crews
+        opening at once share batched declarations (:mod:`~orkeon_actors.fleet.inbox_batch`)
+        and wait however long the burst takes while the broker keeps answering:
+        ``BrokerUnavailableError`` only after ``connect_timeout`` seconds of its silence.
         ``ExclusiveConsumerError`` if another gateway holds it; ``InvalidArgumentError``
         if the address is too long for an AMQP queue name or routing key."""
         check_crossable(address)
@@ -299,11 +312,15 @@ class Gateway:
             self._consumed.add(address)
         connected = self.link.connected
         if new_binding and connected:
-            self._run_declarer(Declarer().inbox(address))
+            self._declarations.declare(address)
         if new_consumer:
             try:
                 self.link.consume(
-                    inbox_queue(address), self._inbox_lane.put, prefetch=self.config.prefetch, wait=connected
+                    inbox_queue(address),
+                    self._inbox_lane.put,
+                    prefetch=self.config.prefetch,
+                    wait=connected,
+                    timeout=self.config.connect_timeout,
                 )
             except BaseException:
                 with self._lock:

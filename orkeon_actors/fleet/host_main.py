@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from orkeon_actors.errors import EventHubError, InvalidArgumentError
+from orkeon_actors.errors import CrewFailedError, EventHubError, InvalidArgumentError
 from orkeon_actors.hub.port import MailboxReader, MailboxRegistration, Subscription
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.runtime import Runtime
@@ -293,16 +293,53 @@ def op_spawn_local(state: HostState, kind: str, crew_id: str | None = None) -> s
 
 
 def op_sleep_crew(state: HostState, crew_id: str, timeout: float = 30.0) -> bool:
-    """Wait until the crew waits for a message, then put it to sleep."""
+    """Wait until the crew waits for a message, then put it to sleep. A crew that
+    finishes instead (one whose mailbox could not open fails at once) raises
+    ``CrewFailedError`` with its failure (``InvalidArgumentError`` if it completed),
+    the moment its outcome is durable, not after ``timeout``."""
     from orkeon_actors.crew import CrewStatus
 
     supervisor = _supervisor(state)
+    finished = threading.Event()
+    outcomes: list[Any] = []
+
+    def ended(outcome: Any) -> None:
+        outcomes.append(outcome)
+        finished.set()
+
+    withdraw = supervisor.when_finished(crew_id, ended)
     deadline = time.monotonic() + timeout
-    while supervisor.status(crew_id) is not CrewStatus.WAITING:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"crew {crew_id} was not waiting for a message within {timeout} s")
-        time.sleep(0.005)
+    delay = 0.001
+    try:
+        # The supervisor reports no status change, only outcomes: WAITING is polled,
+        # with a backoff; a finish wakes the wait at once.
+        while (status := supervisor.status(crew_id)) is not CrewStatus.WAITING:
+            left = deadline - time.monotonic()
+            if status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                finished.wait(max(0.0, left))  # its outcome is durable a commit later
+            if outcomes:
+                raise _ended(crew_id, outcomes[0])
+            if left <= 0:
+                raise TimeoutError(f"crew {crew_id} was not waiting for a message within {timeout} s (status {status})")
+            finished.wait(min(delay, left))
+            delay = min(delay * 2, 0.05)
+    finally:
+        withdraw()
     return bool(supervisor.sleep(crew_id, timeout=timeout))
+
+
+def _ended(crew_id: str, outcome: Any) -> EventHubError:
+    """Why ``crew_id`` finished (``outcome``) before it waited for a message."""
+    if outcome.failure is None:
+        return InvalidArgumentError(
+            f"crew {crew_id} {outcome.status.name} before it waited for a message: it cannot sleep"
+        )
+    return CrewFailedError(
+        f"crew {crew_id} failed before it waited for a message: {outcome.failure}",
+        crew_id=crew_id,
+        failure=outcome.failure,
+        outcome=outcome,
+    )
 
 
 def op_crew_state(state: HostState, crew_id: str) -> str:

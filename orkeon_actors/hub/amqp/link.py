@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import attrs
@@ -162,6 +164,10 @@ class BrokerLink:
         """Acks and rejects waiting for the I/O thread, run by one scheduled callback."""
         self._settle_scheduled = False
         self._consumers: list[_Consumer] = []
+        self.last_heard = time.monotonic()
+        """When the broker last answered something of this link's (a consumer's channel
+        opened, a consumer accepted, a batch of declarations: :meth:`heard`): the
+        progress :meth:`consume` and the inbox declarations bound their waits by."""
         self._attempt = 0
         self._thread = threading.Thread(target=self._run, name=f"{name}-amqp-io", daemon=True)
         self._last_error: BaseException | None = None
@@ -385,6 +391,10 @@ class BrokerLink:
         if pending is not None:
             pending.returned = True  # the confirm that follows completes it as unroutable
 
+    def heard(self) -> None:
+        """Note that the broker answered (on the I/O thread): :attr:`last_heard`."""
+        self.last_heard = time.monotonic()
+
     def _confirmed(self, frame: pika.frame.Method) -> None:
         method = frame.method
         last = method.delivery_tag
@@ -445,7 +455,13 @@ class BrokerLink:
         deliveries, now and after every reconnect. Blocks until the broker accepted the
         consumer; raises ``ExclusiveConsumerError`` if another connection holds it.
         ``wait=False`` returns at once (while the broker is unreachable: the consumer
-        starts with the next connection)."""
+        starts with the next connection).
+
+        ``timeout`` bounds the broker's *silence*, not the queue ahead of this consumer:
+        ``BrokerUnavailableError`` only once the broker answered nothing of this link's
+        (:attr:`last_heard`) for ``timeout`` seconds while this one waited. Many consumers opened at once (1,000
+        crews starting together: 3,000 channel round trips on a loaded broker) all
+        start, however long the burst takes, while a stalled broker still fails fast."""
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
         consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
@@ -457,12 +473,26 @@ class BrokerLink:
         if not wait:
             return
         try:
-            consumer.registered.result(timeout)
+            self._await_consumer(consumer, timeout)
         except BaseException:
             with self._lock:
                 if consumer in self._consumers:
                     self._consumers.remove(consumer)
             raise
+
+    def _await_consumer(self, consumer: _Consumer, timeout: float) -> None:
+        asked_at = time.monotonic()
+        while True:
+            since = max(self.last_heard, asked_at)
+            try:
+                consumer.registered.result(max(0.0, since + timeout - time.monotonic()))
+                return
+            except FutureTimeout:
+                if self.last_heard <= since:
+                    raise BrokerUnavailableError(
+                        f"the broker answered nothing for {timeout} s while consuming {consumer.queue!r} was asked: "
+                        "it is unreachable or stalled"
+                    ) from None
 
     def _open_consumer(self, consumer: _Consumer) -> None:
         connection = self._connection
@@ -507,10 +537,12 @@ class BrokerLink:
             )
 
         def consuming(_frame: pika.frame.Method) -> None:
+            self.heard()
             if not consumer.registered.done():
                 consumer.registered.set_result(None)
 
         def opened(channel: pika.channel.Channel) -> None:
+            self.heard()
             consumer.channel = channel
             channel.add_on_close_callback(on_close)
             channel.basic_qos(

@@ -218,6 +218,19 @@ def _call(method: str, *args: Any, **kwargs: Any) -> Step:
     return step
 
 
+def _send(method: str, *args: Any, **kwargs: Any) -> Step:
+    """A step sending ``channel.<method>(*args, **kwargs)`` with ``nowait`` (no reply
+    awaited) and continuing at once. The broker still handles a channel's methods in
+    order, so the reply to a later synchronous step means this one was done; a failure
+    closes the channel (as a failed synchronous step does)."""
+
+    def step(channel: pika.channel.Channel, next_step: Callable[[], None]) -> None:
+        getattr(channel, method)(*args, **kwargs)
+        next_step()
+
+    return step
+
+
 class Declarer:
     """Chains declarations on a channel, each started from the previous one's callback,
     then calls ``done``. Build it with the methods below, run it with :meth:`run` on the
@@ -225,6 +238,8 @@ class Declarer:
 
     def __init__(self) -> None:
         self._steps: list[Step] = []
+        self._last: dict[int, Step] = {}
+        """The awaited form of a ``nowait`` step, by index: used when it ends the run."""
 
     def shared(self) -> Declarer:
         """The shared exchanges and the dead-letter queue."""
@@ -241,12 +256,20 @@ class Declarer:
 
     def inbox(self, address: MailboxAddress, extra_keys: Sequence[str] = ()) -> Declarer:
         """A durable inbox for ``address``, bound to its mailbox key (and ``extra_keys``:
-        topic patterns its owner subscribes to)."""
+        topic patterns its owner subscribes to).
+
+        Sent without awaiting each reply (``nowait``): the declarations of many inboxes
+        go out back to back instead of one broker round trip after the other (2,000 of
+        them, serialised, took over 10 s on a loaded 2-core machine). :meth:`run`'s last
+        step is always awaited, and the broker answers it only after everything before
+        it on the channel, so ``done`` still means declared."""
         queue = inbox_queue(address)
         arguments = {"x-queue-type": "classic", "x-dead-letter-exchange": DLX}
-        self._steps.append(_call("queue_declare", queue, durable=True, arguments=arguments))
-        for key in (mailbox_key(address), *extra_keys):
-            self._steps.append(_call("queue_bind", queue, MSG_EXCHANGE, key))
+        keys = (mailbox_key(address), *extra_keys)
+        self._steps.append(_send("queue_declare", queue, durable=True, arguments=arguments))
+        for key in keys:
+            self._steps.append(_send("queue_bind", queue, MSG_EXCHANGE, key))
+        self._last[len(self._steps) - 1] = _call("queue_bind", queue, MSG_EXCHANGE, keys[-1])
         return self
 
     def control(self, host: str) -> Declarer:
@@ -288,7 +311,11 @@ class Declarer:
         return self
 
     def run(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        """Run the steps in order on the I/O thread, then ``done`` (once the broker
+        answered the last one, hence all of them)."""
         steps = list(self._steps)
+        if steps and len(steps) - 1 in self._last:
+            steps[-1] = self._last[len(steps) - 1]
 
         def advance(index: int) -> None:
             if index == len(steps):
