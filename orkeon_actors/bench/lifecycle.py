@@ -65,7 +65,7 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.testing import wait_until
 
-__all__ = ["Template", "bench_lifecycle", "capture_template", "populate"]
+__all__ = ["Template", "bench_lifecycle", "capture_template", "expiry_run", "populate"]
 
 MARKER = "zzbenchtemplatezz"
 """The template crew's id: unique enough to be replaced textually in its rows."""
@@ -77,7 +77,9 @@ FINITE_TIMEOUT_MS = 3_600_000
 
 class Deliveries:
     """What the bench models saw: for each crew, when its agent got the result of its
-    ``receive_message`` (``time.perf_counter``, ``time.time``) and whether it timed out.
+    ``receive_message`` (``time.perf_counter``, ``time.time``) and whether it timed out;
+    ``last_cpu`` is the process CPU time (``time.process_time``) at the delivery that
+    completed an :meth:`expect_all`.
 
     Waiting costs the system under test nothing: :meth:`expect` and :meth:`expect_all`
     return events set by :meth:`record` (O(1) per delivery), never a polled scan."""
@@ -88,6 +90,7 @@ class Deliveries:
         self.events: dict[str, threading.Event] = {}
         self._awaited: set[str] = set()
         self._all: threading.Event | None = None
+        self.last_cpu = 0.0
 
     def expect(self, crew: str) -> threading.Event:
         """An event set once ``crew``'s delivery is recorded."""
@@ -119,6 +122,7 @@ class Deliveries:
                 self._awaited.discard(crew)
                 if not self._awaited:
                     done, self._all = self._all, None
+                    self.last_cpu = time.process_time()  # once: it walks every thread of the process
         if event is not None:
             event.set()
         if done is not None:
@@ -405,7 +409,14 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
         rt.stop()
 
 
-def _expiries(db: str, template: Template, count: int, lead: float) -> float:
+def expiry_run(db: str, template: Template, count: int, lead: float) -> tuple[float, float]:
+    """``count`` crews of ``template`` (a finite wait) asleep in a new store ``db``,
+    their waits all expiring ``lead`` seconds from now; boot it and wait for every
+    agent to be given its ``WaitTimedOutMessage``. Returns the expiries per second
+    (``count`` over the time from the instant to the last delivery) and the process's
+    CPU microseconds per expiry over the same span (every thread: supervisor, crews'
+    turns, writer, collections). ``RuntimeError`` if the boot outlasts ``lead`` or an
+    expiry is missing or delivered something else."""
     crews = bench_crew_ids(count)
     instant = datetime.now(UTC) + timedelta(seconds=lead)
     populate(db, template, crews, expires_at=instant)
@@ -415,6 +426,8 @@ def _expiries(db: str, template: Template, count: int, lead: float) -> float:
     try:
         if time.time() >= instant.timestamp():
             raise RuntimeError(f"populating and booting took longer than the {lead}s lead: raise it")
+        delivered.wait(max(0.0, instant.timestamp() - time.time()))  # idle until the instant
+        cpu_at_instant = time.process_time()
         if not delivered.wait(600):
             missing = count - len([c for c in crews if c in DELIVERIES.at])
             raise RuntimeError(f"{missing} of {count} expiries not delivered within 600 s")
@@ -422,7 +435,7 @@ def _expiries(db: str, template: Template, count: int, lead: float) -> float:
         if not all(timed_out for _, _, timed_out in stamps):
             raise RuntimeError("a crew woke with something else than its WaitTimedOutMessage")
         last = max(wall for _, wall, _ in stamps)
-        return count / (last - instant.timestamp())
+        return count / (last - instant.timestamp()), (DELIVERIES.last_cpu - cpu_at_instant) / count * 1e6
     finally:
         sup.stop()
         rt.stop()
@@ -473,6 +486,7 @@ def bench_lifecycle(quick: bool) -> BenchResult:
         "wake_latency_p99_ms": "ms",
         "expiry_crews": "crews",
         "expiries_per_s": "expiries/s",
+        "expiry_cpu_us": "µs/expiry",
         **scale.UNITS,
     }
     notes = (
@@ -511,7 +525,9 @@ def _measure(
         latencies, more = _wake_latencies(wake_db, wake_crews, samples, quick)
 
         progress(f"{expiring:,} expiries")
-        expiries_per_s = _expiries(os.path.join(directory, "expiry.db"), finite, expiring, lead=1.0 if quick else 3.0)
+        expiries_per_s, expiry_cpu_us = expiry_run(
+            os.path.join(directory, "expiry.db"), finite, expiring, lead=1.0 if quick else 3.0
+        )
 
         progress("a memory child: parked crews, a mass sleep")
         more.update(scale.memory(os.path.join(directory, "memory.db"), *((200, 300) if quick else (1_000, 10_000))))
@@ -528,6 +544,7 @@ def _measure(
         "wake_latency_p99_ms": _pct(latencies, 0.99) * 1000,
         "expiry_crews": float(expiring),
         "expiries_per_s": expiries_per_s,
+        "expiry_cpu_us": expiry_cpu_us,
         "boot_disk_bytes_per_crew": boot_disk,
         "wake_disk_bytes_per_crew": wake_disk,
         **more,

@@ -894,13 +894,15 @@ class CrewActor(PooledActor):
         self._traced_result(runtime, call, result)
 
     def _traced_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
-        self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {redact(result)}")
+        if self.observer is not None:  # the text is built only for an observer (redact walks the result)
+            self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {redact(result)}")
 
     # -- tools -------------------------------------------------------------------------
 
     def _run_tool(self, runtime: AgentRuntime, call: ToolCall) -> Any:
         agent = runtime.agent
-        self.trace(agent.agent_id, "tool_call", f"{call.name} {redact_arguments(call.arguments)}")
+        if self.observer is not None:
+            self.trace(agent.agent_id, "tool_call", f"{call.name} {redact_arguments(call.arguments)}")
         orchestrated = self.orchestrator.on_tool_call(self, agent.agent_id, call)
         if orchestrated is PARKED:
             runtime.state = attrs.evolve(
@@ -1014,7 +1016,7 @@ class CrewActor(PooledActor):
             if isinstance(outcome, Message) and not outcome.is_timeout:
                 cursor.handed_out(outcome)
             missed = cursor.take_missed()
-        if isinstance(outcome, Message):
+        if isinstance(outcome, Message) and self.observer is not None:
             self.trace(runtime.agent.agent_id, "message", describe_message(outcome))
         kind = pending.wait.kind
         correlation = kind.correlation if isinstance(kind, OnReply) else None

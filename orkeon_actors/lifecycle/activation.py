@@ -35,7 +35,7 @@ from orkeon_actors.crew.crew_actor import CrewActor, CrewObserver, EventBinding,
 from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.protocol import Deliver, Supervision
-from orkeon_actors.crew.snapshot import CrewSnapshot
+from orkeon_actors.crew.snapshot import CrewSnapshot, from_json
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC, DeferredAcks, DurableEventHub
@@ -113,15 +113,30 @@ class SnapshotActivator:
         """Told (on the crew's thread) when an agent parks on a cursor its crew's last
         snapshot does not hold (``CrewActor(on_cursor=...)``)."""
 
-    def load(self, crew_id: CrewId, trigger: Message | None) -> CrewSnapshot | None:
+    def load(
+        self, crew_id: CrewId, trigger: Message | None, read: Mapping[CrewId, str] | None = None
+    ) -> CrewSnapshot | None:
         """The snapshot to wake ``crew_id`` from; ``None`` when it has none or already
         processed ``trigger`` (a topic message or reply; posts are acknowledged with the
-        snapshot instead). Raises ``SnapshotVersionError`` for an unreadable snapshot."""
+        snapshot instead). ``read``: the snapshot texts of a batch read by
+        :meth:`read_many` in the same supervisor turn (a crew absent from it has no
+        snapshot); without it, one read. Raises ``SnapshotVersionError`` for an
+        unreadable snapshot."""
         if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC):
             if self.store.is_processed(str(trigger.id), crew_id):
                 logger.debug("crew {}: trigger {} already processed, ignored", crew_id, trigger.id)
                 return None
-        return self.store.load(crew_id)
+        if read is None:
+            return self.store.load(crew_id)
+        text = read.get(crew_id)
+        return None if text is None else from_json(text)
+
+    def read_many(self, crew_ids: Sequence[CrewId]) -> Mapping[CrewId, str]:
+        """The snapshot texts of ``crew_ids`` (those that have one) in one read, for
+        :meth:`load`: a burst of expiries reads its batch at once. Valid only until the
+        owner writes a snapshot of one of them (the supervisor uses it within the turn
+        that read it)."""
+        return self.store.load_many(crew_ids)
 
     def build(self, name: str, crew_id: CrewId) -> BuiltCrew:
         """Start the actor of crew ``crew_id`` from the factory (or the shared blueprint)

@@ -146,6 +146,11 @@ class DurableCrewStateStore(CrewStateStore, Protocol):
         """Whether ``crew_id`` committed the processing of ``message_id``."""
         ...
 
+    def load_many(self, crew_ids: Sequence[CrewId]) -> Mapping[CrewId, str]:
+        """The snapshot texts of those of ``crew_ids`` that have one, read at once (a
+        batch of expiries); :func:`~orkeon_actors.crew.snapshot.from_json` decodes each."""
+        ...
+
 
 @attrs.frozen
 class KeptEvents:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -434,12 +434,14 @@ class SupervisorActor(pykka.ThreadingActor):
         expiry: bool = False,
         cause: str | None = None,
         carry: Sequence[Message] = (),
+        texts: Mapping[CrewId, str] | None = None,
     ) -> bool:
         """Activate a sleeping crew. A crew without topic cursors is restored and Active
         at once. Otherwise, from here until its restored cursors are open, the
         topic messages matching them are kept (``carry`` first: kept while it slept;
         then the trigger, messages in mid-routing now, and every one heard of until
-        then) and handed over in that order (:func:`hand_over`)."""
+        then) and handed over in that order (:func:`hand_over`). ``texts``: snapshot
+        texts read for a batch in this turn (``SnapshotActivator.read_many``)."""
         entry = self.entries.get(crew_id)
         if entry is not None:
             if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
@@ -451,7 +453,7 @@ class SupervisorActor(pykka.ThreadingActor):
         if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
             logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
             return False
-        snapshot = self.activator.load(crew_id, trigger)
+        snapshot = self.activator.load(crew_id, trigger, texts)
         if snapshot is None:
             return False
         if cause is None:
@@ -638,12 +640,16 @@ class SupervisorActor(pykka.ThreadingActor):
                 return
             shared.tick_deferred = False
         started = time.perf_counter()
-        for crew_id in self.waits.due(limit=room):
-            if crew_id in self.entries:
-                continue
+        due = [crew_id for crew_id in self.waits.due(limit=room) if crew_id not in self.entries]
+        texts: Mapping[CrewId, str] | None = None
+        try:
+            texts = self.activator.read_many(due) if due else {}  # the batch's snapshots, one read
+        except Exception as exc:  # each crew then reads its own (and fails alone)
+            logger.warning("the snapshots of {} due crews could not be read at once ({}); one by one", len(due), exc)
+        for crew_id in due:
             self.stats.expired()
             try:
-                self._wake(crew_id, None, started, expiry=True)
+                self._wake(crew_id, None, started, expiry=True, texts=texts)
             except Exception:  # one crew that cannot wake must not drop the rest of the batch
                 logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
 

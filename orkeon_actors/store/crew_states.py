@@ -208,6 +208,13 @@ class SqliteCrewStateStore:
             return None
         return from_json(record.snapshot.decode())
 
+    def load_many(self, crew_ids: Sequence[CrewId]) -> dict[CrewId, str]:
+        """The snapshot texts (:func:`~orkeon_actors.crew.snapshot.to_json`) of those of
+        ``crew_ids`` that have a snapshot, read at once; decode each with
+        :func:`~orkeon_actors.crew.snapshot.from_json` (``SnapshotVersionError`` for one
+        this release cannot read: the others are unaffected)."""
+        return {CrewId(c): text for c, text in self.hub.snapshot_texts(crew_ids).items()}
+
     def delete(self, crew_id: CrewId) -> None:
         """Delete the crew's snapshot, its waits and its processed rows; blocks."""
         self.hub.writer.execute(lambda conn: delete_crew(conn, str(crew_id)))

@@ -35,7 +35,7 @@ bounded cache, so a store with a million sleeping crews boots in bounded memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import apsw
@@ -377,6 +377,20 @@ class SqliteEventHub(HubCore, DurableEventHub):
             (str(crew_id),),
         )
         return snapshot_from_row(rows[0]) if rows else None
+
+    def snapshot_texts(self, crew_ids: Sequence[CrewId | str]) -> dict[str, str]:
+        """The committed snapshot bodies (the codec's JSON text) of those of
+        ``crew_ids`` that have a snapshot, by crew id: one primary-key query per 500
+        ids, each a consistent read (a burst of expiries reads its batch at once)."""
+        ids = list(dict.fromkeys(str(c) for c in crew_ids))
+        texts: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self.readers.query(f"SELECT crew_id, snapshot FROM crew_snapshots WHERE crew_id IN ({marks})", chunk)
+            for crew_id, body in rows:
+                texts[str(crew_id)] = body if isinstance(body, str) else bytes(body).decode()
+        return texts
 
     def load_pending_waits(self, crew_id: CrewId | str | None = None) -> list[PendingWaitRecord]:
         """The committed pending waits of ``crew_id`` (of every crew when ``None``)."""

@@ -103,3 +103,13 @@ def test_a_crew_whose_factory_is_missing_is_refused_with_how_to_fix_it(asleep: t
     env.factories.clear()
     with pytest.raises(InvalidArgumentError, match=r"register_factory\('t', fn\)"):
         activator.activate(CrewId("c1"), None)
+
+
+def test_a_batch_read_gives_the_snapshot_a_single_read_gives_and_omits_crews_without_one(
+    asleep: tuple[Env, SnapshotActivator],
+) -> None:
+    _, activator = asleep
+    texts = activator.read_many([CrewId("c1"), CrewId("nobody")])
+    assert set(texts) == {CrewId("c1")}
+    assert activator.load(CrewId("c1"), None, texts) == activator.load(CrewId("c1"), None)
+    assert activator.load(CrewId("nobody"), None, texts) is None

@@ -34,7 +34,7 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     figures = json.loads(capsys.readouterr().out)["lifecycle"]
     assert figures["boot_crews"] == 3_000 and figures["wake_crews"] == 2_000 and figures["expiry_crews"] == 300
     expected = {"sleeps_per_s", "populate_s", "boot_ms", "boot_rss_mb", "boot_rss_total_mb"}
-    expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s"}
+    expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s", "expiry_cpu_us"}
     expected |= {"boot_disk_bytes_per_crew", "wake_disk_bytes_per_crew", "wake_loaded_p50_ms", "wake_loaded_p99_ms"}
     expected |= {"wake_load_ops_per_s", "burst_one_at_a_time_per_s", "burst_pipelined_per_s"}
     expected |= {"burst_pipelined_commit_per_s", "parked_crew_kb", "parked_crew_start_ms", "mass_sleep_rss_live_mb"}
