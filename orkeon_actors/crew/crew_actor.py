@@ -178,6 +178,46 @@ class CrewActor(PooledActor):
     * :meth:`on_crew_failed` sees the crew fail (``on_failure`` stays pykka's own hook).
     """
 
+    # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
+    # subclass's): ~40 attributes would make that dict a 1.6 KB unshared table.
+    __slots__ = (
+        "_agents",
+        "_awaiting_handover",
+        "_closing",
+        "_crew_pump",
+        "_crew_pump_token",
+        "_crew_registration",
+        "_cursors_open_to",
+        "_deferred",
+        "_durable_cursors",
+        "_finish_watches",
+        "_held",
+        "_on_activity",
+        "_on_cursor",
+        "_passivated",
+        "_release_order",
+        "_snapshot_held",
+        "_subscriptions",
+        "_unname",
+        "activity",
+        "address",
+        "bindings",
+        "client",
+        "crew_id",
+        "crew_name",
+        "definitions",
+        "failure",
+        "gate",
+        "hub",
+        "idle_timeout_seconds",
+        "links_declared",
+        "observer",
+        "orchestration",
+        "orchestrator",
+        "result",
+        "status",
+    )
+
     name: ClassVar[str] = "crew"
     idle_timeout: ClassVar[float | None] = None
     start_on_first_message: ClassVar[bool] = True  # a crew is always told to begin or restore
