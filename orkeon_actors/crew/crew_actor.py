@@ -552,13 +552,12 @@ class CrewActor(PooledActor):
         messages held meanwhile are handled, in order. ``missed``: what the store
         dropped per cursor while the crew slept (reported by the cursor's next read)."""
         for runtime in self._agents.values():
-            cursors = runtime.tools.topic_cursors
-            for cursor in cursors.cursors():
+            for cursor in runtime.open_cursors():
                 topic, match = cursor.key
                 cursor.carried_missed += missed.get((topic, match or None), 0)
                 matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
-                    cursors.catch_up(cursor, matching)
+                    runtime.tools.topic_cursors.catch_up(cursor, matching)
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -672,7 +671,7 @@ class CrewActor(PooledActor):
         snapshot = self.snapshot()
         self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
         consumed = message.consumed.view() if message.consumed is not None else ()
-        taken = [i for rt in self._agents.values() for c in rt.tools.topic_cursors.cursors() for i in c.taken_ids()]
+        taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
         reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
         supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
         in_flight = False
