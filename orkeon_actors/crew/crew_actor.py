@@ -278,14 +278,14 @@ class CrewActor(PooledActor):
         self._deferred: list[Callable[[], None]] = []
         self._on_activity = on_activity
         self._on_cursor = on_cursor
-        self._durable_cursors: set[CursorFilter] = set()
+        self._durable_cursors: frozenset[CursorFilter] = frozenset()
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self._release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self._snapshot_held: set[MessageId] = set()
+        self._snapshot_held: frozenset[MessageId] = frozenset()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
         self._cursors_open_to: Supervision | None = None
@@ -525,7 +525,7 @@ class CrewActor(PooledActor):
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
         self.result = snapshot.result
-        self._durable_cursors = set(snapshot_cursors(snapshot))
+        self._durable_cursors = frozenset(snapshot_cursors(snapshot))
         for state in snapshot.agents:
             runtime = self._agents.get(state.agent_id)
             if runtime is None:
@@ -669,7 +669,7 @@ class CrewActor(PooledActor):
             supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
-        self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
+        self._snapshot_held = frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered)
         consumed = message.consumed.view() if message.consumed is not None else ()
         taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
         reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
@@ -1026,7 +1026,7 @@ class CrewActor(PooledActor):
         key: CursorFilter = (topic, match or None)
         if key in self._durable_cursors or topic in runtime.agent.volatile_cursors:
             return
-        self._durable_cursors.add(key)
+        self._durable_cursors = self._durable_cursors | {key}  # rare: a crew's first park on a cursor
         self._on_cursor(self.crew_id, key)
 
     def _wait_done(self, message: WaitDone) -> None:
