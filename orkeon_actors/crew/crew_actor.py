@@ -262,7 +262,8 @@ class CrewActor(PooledActor):
         self.status = CrewStatus.CREATED
         self.result: str | None = None
         self.failure: CrewFailure | None = None
-        self.bindings: list[EventBinding] = list(bindings)
+        # Tuples, rarely replaced: an empty one is shared (an empty list is 56 B per crew).
+        self.bindings: tuple[EventBinding, ...] = tuple(bindings)
         self.observer = observer
         self.activity = activity
         self.gate = gate
@@ -274,8 +275,8 @@ class CrewActor(PooledActor):
         """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
         self._crew_pump: AsyncWait | None = None
         self._crew_pump_token: str | None = None
-        self._subscriptions: list[PushSubscription] = []
-        self._deferred: list[Callable[[], None]] = []
+        self._subscriptions: tuple[PushSubscription, ...] = ()
+        self._deferred: tuple[Callable[[], None], ...] = ()
         self._on_activity = on_activity
         self._on_cursor = on_cursor
         self._durable_cursors: frozenset[CursorFilter] = frozenset()
@@ -291,9 +292,9 @@ class CrewActor(PooledActor):
         self._cursors_open_to: Supervision | None = None
         """Told :class:`CursorsOpen` once the restore's activity was reported (so the
         catch-up, and the activity after it, come later)."""
-        self._held: list[Any] = []
+        self._held: list[Any] | None = None
         """Actor messages received while awaiting the handover, replayed after it."""
-        self._finish_watches: list[WatchFinish] = []
+        self._finish_watches: tuple[WatchFinish, ...] = ()
         """Told the outcome as the crew finishes (``orkeon_actors.crew.wait_finished``)."""
 
     # -- public API (call through the actor ref) ---------------------------------------
@@ -306,7 +307,7 @@ class CrewActor(PooledActor):
             raise ValueError(
                 f"on_event delivers only to mailboxes of this crew ({self.crew_id}), not {binding.deliver_to}"
             )
-        self.bindings.append(binding)
+        self.bindings = (*self.bindings, binding)
         if self.status is not CrewStatus.CREATED:
             self._subscribe(binding)
         return binding
@@ -343,7 +344,7 @@ class CrewActor(PooledActor):
             self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
-        watches, self._finish_watches = self._finish_watches, []
+        watches, self._finish_watches = self._finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
             self._tell_watch(watch, None)
         if self._passivated:
@@ -371,7 +372,9 @@ class CrewActor(PooledActor):
             return self._watch_finish(message)
         if isinstance(message, Unwatch):
             if message.watch in self._finish_watches:
-                self._finish_watches.remove(message.watch)
+                watches = list(self._finish_watches)
+                watches.remove(message.watch)
+                self._finish_watches = tuple(watches)
             return None
         if isinstance(message, Passivate):
             self._passivate(message)
@@ -389,6 +392,8 @@ class CrewActor(PooledActor):
             return None
         if self._awaiting_handover:
             if not isinstance(message, CatchUp):
+                if self._held is None:
+                    self._held = []
                 self._held.append(message)  # replayed in order once the cursors caught up
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
@@ -417,7 +422,8 @@ class CrewActor(PooledActor):
             elif isinstance(message, End):
                 self.fail(message.error_type, message.reason)
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                self._deferred.pop(0)()
+                action, self._deferred = self._deferred[0], self._deferred[1:]
+                action()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
@@ -431,7 +437,7 @@ class CrewActor(PooledActor):
         if supervision is not None:
             supervision.tell(CursorsOpen(self.crew_id))
         if isinstance(message, CatchUp):
-            held, self._held = self._held, []
+            held, self._held = self._held or (), None
             for later in held:  # what arrived while the cursors caught up, in order
                 try:
                     self._dispatch(later)
@@ -753,11 +759,11 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
         else:
-            self._finish_watches.append(watch)
+            self._finish_watches = (*self._finish_watches, watch)
         return self.crew_id
 
     def _tell_finished(self) -> None:
-        watches, self._finish_watches = self._finish_watches, []
+        watches, self._finish_watches = self._finish_watches, ()
         if watches:
             outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
             for watch in watches:
@@ -781,7 +787,7 @@ class CrewActor(PooledActor):
             self._crew_pump = None
         for sub in self._subscriptions:
             sub.close()
-        self._subscriptions.clear()
+        self._subscriptions = ()
 
     def _release(self) -> None:
         self._release_waits()
@@ -866,7 +872,7 @@ class CrewActor(PooledActor):
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` on this crew's thread once the current step is over (a mode
         starting work from inside a tool call, before the caller parked)."""
-        self._deferred.append(action)
+        self._deferred = (*self._deferred, action)
 
     def agent_ids(self) -> list[AgentId]:
         return list(self._agents)
@@ -1137,7 +1143,8 @@ class CrewActor(PooledActor):
         def on_message(message: Message) -> None:
             self.tell(Bound(binding, message))
 
-        self._subscriptions.append(push_subscription(self.hub, self.client.caller, binding.topic, on_message))
+        subscription = push_subscription(self.hub, self.client.caller, binding.topic, on_message)
+        self._subscriptions = (*self._subscriptions, subscription)
 
     def _bound(self, message: Bound) -> None:
         sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
