@@ -135,8 +135,7 @@ class CallerRunsActor(PooledActor):
         if more is None:
             return  # stopped: stays "scheduled", nothing runs it again
         with inbox.lock:
-            if not more and not inbox.queue:
-                inbox.scheduled = False
+            if not more and inbox.go_idle():
                 return
         self.executor.submit(self._turn)
 

@@ -38,7 +38,9 @@ What of pykka this relies on. Besides pykka's public API (``Actor``, ``ActorRef`
 implementors of new actor types" (``_create_actor_inbox``, ``_create_future``,
 ``_start_actor_loop``) and runs pykka's own loop steps by turns instead of in a loop
 (``_actor_loop_setup``, ``_handle_receive``, ``_handle_failure``, ``_stop``,
-``_actor_loop_teardown``); :data:`PYKKA_HOOKS` names them all. pykka may change them in a
+``_actor_loop_teardown``); its ``__init__`` is replaced by one setting the same fields
+(``actor_stopped`` a :class:`StopFlag`: a parked crew's actors hold no
+``threading.Event``); :data:`PYKKA_HOOKS` names them all. pykka may change them in a
 minor release, so ``pyproject.toml`` bounds ``pykka`` below the next minor release, and
 ``tests/actors/test_actor_contract.py`` runs one suite against ``PooledActor`` and
 ``pykka.ThreadingActor`` side by side.
@@ -51,18 +53,20 @@ import itertools
 import logging
 import sys
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pykka
-from pykka import ActorRegistry
+from pykka import ActorRef, ActorRegistry
 
 from orkeon_actors.actors.executor import TurnExecutor, bound_executor, current_executor
 
-__all__ = ["DEFAULT_POOL", "PYKKA_HOOKS", "ActorThreadPool", "PooledActor"]
+__all__ = ["DEFAULT_POOL", "PYKKA_HOOKS", "ActorInbox", "ActorThreadPool", "PooledActor", "StopFlag"]
 
 PYKKA_HOOKS: tuple[str, ...] = (
+    "__init__",
     "_create_actor_inbox",
     "_create_future",
     "_start_actor_loop",
@@ -186,19 +190,26 @@ DEFAULT_POOL = ActorThreadPool()
 
 class ActorInbox:
     """A pooled actor's inbox (pykka's inbox protocol). ``put`` submits a turn
-    when the actor is idle; until the actor's loop starts, messages only queue."""
+    when the actor is idle; until the actor's loop starts, messages only queue.
+
+    ``queue`` is ``None`` while nothing is queued (an idle actor holds no deque: an
+    empty one keeps its 64-slot block, ≈ 0.6 KB); the turn that finds it empty and
+    goes idle drops it, under ``lock``."""
 
     __slots__ = ("lock", "queue", "scheduled", "turn")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.queue: deque[Any] = deque()
+        self.queue: deque[Any] | None = None
         self.scheduled = True  # nobody may run the actor before _start_actor_loop
         self.turn: Callable[[], None] | None = None
 
     def put(self, envelope: Any, /) -> None:
         with self.lock:
-            self.queue.append(envelope)
+            queue = self.queue
+            if queue is None:
+                queue = self.queue = deque()
+            queue.append(envelope)
             if self.scheduled:
                 return
             self.scheduled = True
@@ -208,11 +219,62 @@ class ActorInbox:
 
     def get(self) -> Any:
         with self.lock:
-            return self.queue.popleft()
+            queue = self.queue
+            if queue is None:
+                raise IndexError("pop from an empty inbox")
+            return queue.popleft()
 
     def empty(self) -> bool:
         with self.lock:
             return not self.queue
+
+    def go_idle(self) -> bool:
+        """Under ``lock``: if nothing is queued, mark the actor idle (the next ``put``
+        submits a turn), drop the empty queue and return ``True``."""
+        if self.queue:
+            return False
+        self.queue = None
+        self.scheduled = False
+        return True
+
+
+_flag_lock = threading.Lock()
+"""Guards :attr:`StopFlag._event`'s creation (rare: only a thread waiting for a stop)."""
+
+
+class StopFlag:
+    """An actor's ``actor_stopped``: ``threading.Event``'s ``is_set`` / ``set`` /
+    ``wait`` without an event per actor (its condition, lock and waiter deque are
+    ≈ 1 KB): the ``threading.Event`` a waiter blocks on is made by the first ``wait``.
+    Once set it stays set (pykka never clears it)."""
+
+    __slots__ = ("_event", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        with _flag_lock:
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until set (or ``timeout`` seconds); whether it is set."""
+        if self._set:
+            return True
+        with _flag_lock:
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        if self._set:  # set before the event existed: it found none to set
+            return True
+        return event.wait(timeout)
 
 
 class PooledActor(pykka.Actor):
@@ -236,6 +298,14 @@ class PooledActor(pykka.Actor):
     """Where this actor's turns run: the executor of the scope it was started in
     (:mod:`orkeon_actors.actors.executor`), else ``pool``."""
 
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        # pykka.Actor.__init__, with a StopFlag for actor_stopped instead of a
+        # threading.Event (see StopFlag; ActorRef copies it from the actor).
+        self.actor_urn = uuid.uuid4().urn
+        self.actor_inbox = self._create_actor_inbox()
+        self.actor_stopped = cast(threading.Event, StopFlag())
+        self._actor_ref = ActorRef(self)
+
     @staticmethod
     def _create_actor_inbox() -> ActorInbox:
         return ActorInbox()
@@ -249,30 +319,28 @@ class PooledActor(pykka.Actor):
         self._context = contextvars.Context()  # as a new thread's: empty
         pool = self.executor = bound_executor(self.pool)
         inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
-        run_turn = self._turn
-
-        def submit_turn() -> None:
-            pool.submit(run_turn)
-
         if not self.start_on_first_message:
             with inbox.lock:
-                inbox.turn = submit_turn
+                inbox.turn = self._submit_turn
             pool.submit(self._first_turn)
             return
-
-        def submit_first_turn() -> None:
-            # Called once, by the put that found the idle actor (scheduled is set
-            # again, so no other put calls a turn before the first one went idle).
-            inbox.turn = submit_turn
-            pool.submit(self._first_turn)
-
         with inbox.lock:
-            inbox.turn = submit_first_turn
+            inbox.turn = self._submit_first_turn
             queued = bool(inbox.queue)
             if not queued:
                 inbox.scheduled = False  # the first put submits the first turn
         if queued:
-            submit_first_turn()
+            self._submit_first_turn()
+
+    def _submit_turn(self) -> None:
+        self.executor.submit(self._turn)
+
+    def _submit_first_turn(self) -> None:
+        # Called once, by the put that found the idle actor (scheduled is set again,
+        # so no other put calls a turn before the first one went idle).
+        inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
+        inbox.turn = self._submit_turn
+        self.executor.submit(self._first_turn)
 
     def _first_turn(self) -> None:
         self._context.run(self._actor_loop_setup)
@@ -287,8 +355,7 @@ class PooledActor(pykka.Actor):
             return  # stopped: stays "scheduled", nothing runs it again
         if not more:
             with inbox.lock:
-                if not inbox.queue:
-                    inbox.scheduled = False  # the next put submits a turn
+                if inbox.go_idle():  # the next put submits a turn
                     return
         self.executor.submit(self._turn)  # more to do: behind the other actors' turns
 
@@ -302,9 +369,10 @@ class PooledActor(pykka.Actor):
                 self._actor_loop_teardown()
                 return None
             with inbox.lock:
-                if not inbox.queue:
+                queue = inbox.queue
+                if not queue:
                     return False
-                envelope = inbox.queue.popleft()
+                envelope = queue.popleft()
             self._handle_envelope(envelope)
         if stopped.is_set():
             self._actor_loop_teardown()

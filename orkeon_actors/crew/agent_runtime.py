@@ -67,18 +67,32 @@ class AgentRuntime:
         self.budget = make_budget(agent.budget, hub.clock)
         self.client: HubClient = hub.bind(crew_id, agent.agent_id)
         self.address = MailboxAddress.agent(crew_id, agent.agent_id)
-        self.tools = EventHubTools(
-            self.client,
-            cancel=self.budget.token,
-            register_own_mailbox=False,
-            max_cursors=agent.max_cursors,
-            max_buffered=agent.max_buffered,
-        )
+        self._tools: EventHubTools | None = None
         self.registration: MailboxRegistration | None = None
         self.wait: AsyncWait | None = None
         self.wait_token: str | None = None
         self.pump: AsyncWait | None = None
         self.pump_token: str | None = None
+
+    @property
+    def tools(self) -> EventHubTools:
+        """The agent's hub tools and ``wait_for_event`` cursors, made at first use (an
+        agent parked on ``receive_message`` never needs them: ≈ 1.2 KB less per crew)."""
+        tools = self._tools
+        if tools is None:
+            tools = self._tools = EventHubTools(
+                self.client,
+                cancel=self.budget.token,
+                register_own_mailbox=False,
+                max_cursors=self.agent.max_cursors,
+                max_buffered=self.agent.max_buffered,
+            )
+        return tools
+
+    def open_cursors(self) -> list[Cursor]:
+        """The open ``wait_for_event`` cursors, least recently used first (none, and
+        nothing made, while the agent never used its tools)."""
+        return [] if self._tools is None else self._tools.topic_cursors.cursors()
 
     # -- cursors --------------------------------------------------------------------------
 
@@ -98,7 +112,7 @@ class AgentRuntime:
         """Buffer ``message`` (one that reached the crew another way than through these
         cursors) in every cursor it matches; whether one took it."""
         taken = False
-        for cursor in self.tools.topic_cursors.cursors():
+        for cursor in self.open_cursors():
             topic, match = cursor.key
             if cursor_matches(topic, match, self.crew_id, message):
                 taken = cursor.offer(message) or taken
@@ -121,7 +135,7 @@ class AgentRuntime:
                 cursor.subscription.dropped - cursor.reported_dropped + cursor.carried_missed,
                 tuple(cursor.recent_ids()),
             )
-            for cursor in self.tools.topic_cursors.cursors()
+            for cursor in self.open_cursors()
         )
 
     def state_with_cursors(self) -> AgentState:
@@ -132,7 +146,7 @@ class AgentRuntime:
     def unread(self, seen: set[object], out: list[Message]) -> None:
         """Append to ``out`` what the cursors hold whose id is not in ``seen`` (added
         to it), cursor by cursor in arrival order."""
-        for cursor in self.tools.topic_cursors.cursors():
+        for cursor in self.open_cursors():
             for message in cursor.pending():
                 if message.id not in seen:
                     seen.add(message.id)
@@ -159,4 +173,5 @@ class AgentRuntime:
             if wait is not None:
                 wait.cancel()
         self.wait = self.pump = None
-        self.tools.topic_cursors.close()
+        if self._tools is not None:
+            self._tools.topic_cursors.close()

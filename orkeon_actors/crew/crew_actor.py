@@ -178,6 +178,46 @@ class CrewActor(PooledActor):
     * :meth:`on_crew_failed` sees the crew fail (``on_failure`` stays pykka's own hook).
     """
 
+    # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
+    # subclass's): ~40 attributes would make that dict a 1.6 KB unshared table.
+    __slots__ = (
+        "_agents",
+        "_awaiting_handover",
+        "_closing",
+        "_crew_pump",
+        "_crew_pump_token",
+        "_crew_registration",
+        "_cursors_open_to",
+        "_deferred",
+        "_durable_cursors",
+        "_finish_watches",
+        "_held",
+        "_on_activity",
+        "_on_cursor",
+        "_passivated",
+        "_release_order",
+        "_snapshot_held",
+        "_subscriptions",
+        "_unname",
+        "activity",
+        "address",
+        "bindings",
+        "client",
+        "crew_id",
+        "crew_name",
+        "definitions",
+        "failure",
+        "gate",
+        "hub",
+        "idle_timeout_seconds",
+        "links_declared",
+        "observer",
+        "orchestration",
+        "orchestrator",
+        "result",
+        "status",
+    )
+
     name: ClassVar[str] = "crew"
     idle_timeout: ClassVar[float | None] = None
     start_on_first_message: ClassVar[bool] = True  # a crew is always told to begin or restore
@@ -222,7 +262,8 @@ class CrewActor(PooledActor):
         self.status = CrewStatus.CREATED
         self.result: str | None = None
         self.failure: CrewFailure | None = None
-        self.bindings: list[EventBinding] = list(bindings)
+        # Tuples, rarely replaced: an empty one is shared (an empty list is 56 B per crew).
+        self.bindings: tuple[EventBinding, ...] = tuple(bindings)
         self.observer = observer
         self.activity = activity
         self.gate = gate
@@ -234,26 +275,26 @@ class CrewActor(PooledActor):
         """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
         self._crew_pump: AsyncWait | None = None
         self._crew_pump_token: str | None = None
-        self._subscriptions: list[PushSubscription] = []
-        self._deferred: list[Callable[[], None]] = []
+        self._subscriptions: tuple[PushSubscription, ...] = ()
+        self._deferred: tuple[Callable[[], None], ...] = ()
         self._on_activity = on_activity
         self._on_cursor = on_cursor
-        self._durable_cursors: set[CursorFilter] = set()
+        self._durable_cursors: frozenset[CursorFilter] = frozenset()
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self._release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self._snapshot_held: set[MessageId] = set()
+        self._snapshot_held: frozenset[MessageId] = frozenset()
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
         self._cursors_open_to: Supervision | None = None
         """Told :class:`CursorsOpen` once the restore's activity was reported (so the
         catch-up, and the activity after it, come later)."""
-        self._held: list[Any] = []
+        self._held: list[Any] | None = None
         """Actor messages received while awaiting the handover, replayed after it."""
-        self._finish_watches: list[WatchFinish] = []
+        self._finish_watches: tuple[WatchFinish, ...] = ()
         """Told the outcome as the crew finishes (``orkeon_actors.crew.wait_finished``)."""
 
     # -- public API (call through the actor ref) ---------------------------------------
@@ -266,7 +307,7 @@ class CrewActor(PooledActor):
             raise ValueError(
                 f"on_event delivers only to mailboxes of this crew ({self.crew_id}), not {binding.deliver_to}"
             )
-        self.bindings.append(binding)
+        self.bindings = (*self.bindings, binding)
         if self.status is not CrewStatus.CREATED:
             self._subscribe(binding)
         return binding
@@ -303,7 +344,7 @@ class CrewActor(PooledActor):
             self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
-        watches, self._finish_watches = self._finish_watches, []
+        watches, self._finish_watches = self._finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
             self._tell_watch(watch, None)
         if self._passivated:
@@ -331,7 +372,9 @@ class CrewActor(PooledActor):
             return self._watch_finish(message)
         if isinstance(message, Unwatch):
             if message.watch in self._finish_watches:
-                self._finish_watches.remove(message.watch)
+                watches = list(self._finish_watches)
+                watches.remove(message.watch)
+                self._finish_watches = tuple(watches)
             return None
         if isinstance(message, Passivate):
             self._passivate(message)
@@ -349,6 +392,8 @@ class CrewActor(PooledActor):
             return None
         if self._awaiting_handover:
             if not isinstance(message, CatchUp):
+                if self._held is None:
+                    self._held = []
                 self._held.append(message)  # replayed in order once the cursors caught up
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
@@ -377,7 +422,8 @@ class CrewActor(PooledActor):
             elif isinstance(message, End):
                 self.fail(message.error_type, message.reason)
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                self._deferred.pop(0)()
+                action, self._deferred = self._deferred[0], self._deferred[1:]
+                action()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
@@ -391,7 +437,7 @@ class CrewActor(PooledActor):
         if supervision is not None:
             supervision.tell(CursorsOpen(self.crew_id))
         if isinstance(message, CatchUp):
-            held, self._held = self._held, []
+            held, self._held = self._held or (), None
             for later in held:  # what arrived while the cursors caught up, in order
                 try:
                     self._dispatch(later)
@@ -485,7 +531,7 @@ class CrewActor(PooledActor):
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
         self.result = snapshot.result
-        self._durable_cursors = set(snapshot_cursors(snapshot))
+        self._durable_cursors = frozenset(snapshot_cursors(snapshot))
         for state in snapshot.agents:
             runtime = self._agents.get(state.agent_id)
             if runtime is None:
@@ -512,13 +558,12 @@ class CrewActor(PooledActor):
         messages held meanwhile are handled, in order. ``missed``: what the store
         dropped per cursor while the crew slept (reported by the cursor's next read)."""
         for runtime in self._agents.values():
-            cursors = runtime.tools.topic_cursors
-            for cursor in cursors.cursors():
+            for cursor in runtime.open_cursors():
                 topic, match = cursor.key
                 cursor.carried_missed += missed.get((topic, match or None), 0)
                 matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
-                    cursors.catch_up(cursor, matching)
+                    runtime.tools.topic_cursors.catch_up(cursor, matching)
         self._rearm_all()
 
     def _rearm_all(self) -> None:
@@ -630,9 +675,9 @@ class CrewActor(PooledActor):
             supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
-        self._snapshot_held = {m.id for state in snapshot.agents for c in state.cursors for m in c.buffered}
+        self._snapshot_held = frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered)
         consumed = message.consumed.view() if message.consumed is not None else ()
-        taken = [i for rt in self._agents.values() for c in rt.tools.topic_cursors.cursors() for i in c.taken_ids()]
+        taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
         reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
         supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
         in_flight = False
@@ -714,11 +759,11 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
         else:
-            self._finish_watches.append(watch)
+            self._finish_watches = (*self._finish_watches, watch)
         return self.crew_id
 
     def _tell_finished(self) -> None:
-        watches, self._finish_watches = self._finish_watches, []
+        watches, self._finish_watches = self._finish_watches, ()
         if watches:
             outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
             for watch in watches:
@@ -742,7 +787,7 @@ class CrewActor(PooledActor):
             self._crew_pump = None
         for sub in self._subscriptions:
             sub.close()
-        self._subscriptions.clear()
+        self._subscriptions = ()
 
     def _release(self) -> None:
         self._release_waits()
@@ -827,7 +872,7 @@ class CrewActor(PooledActor):
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` on this crew's thread once the current step is over (a mode
         starting work from inside a tool call, before the caller parked)."""
-        self._deferred.append(action)
+        self._deferred = (*self._deferred, action)
 
     def agent_ids(self) -> list[AgentId]:
         return list(self._agents)
@@ -989,7 +1034,7 @@ class CrewActor(PooledActor):
         key: CursorFilter = (topic, match or None)
         if key in self._durable_cursors or topic in runtime.agent.volatile_cursors:
             return
-        self._durable_cursors.add(key)
+        self._durable_cursors = self._durable_cursors | {key}  # rare: a crew's first park on a cursor
         self._on_cursor(self.crew_id, key)
 
     def _wait_done(self, message: WaitDone) -> None:
@@ -1100,7 +1145,8 @@ class CrewActor(PooledActor):
         def on_message(message: Message) -> None:
             self.tell(Bound(binding, message))
 
-        self._subscriptions.append(push_subscription(self.hub, self.client.caller, binding.topic, on_message))
+        subscription = push_subscription(self.hub, self.client.caller, binding.topic, on_message)
+        self._subscriptions = (*self._subscriptions, subscription)
 
     def _bound(self, message: Bound) -> None:
         sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)

@@ -24,6 +24,7 @@ actors: every matching message is handed to a callback on the publisher's thread
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -163,7 +164,7 @@ class AsyncWait:
         with self._lock:
             self._registering = True
             self._early = False
-        waiter.on_settled = lambda: self._settle_hook(waiter)
+        waiter.on_settled = functools.partial(self._settle_hook, waiter)  # lighter than a closure
         hub.track_waiter(waiter, self.kind)
         try:
             if self._source is not None:
@@ -205,19 +206,19 @@ class AsyncWait:
         self._arm()
         if cancel is None:
             return
-
-        def fire(error: BaseException) -> None:
-            waiter = self._waiter
-            if waiter is not None:
-                waiter.try_fail(error)
-
-        self._unregister = cancel.on_cancel(fire)
+        self._unregister = cancel.on_cancel(self._fire)
         if cancel.deadline is not None and not cancel.cancelled:
             self._timers.append(self._hub.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
         if self.settled:  # settled while we registered: undo what _finish could not see
             self._unregister()
             for timer in self._timers:
                 timer.cancel()
+
+    def _fire(self, error: BaseException) -> None:
+        """The cancel token fired: settle the current round with its error."""
+        waiter = self._waiter
+        if waiter is not None:
+            waiter.try_fail(error)
 
     def _settle_hook(self, waiter: Waiter[Message]) -> None:
         with self._lock:

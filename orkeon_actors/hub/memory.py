@@ -25,6 +25,7 @@ Where the work happens (ARCHITECTURE §3):
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -729,7 +730,9 @@ class HubCore(EventHub):
             if handle is None:
                 raise MailboxNotFoundError(descriptor.address)
             handle.add_waiter(waiter)
-            return WaitRegistration("on_mailbox", str(descriptor.address), lambda: handle.remove_waiter(waiter))
+            return WaitRegistration(
+                "on_mailbox", str(descriptor.address), functools.partial(handle.remove_waiter, waiter)
+            )
         correlation = descriptor.correlation
         request = self._replies.get(correlation)
         if request is None:

@@ -119,10 +119,14 @@ class MailboxAddress:
 
     @classmethod
     def agent(cls, crew_id: str, agent_id: str) -> MailboxAddress:
+        if type(crew_id) is CrewId and type(agent_id) is AgentId:  # validated already: shared, not copied
+            return cls(Scheme.AGENT, crew_id, agent_id)
         return cls.parse(f"agent://{crew_id}/{agent_id}")
 
     @classmethod
     def crew(cls, crew_id: str) -> MailboxAddress:
+        if type(crew_id) is CrewId:  # validated already: shared, not copied
+            return cls(Scheme.CREW, crew_id)
         return cls.parse(f"crew://{crew_id}")
 
     @classmethod

@@ -9,6 +9,7 @@ can tell "no message in time" from "no budget left".
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections.abc import Callable
@@ -84,7 +85,7 @@ class CancelToken:
             if self._error is None:
                 key = next(_callback_keys)
                 self._callbacks[key] = callback
-                return lambda: self._remove(key)
+                return functools.partial(self._remove, key)  # lighter than a closure: one per wait
             error = self._error
         callback(error)
         return _noop

@@ -128,3 +128,37 @@ def test_the_installed_pykka_has_every_hook_the_pooled_actor_uses() -> None:
     missing = [name for name in PYKKA_HOOKS if not callable(getattr(pykka.Actor, name, None))]
     version = importlib.metadata.version("pykka")
     assert not missing, f"pykka {version} lacks {missing}: PooledActor must follow pykka's change"
+
+
+def test_a_thread_waiting_on_actor_stopped_is_released_by_the_stop(make: MakeClass) -> None:
+    ref = make(Recording).start()
+    assert ref.is_alive()
+    assert not ref.actor_stopped.wait(0.01)  # alive: the wait times out, it does not block for good
+    released = threading.Event()
+
+    def waiter() -> None:
+        if ref.actor_stopped.wait(30):
+            released.set()
+
+    thread = threading.Thread(target=waiter, daemon=True)
+    thread.start()
+    ref.stop(block=True, timeout=10)
+    assert released.wait(10), "a thread waiting on actor_stopped was not released by the stop"
+    thread.join(10)
+    assert ref.actor_stopped.is_set() and ref.actor_stopped.wait(0)
+    assert not ref.is_alive()
+
+
+def test_pooled_actors_set_the_fields_pykka_actor_init_sets() -> None:
+    # PooledActor replaces pykka.Actor.__init__ (a StopFlag for actor_stopped): a field
+    # a new pykka release adds there must be added to it too.
+    class Plain(pykka.ThreadingActor):  # pykka.Actor.__init__, not started
+        pass
+
+    class Pooled(PooledActor):
+        pass
+
+    plain, pooled = Plain(), Pooled()
+    assert set(vars(plain)) <= set(vars(pooled))
+    assert pooled.actor_ref.actor_stopped is pooled.actor_stopped
+    assert pooled.actor_urn.startswith("urn:uuid:") and pooled.actor_urn != Pooled().actor_urn
