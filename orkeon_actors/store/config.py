@@ -106,6 +106,9 @@ class StoreConfig:
     * ``busy_timeout``: how long one statement waits on a lock held by a *foreign* SQLite
       client reading the file (a backup, the ``sqlite3`` shell), in seconds.
     * ``max_batch``: most write requests committed in one transaction (group commit).
+    * ``bulk_batch``: most *bulk* write requests in one transaction (every request but
+      the urgent ones, which wake sleeping crews): it bounds how long the batch in
+      progress holds a wake back (:mod:`orkeon_actors.store.write_queue`).
     * ``registry_cache``: how many durably registered mailbox addresses the writer
       remembers (least recently used first out); the registry itself stays in SQLite,
       so boot time and memory do not grow with the number of sleeping crews.
@@ -123,6 +126,7 @@ class StoreConfig:
     lock_timeout: float = attrs.field(default=0.0, validator=_non_negative)
     busy_timeout: float = attrs.field(default=5.0, validator=_non_negative)
     max_batch: int = 2048
+    bulk_batch: int = 128
     registry_cache: int = 65_536
     checkpoint_pages: int = 200
     purge: PurgePolicy = attrs.field(factory=PurgePolicy)
@@ -131,6 +135,8 @@ class StoreConfig:
     def __attrs_post_init__(self) -> None:
         if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) or self.max_batch < 1:
             raise InvalidArgumentError(f"max_batch must be a positive int, got {self.max_batch!r}")
+        if isinstance(self.bulk_batch, bool) or not isinstance(self.bulk_batch, int) or self.bulk_batch < 1:
+            raise InvalidArgumentError(f"bulk_batch must be a positive int, got {self.bulk_batch!r}")
         if isinstance(self.registry_cache, bool) or not isinstance(self.registry_cache, int) or self.registry_cache < 1:
             raise InvalidArgumentError(f"registry_cache must be a positive int, got {self.registry_cache!r}")
         pages = self.checkpoint_pages

@@ -35,6 +35,7 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.records import CrewState, PendingWaitKind, PendingWaitRecord, to_row
 from orkeon_actors.store.unit_of_work import PUT_WAIT, UPSERT_SNAPSHOT, delete_crew
+from orkeon_actors.store.write_queue import crew_key
 from orkeon_actors.store.writer import WriteGroup
 
 __all__ = ["SqliteCrewStateStore", "wait_record"]
@@ -230,10 +231,12 @@ class SqliteCrewStateStore:
         its final state reflects; ``on_deleted`` runs after the commit. A crash before
         the commit leaves the crew on its last snapshot with those messages kept: it is
         woken again and finishes again."""
+        crew = str(crew_id)
         self.hub.writer.post_in(
             self._finished,
-            (str(crew_id), tuple(consumed)),
+            (crew, tuple(consumed)),
             after_commit=None if on_deleted is None else lambda _: on_deleted(),
+            key=(crew_key(crew), *{address for address, _ in consumed}),  # orders as its acks would
         )
 
     def mark_failed_async(self, crew_id: CrewId, snapshot: CrewSnapshot) -> None:

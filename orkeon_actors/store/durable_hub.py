@@ -218,7 +218,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
             raise
         self._cleanup.append(self.checkpointer.stop)
         conn.set_wal_hook(self.checkpointer.wal_hook)  # commits no longer checkpoint
-        self.writer = StoreWriter(conn, max_batch=config.max_batch)
+        self.writer = StoreWriter(conn, max_batch=config.max_batch, bulk_batch=config.bulk_batch)
         self.writer.on_rollback.append(registry.reload)
         self._cleanup.append(self.writer.stop)
         self.mailbox_store.attach(registry, self._seq)

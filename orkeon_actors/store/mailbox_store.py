@@ -223,7 +223,7 @@ class SqliteMailboxStore:
                     del self.live[handle.address]
 
         try:
-            self.hub.writer.execute_in(self.unregister_group, keys, after_commit=forget)
+            self.hub.writer.execute_in(self.unregister_group, keys, after_commit=forget, key=tuple(keys))
         except HubStoppedError:
             logger.debug(
                 "mailbox(es) {} closed after the runtime stopped: they stay registered in the store", ", ".join(keys)
@@ -275,7 +275,11 @@ class SqliteMailboxStore:
             live[0] = self.live.get(address)
 
         self.hub.writer.execute_in(
-            self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
+            self.insert_group,
+            (key, mailboxes.insert_params(key, message)),
+            after_commit=capture,
+            key=key,
+            urgent=self.wakes_a_crew(address),
         )
         self.hand_to_live(message, live[0])
 
@@ -301,7 +305,11 @@ class SqliteMailboxStore:
                     message,
                     live,
                     self.hub.writer.submit_in(
-                        self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=capture
+                        self.insert_group,
+                        (key, mailboxes.insert_params(key, message)),
+                        after_commit=capture,
+                        key=key,
+                        urgent=self.wakes_a_crew(address),
                     ),
                 )
             )
@@ -328,8 +336,20 @@ class SqliteMailboxStore:
                 future.set_exception(error)
 
         self.hub.writer.post_in(
-            self.insert_group, (key, mailboxes.insert_params(key, message)), after_commit=committed, on_error=failed
+            self.insert_group,
+            (key, mailboxes.insert_params(key, message)),
+            after_commit=committed,
+            on_error=failed,
+            key=key,
+            urgent=self.wakes_a_crew(address),
         )
+
+    def wakes_a_crew(self, address: MailboxAddress) -> bool:
+        """Whether a post to ``address`` goes in the writer's urgent lane: no mailbox
+        holds the address live (a sleeping crew's, or one kept across a restart), so
+        the post is what wakes its crew. Posts carry their address as their key, so
+        the writer keeps each mailbox's posts in order whatever their lane."""
+        return address not in self.live
 
     def hand_to_live(self, message: Message, handle: MailboxHandle | None) -> None:
         """Hand a committed ``message`` to ``handle``, the mailbox that was live at its
@@ -412,6 +432,7 @@ class SqliteMailboxStore:
     def ack(self, address: MailboxAddress, message_id: MessageId) -> None:
         """Queue the deletion of an acknowledged row (the next group commit)."""
         try:
-            self.hub.writer.post_in(self.ack_group, (str(address), message_id))
+            key = str(address)
+            self.hub.writer.post_in(self.ack_group, (key, message_id), key=key)
         except HubStoppedError:
             logger.debug("ack of {} not written: the store is closed; it is redelivered after a restart", message_id)

@@ -36,6 +36,7 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.crew_states import SqliteCrewStateStore
 from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.outcomes import OutcomeRow, delete_outcome, load_outcome, write_outcome
+from orkeon_actors.store.write_queue import crew_key
 
 __all__ = ["OutcomeBook"]
 
@@ -80,6 +81,7 @@ class OutcomeBook:
                 lambda conn: write_outcome(conn, row),
                 after_commit=lambda _: self._committed(crew_id, outcome),
                 on_error=lambda exc: self._unrecorded(crew_id, outcome, exc),
+                key=crew_key(str(crew_id)),
             )
         except HubStoppedError as exc:
             self._unrecorded(crew_id, outcome, exc)

@@ -284,7 +284,9 @@ class SqliteSentHistory:
             if replayed is None:
                 live[0] = store.live.get(to)
 
-        replayed = self.hub.writer.execute_in(self.group, PreparedSend.of(intent, to), after_commit=capture)
+        replayed = self.hub.writer.execute_in(
+            self.group, PreparedSend.of(intent, to), after_commit=capture, **self._lane(intent, to)
+        )
         if replayed is not None:
             return replayed
         store.hand_to_live(intent.message, live[0])
@@ -307,7 +309,18 @@ class SqliteSentHistory:
             if not future.done():
                 future.set_exception(error)
 
-        self.hub.writer.post_in(self.group, PreparedSend.of(intent, to), after_commit=committed, on_error=failed)
+        self.hub.writer.post_in(
+            self.group, PreparedSend.of(intent, to), after_commit=committed, on_error=failed, **self._lane(intent, to)
+        )
+
+    def _lane(self, intent: SentIntent, to: MailboxAddress) -> dict[str, Any]:
+        """The writer's ``key`` and ``urgent`` of a post kept with its sent row: it orders
+        against the recipient's mailbox and the sender's sent history, and wakes a
+        sleeping recipient urgently (:mod:`orkeon_actors.store.write_queue`)."""
+        return {
+            "key": (str(to), f"sent {intent.sender.address}"),
+            "urgent": self.hub.mailbox_store.wakes_a_crew(to),
+        }
 
     def _staged(self, intent: SentIntent, content: bytes, terminal: Callable[[Message], Message]) -> Message:
         writer = self.hub.writer

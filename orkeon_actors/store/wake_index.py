@@ -33,6 +33,7 @@ from orkeon_actors.store.durable_hub import SqliteEventHub
 from orkeon_actors.store.outcome_book import OutcomeBook
 from orkeon_actors.store.reader import ReaderPool
 from orkeon_actors.store.schema import ASLEEP_COUNT_SQL
+from orkeon_actors.store.write_queue import crew_key
 
 __all__ = ["WINDOW_SQL", "SqliteExpiryIndex", "SqliteLifecycleBackend", "SqliteWakeIndex"]
 
@@ -167,7 +168,9 @@ class SqliteWakeIndex:
             after_read()
             return KeptEvents(tuple(messages), by_cursor, upto)
 
-        self.hub.writer.post(read, after_commit=on_loaded, on_error=on_error)
+        # Urgent: a waking crew reads here; it overtakes the bulk posts of other crews,
+        # never a keyless write (the keeping writes above are keyless: read in order).
+        self.hub.writer.post(read, after_commit=on_loaded, on_error=on_error, key=crew_key(key), urgent=True)
 
 
 class SqliteExpiryIndex:

@@ -13,9 +13,16 @@ Guarantees:
   the transaction holding it committed. With ``Durability.FULL`` that commit is on disk.
   When more requests are already queued, the callers of a commit are woken while the
   next batch's commit waits for the disk, at the latest.
-* Requests run, commit and are acknowledged in the order they were enqueued;
-  ``after_commit`` actions run on the writer thread in that order (the durable hub uses
-  this to hand messages to live mailboxes in exactly their durable order).
+* Requests run, commit and are acknowledged in the order they were enqueued, except
+  that an *urgent* request (``urgent=True``: the post that wakes a sleeping crew, the
+  wake's read of its kept events) overtakes queued requests that all carry keys
+  (``key``: one string or a tuple of them) none of which it shares
+  (:mod:`orkeon_actors.store.write_queue` has the rules: FIFO per key, a request without
+  a key is never overtaken, bulk batches are bounded and never starved).
+  ``after_commit`` actions run on the writer thread in commit order (the durable hub
+  uses this to hand messages to live mailboxes in exactly their durable order; a
+  mailbox's posts carry its address as their key, so they stay in order). An urgent
+  batch's callers are woken right after its commit, before those of the batch before.
 * A request that raises is rolled back alone (it runs under a ``SAVEPOINT``) and fails
   with its own error; the rest of its batch commits. ``single_statement=True`` skips the
   savepoint for a request made of one statement, which SQLite already rolls back alone.
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -48,6 +55,7 @@ from orkeon_actors.errors import HubStoppedError, StoreWriteError
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.store import faults
 from orkeon_actors.store.damage import DAMAGE_ERRORS, as_store_error
+from orkeon_actors.store.write_queue import Key, WriteQueue
 
 __all__ = ["StoreWriter", "WriteGroup", "WriterStats", "Work"]
 
@@ -75,7 +83,19 @@ class WriteGroup(abc.ABC, Generic[I, T]):
 
 
 class _Request(Generic[T]):
-    __slots__ = ("after_commit", "error", "group", "item", "on_error", "result", "single", "waiter", "work")
+    __slots__ = (
+        "after_commit",
+        "error",
+        "group",
+        "item",
+        "key",
+        "on_error",
+        "result",
+        "single",
+        "urgent",
+        "waiter",
+        "work",
+    )
 
     def __init__(
         self,
@@ -86,8 +106,12 @@ class _Request(Generic[T]):
         single: bool,
         group: WriteGroup[Any, T] | None = None,
         item: Any = None,
+        key: Key = None,
+        urgent: bool = False,
     ) -> None:
         self.work = work
+        self.key = key
+        self.urgent = urgent
         self.group = group
         self.item = item
         self.after_commit = after_commit
@@ -122,6 +146,8 @@ class WriterStats:
     transactions: int = 0
     requests: int = 0
     failed_transactions: int = 0
+    urgent_requests: int = 0
+    """Requests that went into the urgent lane (overtaking queued bulk requests)."""
     batch_sizes: Counter[int] = attrs.field(factory=Counter)
 
     @property
@@ -205,7 +231,9 @@ class _WriterActor(pykka.ThreadingActor):
                 self._apply_group(conn, group, batch[index:end])
                 index = end
             faults.hit("writer.before_commit")
-            self._wake_deferred()
+            urgent = batch[0].urgent
+            if not urgent:  # an urgent batch commits first; the callers of the last one wait
+                self._wake_deferred()
             conn.execute("COMMIT")
         except Exception as exc:
             self._wake_deferred()
@@ -225,6 +253,13 @@ class _WriterActor(pykka.ThreadingActor):
         for request in batch:
             if isinstance(request.error, DAMAGE_ERRORS):  # a damaged file: typed for the caller
                 request.error = as_store_error(request.error, conn.filename, "writing to it")
+        if urgent:
+            stats.urgent_requests += sum(1 for request in batch if request.urgent)
+            for request in batch:
+                if request.urgent:
+                    request.settle()
+            self._wake_deferred()
+            batch = [request for request in batch if not request.urgent]
         if self._writer.has_queued():
             self._deferred = batch  # woken before the next commit, see __init__
         else:
@@ -309,11 +344,14 @@ class _WriterActor(pykka.ThreadingActor):
 class StoreWriter:
     """The write side of the store. Thread-safe; see the module docstring."""
 
-    def __init__(self, conn: apsw.Connection, *, max_batch: int = 2048) -> None:
+    def __init__(self, conn: apsw.Connection, *, max_batch: int = 2048, bulk_batch: int = 128) -> None:
+        """``max_batch``: requests per transaction at most; ``bulk_batch``: bulk (not
+        urgent) requests per transaction at most, which bounds how long a batch in
+        progress holds an urgent request back. Raises ``InvalidArgumentError`` below 1."""
+        self._queue: WriteQueue[_Request[Any]] = WriteQueue(max_batch=max_batch, bulk_batch=bulk_batch)
         self.max_batch = max_batch
         self.stats = WriterStats()
         self._lock = threading.Lock()
-        self._queue: deque[_Request[Any]] = deque()
         self._scheduled = False
         self._closed = False
         self.on_rollback: list[Callable[[apsw.Connection], None]] = []
@@ -324,7 +362,7 @@ class StoreWriter:
         with self._lock:
             if self._closed:
                 raise HubStoppedError("the runtime was stopped: its store accepts no more writes")
-            self._queue.append(request)
+            self._queue.push(request)
             if self._scheduled:
                 return
             self._scheduled = True
@@ -340,13 +378,11 @@ class StoreWriter:
         """(the next batch, whether more requests remain queued after it): the writer
         actor takes its work here, on its thread."""
         with self._lock:
-            queue = self._queue
-            if len(queue) <= self.max_batch:
-                batch = list(queue)
-                queue.clear()
+            batch = self._queue.take()
+            more = bool(self._queue)
+            if not more:
                 self._scheduled = False
-                return batch, False
-            return [queue.popleft() for _ in range(self.max_batch)], True
+            return batch, more
 
     def submit(
         self,
@@ -354,11 +390,16 @@ class StoreWriter:
         *,
         after_commit: Callable[[T], None] | None = None,
         single_statement: bool = False,
+        key: Key = None,
+        urgent: bool = False,
     ) -> Waiter[T]:
         """Enqueue ``work``; the returned waiter completes with its result once committed
-        (and ``after_commit`` ran), or fails with its error."""
+        (and ``after_commit`` ran), or fails with its error. ``key``: what the request
+        orders against (FIFO per key; without one it orders against every request);
+        ``urgent``: overtake queued requests of other keys (see the module docstring;
+        an urgent request without a key, or behind one of its key, waits its turn)."""
         waiter: Waiter[T] = Waiter()
-        self._enqueue(_Request(work, after_commit, None, waiter, single_statement))
+        self._enqueue(_Request(work, after_commit, None, waiter, single_statement, None, None, key, urgent))
         return waiter
 
     def execute(
@@ -367,13 +408,18 @@ class StoreWriter:
         *,
         after_commit: Callable[[T], None] | None = None,
         single_statement: bool = False,
+        key: Key = None,
+        urgent: bool = False,
     ) -> T:
         """Run ``work`` in the next group commit and block until it committed.
 
         Returns ``work``'s result; raises ``work``'s own error (nothing of it written),
         ``StoreWriteError`` (the commit failed) or ``HubStoppedError`` (writer stopped).
+        ``key`` and ``urgent``: see :meth:`submit`.
         """
-        return self.submit(work, after_commit=after_commit, single_statement=single_statement).wait()
+        return self.submit(
+            work, after_commit=after_commit, single_statement=single_statement, key=key, urgent=urgent
+        ).wait()
 
     def post(
         self,
@@ -382,22 +428,39 @@ class StoreWriter:
         after_commit: Callable[[T], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
         single_statement: bool = False,
+        key: Key = None,
+        urgent: bool = False,
     ) -> None:
         """Enqueue ``work`` without waiting for it. A failure goes to ``on_error``
-        (called on the writer thread), or is logged."""
-        self._enqueue(_Request(work, after_commit, on_error, None, single_statement))
+        (called on the writer thread), or is logged. ``key`` and ``urgent``: see
+        :meth:`submit`."""
+        self._enqueue(_Request(work, after_commit, on_error, None, single_statement, None, None, key, urgent))
 
     def submit_in(
-        self, group: WriteGroup[I, T], item: I, *, after_commit: Callable[[T], None] | None = None
+        self,
+        group: WriteGroup[I, T],
+        item: I,
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        key: Key = None,
+        urgent: bool = False,
     ) -> Waiter[T]:
         """Like :meth:`submit`, for an item of ``group``."""
         waiter: Waiter[T] = Waiter()
-        self._enqueue(_Request(None, after_commit, None, waiter, True, group, item))
+        self._enqueue(_Request(None, after_commit, None, waiter, True, group, item, key, urgent))
         return waiter
 
-    def execute_in(self, group: WriteGroup[I, T], item: I, *, after_commit: Callable[[T], None] | None = None) -> T:
+    def execute_in(
+        self,
+        group: WriteGroup[I, T],
+        item: I,
+        *,
+        after_commit: Callable[[T], None] | None = None,
+        key: Key = None,
+        urgent: bool = False,
+    ) -> T:
         """Like :meth:`execute`, for an item of ``group``."""
-        return self.submit_in(group, item, after_commit=after_commit).wait()
+        return self.submit_in(group, item, after_commit=after_commit, key=key, urgent=urgent).wait()
 
     def post_in(
         self,
@@ -406,9 +469,11 @@ class StoreWriter:
         *,
         after_commit: Callable[[T], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        key: Key = None,
+        urgent: bool = False,
     ) -> None:
         """Like :meth:`post`, for an item of ``group``."""
-        self._enqueue(_Request(None, after_commit, on_error, None, True, group, item))
+        self._enqueue(_Request(None, after_commit, on_error, None, True, group, item, key, urgent))
 
     def stop(self) -> None:
         """Commit what is queued, close the connection, stop the actor; idempotent."""
@@ -421,8 +486,7 @@ class StoreWriter:
         except pykka.ActorDeadError:
             logger.error("the store writer had already died; queued writes were failed")
         with self._lock:
-            leftovers = list(self._queue)
-            self._queue.clear()
+            leftovers = self._queue.take_all()
         for request in leftovers:
             request.error = HubStoppedError("the store writer stopped before this write ran")
             request.settle()

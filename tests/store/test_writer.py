@@ -126,3 +126,42 @@ def test_background_failures_go_to_on_error(writer: StoreWriter) -> None:
     writer.post(_insert(1), on_error=errors.append, single_statement=True)
     wait_until(lambda: errors, what="the duplicate insert to fail")
     assert isinstance(errors[0], apsw.ConstraintError)
+
+
+def test_an_urgent_request_commits_ahead_of_queued_bulk_ones_of_other_keys(writer: StoreWriter) -> None:
+    release = _block(writer)
+    order: list[int] = []
+    bulk = [writer.submit(_insert(n), after_commit=order.append, key="m1") for n in range(1, 6)]
+    same_key = writer.submit(_insert(10), after_commit=order.append, key="m1", urgent=True)
+    other_key = writer.submit(_insert(20), after_commit=order.append, key=("m2", "s1"), urgent=True)
+    release.set()
+    assert [w.wait() for w in bulk] == [1, 2, 3, 4, 5] and same_key.wait() == 10 and other_key.wait() == 20
+    assert order == [20, 1, 2, 3, 4, 5, 10], "the urgent one of another key first; the one of m1 after m1's"
+    assert writer.stats.urgent_requests == 1
+    assert _rows(writer) == [1, 2, 3, 4, 5, 10, 20]
+
+
+def test_an_urgent_request_never_overtakes_a_keyless_one(writer: StoreWriter) -> None:
+    release = _block(writer)
+    order: list[int] = []
+    keyed = writer.submit(_insert(1), after_commit=order.append, key="m1")
+    keyless = writer.submit(_insert(2), after_commit=order.append)
+    urgent = writer.submit(_insert(3), after_commit=order.append, key="m3", urgent=True)
+    release.set()
+    assert (keyed.wait(), keyless.wait(), urgent.wait()) == (1, 2, 3)
+    assert order == [1, 2, 3]
+    assert writer.stats.urgent_requests == 0
+
+
+def test_bulk_batches_are_bounded(tmp_path: Path) -> None:
+    conn = open_connection(StoreConfig(str(tmp_path / "b.db")))
+    conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+    writer = StoreWriter(conn, bulk_batch=4)
+    try:
+        release = _block(writer)
+        waiters = [writer.submit(_insert(n), key=f"m{n % 3}") for n in range(10)]
+        release.set()
+        assert [w.wait() for w in waiters] == list(range(10))
+        assert writer.stats.batch_sizes[4] == 2 and writer.stats.batch_sizes[2] == 1
+    finally:
+        writer.stop()
