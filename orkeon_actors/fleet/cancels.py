@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from loguru import logger
 
 from orkeon_actors.errors import BrokerError, EventHubError
+from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CorrelationId
 
 if TYPE_CHECKING:
@@ -65,6 +66,14 @@ class RemoteCancels:
         """Requests withdrawn here by their requester's cancel (a metric)."""
         control.ops[OP] = self.serve
         hub.remote_cancels = self
+        hub.on_send_cancelled = self.send_cancelled
+
+    def send_cancelled(self, correlation_id: CorrelationId, to: MailboxAddress) -> None:
+        """The core's hook for a cancelled ``send``: a request to a mailbox another host
+        announces is withdrawn there (:meth:`propagate`); a local one needs nothing."""
+        host = self.hub.where(to)
+        if host is not None and host != self.hub.host_id:
+            self.propagate(host, correlation_id)
 
     # -- the requester's side -------------------------------------------------------------
 

@@ -48,7 +48,7 @@ completed on the broker's confirm.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -56,7 +56,6 @@ from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
 from orkeon_actors.errors import (
-    CancelledError,
     EventHubError,
     HubStoppedError,
     InvalidArgumentError,
@@ -74,13 +73,11 @@ from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, scoped_topi
 from orkeon_actors.hub.confirmation import delivery_confirmation_requested
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import LastValueStore
-from orkeon_actors.hub.port import CallerContext
 from orkeon_actors.hub.replies import PendingRequest
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.middleware.pipeline import Pipeline
 from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
@@ -204,11 +201,6 @@ class AmqpEventHub(SqliteEventHub):
         """This host's gateway: broker link, signer, verifier, roster."""
         self.remote_cancels: RemoteCancels | None = None
         """``rt.fleet``'s cancels told to the replier's host (:mod:`~orkeon_actors.fleet.cancels`)."""
-        self._sending = threading.local()
-        """Per sending thread: ``(host, correlation_id)`` of the request it forwarded last."""
-        self.before_last_value_read: Callable[[], None] | None = None
-        """Run before every :meth:`get_last_value` (``rt.fleet``'s wait for the boot
-        exchange of last values, :mod:`~orkeon_actors.fleet.last_value_sync`)."""
         try:
             super().__init__(
                 config,
@@ -278,7 +270,6 @@ class AmqpEventHub(SqliteEventHub):
             else:
                 gateway.publish(outgoing)
             return
-        self._sending.forwarded = (self.where(address), request.correlation_id)  # for send's cancel
         remaining = request.timer.deadline - self.clock.monotonic()
         outgoing = gateway.outgoing(
             message,
@@ -398,32 +389,6 @@ class AmqpEventHub(SqliteEventHub):
             if isinstance(stage, AclMiddleware):
                 stage.policy.decide(message, operation).raise_if_denied()
 
-    def send(
-        self,
-        caller: CallerContext,
-        to: MailboxAddress,
-        payload: object,
-        timeout: float,
-        metadata: Mapping[str, str] | None,
-        cancel: CancelToken | None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> Message:
-        """The port's ``send``; cancelled, a request sent to another host is withdrawn
-        there too before ``CancelledError`` is raised (bounded:
-        :mod:`~orkeon_actors.fleet.cancels`)."""
-        cancels = self.remote_cancels
-        if cancel is None or cancels is None:
-            return super().send(caller, to, payload, timeout, metadata, cancel, idempotency_key=idempotency_key)
-        self._sending.forwarded = None
-        try:
-            return super().send(caller, to, payload, timeout, metadata, cancel, idempotency_key=idempotency_key)
-        except CancelledError:
-            forwarded, self._sending.forwarded = self._sending.forwarded, None
-            if forwarded is not None and forwarded[0] is not None:
-                cancels.propagate(forwarded[0], forwarded[1])
-            raise
-
     def withdraw_request(self, correlation_id: CorrelationId) -> bool:
         """Withdraw a request delivered here (its requester cancelled it): a later reply
         raises ``UnknownCorrelationError``. Whether it was pending."""
@@ -527,17 +492,6 @@ class AmqpEventHub(SqliteEventHub):
 
     # -- last values retained on other hosts ----------------------------------------------
 
-    def get_last_value(
-        self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
-    ) -> Message | None:
-        """The port's read, once this host's boot exchange of last values finished
-        (bounded: :meth:`LastValueSync.before_read`), so a late joiner reads the fleet's
-        newest value, not only its own store's."""
-        before = self.before_last_value_read
-        if before is not None:
-            before()
-        return super().get_last_value(caller, key, crew_scope, cancel)
-
     def keep_last_value(self, scope: CrewId | None, key: str, message: Message, *, recheck: bool = False) -> bool:
         """Keep ``message``, retained on another host, as the last value of ``(scope,
         key)`` unless this host holds a newer one (``last_value_sync.newer``: all hosts
@@ -546,7 +500,7 @@ class AmqpEventHub(SqliteEventHub):
         if recheck:
             self._recheck_acl(message, "publish")
         with self._retain_lock:
-            held = super().get_last_value(CallerContext(CrewId.SYSTEM), key, scope, None)
+            held = self.last_value_held(key, scope)
             if not newer(message, held):
                 return False
             self.writer.execute(

@@ -35,6 +35,7 @@ from datetime import datetime
 from loguru import logger
 
 from orkeon_actors.errors import (
+    CancelledError,
     DuplicateMessageError,
     EventHubError,
     HubStoppedError,
@@ -144,6 +145,14 @@ class HubCore(EventHub):
         self._sent = sent_recorder
         self.crew_names = CrewNames()
         """The readable names of the crews live here (display only: sent rows record them)."""
+        self.before_last_value_read: Callable[[], None] | None = None
+        """A collaborator's gate run before every ``get_last_value`` (the distributed hub
+        holds early reads until its boot exchange of last values finished); it may block,
+        bounded by its own deadline."""
+        self.on_send_cancelled: Callable[[CorrelationId, MailboxAddress], None] | None = None
+        """A collaborator told of every ``send`` whose caller cancelled it, before its
+        ``CancelledError`` is raised (the distributed hub withdraws the request on the
+        recipient's host); it runs on the caller's thread."""
         self._store = mailbox_store
         self._observer = observer
         self._last_value_store = last_value_store
@@ -602,6 +611,11 @@ class HubCore(EventHub):
         _, request = self._open_request(caller, to, payload, timeout, metadata, waiter, idempotency_key)
         try:
             return self.block(waiter, "on_reply", cancel)
+        except CancelledError:
+            cancelled = self.on_send_cancelled
+            if cancelled is not None:
+                cancelled(request.correlation_id, to)
+            raise
         finally:
             self._replies.forget(request.correlation_id)
 
@@ -822,6 +836,15 @@ class HubCore(EventHub):
     ) -> Message | None:
         if cancel is not None:
             cancel.raise_if_cancelled()
+        gate = self.before_last_value_read
+        if gate is not None:
+            gate()
+        return self.last_value_held(key, crew_scope)
+
+    def last_value_held(self, key: str, crew_scope: CrewId | None) -> Message | None:
+        """The last value this hub holds for ``(crew_scope, key)``, read without the
+        ACL, the cancel check or :attr:`before_last_value_read` (for collaborators that
+        merge values from elsewhere)."""
         return self._last_values.get((crew_scope, key))
 
     def is_active_correlation(self, correlation_id: CorrelationId) -> bool:
