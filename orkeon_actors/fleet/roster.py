@@ -90,6 +90,11 @@ class Roster:
         self._view: dict[str, Presence] = {}
         self._rounds: dict[str, tuple[str, set[int], set[str]]] = {}
         """Per other host: the round being received, its chunks and entities so far."""
+        self._complete_rounds: dict[str, int] = {}
+        self._publishing = threading.Lock()
+        """Held from a heartbeat's snapshot of the local entities to its last publish, so
+        rounds leave in the order they were taken: a round taken before an ``add`` can
+        never arrive after one taken since, and drop the new entity from other views."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -165,8 +170,20 @@ class Roster:
         while not self._stop.wait(self._interval):
             self.heartbeat()
 
+    def rounds_from(self, host: str) -> int:
+        """How many complete presence rounds of ``host`` this view has received: a
+        caller that needs a view taken after some change of ``host`` waits for the count
+        to rise by two (the round in flight may predate the change; the next cannot)."""
+        with self._lock:
+            return self._complete_rounds.get(host, 0)
+
     def heartbeat(self) -> None:
-        """Publish one round of this host's presence now."""
+        """Publish one round of this host's presence now (rounds leave in the order
+        their entities were read, whichever thread publishes them)."""
+        with self._publishing:
+            self._publish_round()
+
+    def _publish_round(self) -> None:
         with self._lock:
             local = sorted(self._local)
         gateway = f"{GATEWAY}@{self.host}"
@@ -225,5 +242,6 @@ class Roster:
             seen.update(entities)
             self._rounds[host] = (round_id, seen_chunks, seen)
             if len(seen_chunks) == chunks:  # a complete round: what it did not name is gone
+                self._complete_rounds[host] = self._complete_rounds.get(host, 0) + 1
                 for entity in [e for e, p in self._view.items() if p.host == host and e not in seen]:
                     del self._view[entity]

@@ -120,9 +120,16 @@ class SplitHub(EventHub):
             self.arrivals[host].wait(str(message.id))
         return message
 
-    def _announced(self, address: MailboxAddress) -> None:
+    def _announced(self, address: MailboxAddress, rounds_before: int) -> None:
+        """Wait for a view of the boxes host taken after ``address`` was registered: two
+        more complete presence rounds (one in flight may predate it, say a round that
+        still omitted it after a close) that place it there."""
+        roster = self.send_host.gateway.roster
         wait_until(
-            lambda: self.send_host.where(address) == self.boxes.host_id,
+            lambda: (
+                roster.rounds_from(self.boxes.host_id) >= rounds_before + 2
+                and self.send_host.where(address) == self.boxes.host_id
+            ),
             timeout=30,
             what=f"{address} announced to {self.send_host.host_id}",
         )
@@ -130,14 +137,16 @@ class SplitHub(EventHub):
     # -- mailboxes ------------------------------------------------------------------------
 
     def register_mailbox(self, address: MailboxAddress | str, owner: object = None) -> MailboxRegistration:
+        rounds = self.send_host.gateway.roster.rounds_from(self.boxes.host_id)
         registration = self.boxes.register_mailbox(address, owner)
-        self._announced(registration.address)
+        self._announced(registration.address, rounds)
         return registration
 
     def register_mailboxes(self, addresses: Sequence[MailboxAddress | str]) -> list[MailboxRegistration]:
+        rounds = self.send_host.gateway.roster.rounds_from(self.boxes.host_id)
         registrations = self.boxes.register_mailboxes(addresses)
         for registration in registrations:
-            self._announced(registration.address)
+            self._announced(registration.address, rounds)
         return registrations
 
     def close_mailboxes(self, registrations: Sequence[MailboxRegistration]) -> list[list[Message]]:

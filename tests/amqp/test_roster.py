@@ -79,3 +79,19 @@ def test_a_host_cannot_announce_for_another(fleet: tuple[Host, Host, HostKeys]) 
     b.roster.heartbeat()
     wait_until(lambda: a.roster.lives_on("agent://marker/b") == b.roster.host, what="b's next heartbeat")
     assert a.roster.lives_on("agent://billing/stolen") is None
+
+
+def test_a_view_two_rounds_after_a_reopen_keeps_the_reopened_entity(fleet: tuple[Host, Host, HostKeys]) -> None:
+    """Remove then add again, with heartbeats racing from another thread: once b has
+    counted two complete rounds of a since the add, a's entity stays in b's view (no
+    round taken before the add may arrive later and drop it)."""
+    a, b, _ = fleet
+    a.roster.add(["agent://c1/a"])
+    wait_until(lambda: b.roster.lives_on("agent://c1/a") == a.roster.host, what="b seeing a's agent")
+    for _ in range(20):
+        a.roster.remove(["agent://c1/a"])
+        rounds = b.roster.rounds_from(a.roster.host)
+        a.roster.add(["agent://c1/a"])
+        a.roster.heartbeat()
+        wait_until(lambda n=rounds: b.roster.rounds_from(a.roster.host) >= n + 2, what="two rounds after the add")
+        assert b.roster.lives_on("agent://c1/a") == a.roster.host
