@@ -3,7 +3,9 @@
 :class:`BrokerLink` owns a pika ``SelectConnection`` and the single thread that runs its
 I/O loop (pika connections are not thread-safe; every other thread talks to it through
 ``add_callback_threadsafe``). It is the only module of the distributed tier that touches
-pika. Guarantees:
+pika. It stays a little over 600 lines because publishing, consuming and reconnecting
+share one connection's state on one I/O thread (its channels, confirm window, consumer
+list and generation): split, each part would reach into the others' state. Guarantees:
 
 * **Confirmed publishes.** :meth:`BrokerLink.publish` returns a future that completes
   once the broker confirmed the message (``basic.ack``); it fails with
