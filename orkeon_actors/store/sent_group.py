@@ -14,35 +14,22 @@ order, for the whole batch.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
 import apsw
 import attrs
 
-from orkeon_actors.errors import IdempotencyKeyConflictError, MailboxNotFoundError, StoreCorruptError
-from orkeon_actors.history import ledger
-from orkeon_actors.history.ledger import LedgerHead, LedgerUnreadableError
+from orkeon_actors.errors import IdempotencyKeyConflictError, MailboxNotFoundError
 from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CorrelationId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, mailboxes, sent_rows
 from orkeon_actors.store.writer import WriteGroup
-from orkeon_actors.wire.sent_history import content_digest, record_bytes, record_of
+from orkeon_actors.wire.sent_history import content_digest
 
 __all__ = ["PreparedSend", "SentGroup", "original_message"]
-
-_INSERT_ROW = (
-    "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
-_UPSERT_HEAD = (
-    "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
-)
 
 
 @attrs.frozen
@@ -53,25 +40,22 @@ class PreparedSend:
     to: MailboxAddress
     address: str
     params: tuple[Any, ...]
-    content: bytes
-    raw: bytes
-    row_hash: bytes
-    sent_ms: int
+    entry: sent_rows.LedgerEntry
+
+    @property
+    def content(self) -> bytes:
+        return self.entry.content
 
     @classmethod
     def of(cls, intent: SentIntent, to: MailboxAddress) -> PreparedSend:
         address = str(to)
-        record = record_of(intent)
-        raw = record_bytes(record)
+        content = content_digest(intent.kind, intent.to, intent.message)
         return cls(
             intent,
             to,
             address,
             mailboxes.insert_params(address, intent.message),
-            content_digest(intent.kind, intent.to, intent.message),
-            raw,
-            hashlib.sha256(raw).digest(),
-            record.sent_at_ms,
+            sent_rows.LedgerEntry.of(intent, content, intent.created_ms),
         )
 
 
@@ -103,51 +87,7 @@ class SentGroup(WriteGroup[PreparedSend, Message | None]):
         mailboxes.insert_rows(conn, mailbox_rows)
         for _ in accepted:
             faults.hit("send.recipient_materialised")
-        tables = sent_rows.LedgerTables(conn)
-        heads: dict[str, LedgerHead | None] = {}
-        rows, nodes = [], []
-        for item in accepted:
-            intent = item.intent
-            sender = intent.sender.id
-            if sender not in heads:
-                try:
-                    heads[sender] = tables.head(sender)
-                except LedgerUnreadableError as exc:
-                    raise StoreCorruptError(
-                        f"the sent-history head of {intent.sender.address} is damaged ({exc}); nothing was sent. "
-                        f"Inspect it with: orkeon message verify {intent.sender.address} --store PATH"
-                    ) from exc
-            try:
-                head, node = ledger.append_hash(heads[sender], sender, item.row_hash, intent.created_ms)
-            except ValueError as exc:  # a head of another version: the group fails, then each send alone
-                raise StoreCorruptError(f"{exc}; nothing was sent") from exc
-            heads[sender] = head
-            message = intent.message
-            rows.append(
-                (
-                    sender,
-                    node.seq,
-                    str(message.id),
-                    intent.to.key,
-                    item.sent_ms,
-                    intent.idempotency_key,
-                    item.content,
-                    item.raw,
-                )
-            )
-            nodes.append((sender, node.seq, node.row_hash, node.link, node.version))
-        conn.executemany(_INSERT_ROW, rows)
-        for _ in accepted:
-            faults.hit("send.row_written")
-        conn.executemany(_INSERT_NODE, nodes)
-        for _ in accepted:
-            faults.hit("send.node_written")
-        conn.executemany(
-            _UPSERT_HEAD,
-            [(s, h.count, h.tip, h.since_ms, h.version) for s, h in heads.items() if h is not None],
-        )
-        for _ in accepted:
-            faults.hit("send.head_replaced")
+        sent_rows.append_batch(conn, [item.entry for item in accepted])
         for _ in accepted:
             faults.hit("send.intent_cleaned")  # no intent row: it would die in this same transaction
         return outcomes

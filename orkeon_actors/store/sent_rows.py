@@ -21,11 +21,14 @@ bounded by the sender's own history).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import apsw
+import attrs
 
+from orkeon_actors.errors import StoreCorruptError
 from orkeon_actors.history import ledger
 from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
@@ -38,11 +41,14 @@ from orkeon_actors.wire.sent_history import (
     intent_from_bytes,
     record_bytes,
     record_from_bytes,
+    record_of,
 )
 
 __all__ = [
     "SCHEMA",
+    "LedgerEntry",
     "LedgerTables",
+    "append_batch",
     "complete",
     "coverage",
     "drop_index",
@@ -200,6 +206,91 @@ class LedgerTables:
 
 # -- writing (the writer's connection, inside its transaction) -----------------------------
 
+_INSERT_ROW: Final = (
+    "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_NODE: Final = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
+_UPSERT_HEAD: Final = (
+    "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
+)
+
+
+@attrs.frozen
+class LedgerEntry:
+    """One completed send, its record bytes and their SHA-256 prepared off the writer:
+    what :func:`append_batch` chains onto its sender's ledger at ``linked_ms``."""
+
+    intent: SentIntent
+    content: bytes
+    raw: bytes
+    row_hash: bytes
+    sent_ms: int
+    linked_ms: int
+
+    @classmethod
+    def of(cls, intent: SentIntent, content: bytes, linked_ms: int) -> LedgerEntry:
+        """The entry of ``intent`` completed now: its record's canonical bytes and hash."""
+        record = record_of(intent)
+        raw = record_bytes(record)
+        return cls(intent, content, raw, hashlib.sha256(raw).digest(), record.sent_at_ms, linked_ms)
+
+
+def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry]) -> None:
+    """Record many completed sends: each sender's head read once, its entries chained in
+    the order given, then the rows, nodes and heads written with one prepared statement
+    each (constant history-dependent work per send, R08). The crash points
+    ``send.row_written``, ``send.node_written`` and ``send.head_replaced`` are reached
+    once per entry, in that order, for the whole batch.
+
+    Raises ``StoreCorruptError`` naming the sender and the command that inspects it when
+    a head is damaged or of another version: nothing of the batch is then written by
+    the caller's transaction, which the writer rolls back and retries item by item."""
+    tables = LedgerTables(conn)
+    heads: dict[str, LedgerHead | None] = {}
+    rows, nodes = [], []
+    for entry in entries:
+        intent = entry.intent
+        sender = intent.sender.id
+        if sender not in heads:
+            try:
+                heads[sender] = tables.head(sender)
+            except LedgerUnreadableError as exc:
+                raise StoreCorruptError(
+                    f"the sent-history head of {intent.sender.address} is damaged ({exc}); nothing was sent. "
+                    f"Inspect it with: orkeon message verify {intent.sender.address} --store PATH"
+                ) from exc
+        try:
+            head, node = ledger.append_hash(heads[sender], sender, entry.row_hash, entry.linked_ms)
+        except ValueError as exc:  # a head of another version
+            raise StoreCorruptError(f"{exc}; nothing was sent") from exc
+        heads[sender] = head
+        rows.append(
+            (
+                sender,
+                node.seq,
+                intent.message_id,
+                intent.to.key,
+                entry.sent_ms,
+                intent.idempotency_key,
+                entry.content,
+                entry.raw,
+            )
+        )
+        nodes.append((sender, node.seq, node.row_hash, node.link, node.version))
+    conn.executemany(_INSERT_ROW, rows)
+    for _ in entries:
+        faults.hit("send.row_written")
+    conn.executemany(_INSERT_NODE, nodes)
+    for _ in entries:
+        faults.hit("send.node_written")
+    conn.executemany(
+        _UPSERT_HEAD, [(s, h.count, h.tip, h.since_ms, h.version) for s, h in heads.items() if h is not None]
+    )
+    for _ in entries:
+        faults.hit("send.head_replaced")
+
 
 def find_key(
     conn: apsw.Connection, sender: Endpoint, to: Endpoint, key: str
@@ -248,19 +339,17 @@ def complete(conn: apsw.Connection, record: SentRecord, content: bytes, now_ms: 
     raw = record_bytes(record)
     head, node = ledger.append(tables.head(sender), sender, raw, now_ms)
     conn.execute(
-        "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        _INSERT_ROW,
         (sender, node.seq, record.message_id, record.to.key, record.sent_at_ms, record.idempotency_key, content, raw),
     )
     faults.hit("send.row_written")
     conn.execute(
-        "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)",
+        _INSERT_NODE,
         (sender, node.seq, node.row_hash, node.link, node.version),
     )
     faults.hit("send.node_written")
     conn.execute(
-        "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
-        " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version",
+        _UPSERT_HEAD,
         (sender, head.count, head.tip, head.since_ms, head.version),
     )
     faults.hit("send.head_replaced")

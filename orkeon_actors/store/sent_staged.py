@@ -45,7 +45,7 @@ from orkeon_actors.errors import StoreError
 from orkeon_actors.history.records import SendKind, SentIntent
 from orkeon_actors.model.message import Message
 from orkeon_actors.store import faults, sent_rows
-from orkeon_actors.store.sent_staged_group import CompletionGroup, IntentGroup, PreparedCompletion, PreparedIntent
+from orkeon_actors.store.sent_staged_group import CompletionGroup, IntentGroup, PreparedIntent
 from orkeon_actors.store.writer import StoreWriter
 from orkeon_actors.wire.sent_history import (
     SentRecordError,
@@ -144,7 +144,7 @@ class StagedSends:
                 self._in_flight -= 1
                 self._failed.setdefault(intent.sender.id, {})[intent.message_id] = (intent, content)
 
-        prepared = PreparedCompletion.of(intent, content, self._now_ms())
+        prepared = sent_rows.LedgerEntry.of(intent, content, self._now_ms())
         self._writer.post_in(self._completions, prepared, after_commit=done, on_error=failed)
 
     def _completion(self, intent: SentIntent, content: bytes) -> Callable[[apsw.Connection], None]:

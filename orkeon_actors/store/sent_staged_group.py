@@ -24,32 +24,21 @@ only the culprit fails.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import apsw
 import attrs
 
-from orkeon_actors.history import ledger
-from orkeon_actors.history.ledger import LedgerHead
 from orkeon_actors.history.records import SentIntent
 from orkeon_actors.store import faults, sent_rows
+from orkeon_actors.store.sent_rows import LedgerEntry
 from orkeon_actors.store.writer import WriteGroup
-from orkeon_actors.wire.sent_history import intent_bytes, record_bytes, record_of
+from orkeon_actors.wire.sent_history import intent_bytes
 
-__all__ = ["CompletionGroup", "IntentGroup", "PreparedCompletion", "PreparedIntent"]
+__all__ = ["CompletionGroup", "IntentGroup", "PreparedIntent"]
 
 _ROWS_PER_STATEMENT = 100
 _INTENT_COLUMNS = "(message_id, sender, recipient, idempotency_key, content, intent, created_ms)"
-_INSERT_ROW = (
-    "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
-_UPSERT_HEAD = (
-    "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
-)
 
 
 def _insert_intents_sql(rows: int) -> str:
@@ -96,64 +85,13 @@ class IntentGroup(WriteGroup[PreparedIntent, None]):
         return len(items) <= _ROWS_PER_STATEMENT
 
 
-@attrs.frozen
-class PreparedCompletion:
-    """The completed row of a staged send's first completion, prepared off the writer."""
-
-    intent: SentIntent
-    content: bytes
-    raw: bytes
-    row_hash: bytes
-    sent_ms: int
-    now_ms: int
-
-    @classmethod
-    def of(cls, intent: SentIntent, content: bytes, now_ms: int) -> PreparedCompletion:
-        record = record_of(intent)
-        raw = record_bytes(record)
-        return cls(intent, content, raw, hashlib.sha256(raw).digest(), record.sent_at_ms, now_ms)
-
-
-class CompletionGroup(WriteGroup[PreparedCompletion, None]):
+class CompletionGroup(WriteGroup[LedgerEntry, None]):
     """First completions of staged sends (see the module docstring). Raises
-    ``LedgerUnreadableError`` (a damaged head) or ``ValueError`` (a head of another
-    version): the writer then completes each alone, and only the culprit fails."""
+    ``StoreCorruptError`` for a damaged head or one of another version: the writer then
+    completes each alone, and only the culprit fails."""
 
-    def apply(self, conn: apsw.Connection, items: list[PreparedCompletion]) -> list[BaseException | None]:
-        tables = sent_rows.LedgerTables(conn)
-        heads: dict[str, LedgerHead | None] = {}
-        rows, nodes = [], []
-        for item in items:
-            intent = item.intent
-            sender = intent.sender.id
-            if sender not in heads:
-                heads[sender] = tables.head(sender)
-            head, node = ledger.append_hash(heads[sender], sender, item.row_hash, item.now_ms)
-            heads[sender] = head
-            rows.append(
-                (
-                    sender,
-                    node.seq,
-                    intent.message_id,
-                    intent.to.key,
-                    item.sent_ms,
-                    intent.idempotency_key,
-                    item.content,
-                    item.raw,
-                )
-            )
-            nodes.append((sender, node.seq, node.row_hash, node.link, node.version))
-        conn.executemany(_INSERT_ROW, rows)
-        for _ in items:
-            faults.hit("send.row_written")
-        conn.executemany(_INSERT_NODE, nodes)
-        for _ in items:
-            faults.hit("send.node_written")
-        conn.executemany(
-            _UPSERT_HEAD, [(s, h.count, h.tip, h.since_ms, h.version) for s, h in heads.items() if h is not None]
-        )
-        for _ in items:
-            faults.hit("send.head_replaced")
+    def apply(self, conn: apsw.Connection, items: list[LedgerEntry]) -> list[BaseException | None]:
+        sent_rows.append_batch(conn, items)
         for start in range(0, len(items), _ROWS_PER_STATEMENT):
             chunk = items[start : start + _ROWS_PER_STATEMENT]
             conn.execute(_delete_intents_sql(len(chunk)), [item.intent.message_id for item in chunk])
