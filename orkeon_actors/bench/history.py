@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import apsw
@@ -53,6 +55,7 @@ from orkeon_actors.store.connection import open_connection
 from orkeon_actors.store.mailboxes import RegistryCache, register_many
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup
+from orkeon_actors.timed_threads import run_together
 
 __all__ = ["agent_post_latency", "catalog_reads", "durable_post_rate", "write_cost_per_send", "write_costs"]
 
@@ -230,22 +233,18 @@ def durable_post_rate(directory: str, history: bool, per_thread: int) -> float:
     with Runtime.start(store=StoreConfig(path, sent_history=history)) as rt:
         hub = rt.hub
         hub.register_mailbox("agent://bench-history/sink")
-        start = threading.Barrier(THREADS + 1)
 
-        def post_all(index: int) -> None:
+        def poster(index: int) -> Callable[[], None]:
             client = hub.bind(f"bench-poster-{index}", "poster")
-            start.wait()
-            for _ in range(per_thread):
-                client.post("agent://bench-history/sink", b'{"order":42,"amount":"12.50","currency":"EUR"}')
 
-        workers = [threading.Thread(target=post_all, args=(i,)) for i in range(THREADS)]
-        for worker in workers:
-            worker.start()
-        start.wait()
-        began = time.perf_counter()
-        for worker in workers:
-            worker.join()
-        return THREADS * per_thread / (time.perf_counter() - began)
+            def post_all() -> None:
+                for _ in range(per_thread):
+                    client.post("agent://bench-history/sink", b'{"order":42,"amount":"12.50","currency":"EUR"}')
+
+            return post_all
+
+        timed = run_together([functools.partial(poster, i) for i in range(THREADS)], name="bench-poster")
+        return THREADS * per_thread / timed.seconds
 
 
 def agent_post_latency(directory: str, per_round: int, rounds: int) -> dict[str, float]:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.testing import wait_until
+from orkeon_actors.timed_threads import run_together
 
 __all__ = ["live_cursor_figures", "publishes_per_second"]
 
@@ -66,22 +66,17 @@ def publishes_per_second(directory: Path, publishes: int, threads: int, *, volat
             shop.publish("orders", json.dumps(-1))  # wakes it: its cursor is live from now on
             wait_until(lambda: sup.status("r") is CrewStatus.WAITING, what="reader awake")
             per_thread = publishes // threads
-            barrier = threading.Barrier(threads + 1)
 
-            def publisher() -> None:
+            def publisher() -> Callable[[], None]:
                 client = rt.hub.bind("shop")
-                barrier.wait()
-                for n in range(per_thread):
-                    client.publish("orders", n)
 
-            workers = [threading.Thread(target=publisher, name=f"bench-publisher-{i}") for i in range(threads)]
-            for worker in workers:
-                worker.start()
-            barrier.wait()
-            started = time.perf_counter()
-            for worker in workers:
-                worker.join()
-            elapsed = time.perf_counter() - started
+                def publish_all() -> None:
+                    for n in range(per_thread):
+                        client.publish("orders", n)
+
+                return publish_all
+
+            elapsed = run_together([publisher] * threads, name="bench-publisher").seconds
             shop.publish("orders", "done")
             wait_until(lambda: sup.outcome("r") is not None, what="reader finished", timeout=120)
         finally:

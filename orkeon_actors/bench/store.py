@@ -18,12 +18,13 @@ time one ``post`` call took, as seen by its caller.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
-import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -34,6 +35,7 @@ from orkeon_actors.runtime import Runtime
 from orkeon_actors.store import SqliteEventHub, StoreConfig
 from orkeon_actors.store.connection import open_connection
 from orkeon_actors.store.schema import migrate
+from orkeon_actors.timed_threads import run_together
 
 __all__ = ["durable_posts", "raw_batched_inserts"]
 
@@ -73,28 +75,23 @@ def durable_posts(
         assert isinstance(hub, SqliteEventHub)
         hub.register_mailbox(MAILBOX)
         latencies: list[list[float]] = [[] for _ in range(threads)]
-        start = threading.Barrier(threads + 1)
         payload = b'{"order":42,"amount":"12.50","currency":"EUR"}'
 
-        def post_all(index: int) -> None:
+        def poster(index: int) -> Callable[[], None]:
             client = hub.bind(f"bench-poster-{index}", "poster")
             mine = latencies[index]
             clock = time.perf_counter
-            start.wait()
-            for _ in range(per_thread):
-                began = clock()
-                client.post(MAILBOX, payload)
-                mine.append(clock() - began)
 
-        workers = [threading.Thread(target=post_all, args=(i,), name=f"bench-poster-{i}") for i in range(threads)]
-        for worker in workers:
-            worker.start()
+            def post_all() -> None:
+                for _ in range(per_thread):
+                    began = clock()
+                    client.post(MAILBOX, payload)
+                    mine.append(clock() - began)
+
+            return post_all
+
         before = Counter(hub.writer.stats.batch_sizes)
-        start.wait()
-        began = time.perf_counter()
-        for worker in workers:
-            worker.join()
-        elapsed = time.perf_counter() - began
+        elapsed = run_together([functools.partial(poster, i) for i in range(threads)], name="bench-poster").seconds
         batches = hub.writer.stats.batch_sizes - before
         with hub.readers.connection() as conn:
             rows = [tuple(row) for row in conn.execute(_ROWS)]

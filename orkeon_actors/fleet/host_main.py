@@ -17,6 +17,7 @@ Logs go to standard error; standard output carries the protocol only.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -30,6 +31,7 @@ from orkeon_actors.errors import CrewFailedError, EventHubError, InvalidArgument
 from orkeon_actors.hub.port import MailboxReader, MailboxRegistration, Subscription
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.runtime import Runtime
+from orkeon_actors.timed_threads import run_together
 
 __all__ = ["OPS", "HostState", "main"]
 
@@ -100,29 +102,19 @@ def op_post_many(
     ``time.monotonic()`` (one clock for every process of the machine)."""
     hub = state.runtime.hub
     body = payload.encode()
-    barrier = threading.Barrier(threads + 1)
-    errors: list[BaseException] = []
     share = [count // threads + (1 if i < count % threads else 0) for i in range(threads)]
 
-    def run(index: int) -> None:
+    def poster(index: int) -> Callable[[], None]:
         client = hub.bind(crew, f"poster-{index}")
-        barrier.wait()
-        try:
+
+        def post_share() -> None:
             for _ in range(share[index]):
                 client.post(to, body)
-        except BaseException as exc:
-            errors.append(exc)
 
-    workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    barrier.wait()
-    started = time.monotonic()
-    for worker in workers:
-        worker.join()
-    if errors:
-        raise errors[0]
-    return {"started_at": started, "ended_at": time.monotonic()}
+        return post_share
+
+    timed = run_together([functools.partial(poster, i) for i in range(threads)], clock=time.monotonic)
+    return {"started_at": timed.started, "ended_at": timed.ended}
 
 
 def op_sent(state: HostState, crew: str, agent: str) -> dict[str, Any]:
@@ -354,28 +346,17 @@ def op_post_all(state: HostState, to: list[str], threads: int = 8, crew: str = "
     """Post once to each of ``to`` from ``threads`` threads; the ``time.perf_counter()``
     when they started."""
     hub = state.runtime.hub
-    barrier = threading.Barrier(threads + 1)
-    errors: list[BaseException] = []
 
-    def run(index: int) -> None:
+    def poster(index: int) -> Callable[[], None]:
         client = hub.bind(crew, f"poster-{index}")
-        barrier.wait()
-        try:
+
+        def post_share() -> None:
             for address in to[index::threads]:
                 client.post(address, b'{"wake": true}')
-        except BaseException as exc:
-            errors.append(exc)
 
-    workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.join()
-    if errors:
-        raise errors[0]
-    return started
+        return post_share
+
+    return run_together([functools.partial(poster, i) for i in range(threads)]).started
 
 
 def op_subscribe(state: HostState, pattern: str, crew: str = "subscriber", agent: str | None = None) -> str:
