@@ -351,8 +351,10 @@ class PooledActor(pykka.Actor):
         # Only now, outside the actor's context (which another thread may enter as soon
         # as a turn is submitted), decide whether to run again or go idle.
         inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
-        if more is None:
-            return  # stopped: stays "scheduled", nothing runs it again
+        if more is None:  # stopped: stays "scheduled", nothing runs it again
+            with inbox.lock:
+                inbox.turn = None  # a bound method of this actor: no inbox -> actor cycle left
+            return
         if not more:
             with inbox.lock:
                 if inbox.go_idle():  # the next put submits a turn

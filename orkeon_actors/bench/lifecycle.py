@@ -16,11 +16,12 @@ working directory (removed afterwards):
   (spread over the store) are woken one at a time by a post; the latency runs from just
   before ``post`` to the moment the woken agent's model is called with the posted
   message as its tool result. Every sampled crew must then complete.
-* **expiries** (``expiries_per_s``): ``E`` sleeping crews whose finite
-  ``receive_message`` waits all expire at one instant ``T`` shortly after boot; the
-  durable wait scheduler finds them in the ``pending_waits`` index, each crew wakes and
-  its agent's model receives the ``WaitTimedOutMessage`` (``timed_out``) as its tool
-  result. Rate: ``E`` over the time from ``T`` to the last such delivery.
+* **expiries** (``expiries_per_s``): ``E`` sleeping crews of two agents (the
+  :data:`PAIR_NAME` blueprint: agent ``a`` parked on a finite ``receive_message``, then
+  agent ``b``'s task) whose waits all expire at one instant ``T`` shortly after boot;
+  the durable wait scheduler finds them in the ``pending_waits`` index, each crew wakes
+  and its agent's model receives the ``WaitTimedOutMessage`` (``timed_out``) as its
+  tool result. Rate: ``E`` over the time from ``T`` to the last such delivery.
 
 The big stores are written by :func:`populate`: the rows the real sleep path wrote for
 the template crew (its ``crew_snapshots`` row, whose body is the snapshot codec's own
@@ -65,13 +66,16 @@ from orkeon_actors.store.codec import format_time
 from orkeon_actors.store.schema import migrate
 from orkeon_actors.testing import wait_until
 
-__all__ = ["Template", "bench_lifecycle", "capture_template", "expiry_run", "populate"]
+__all__ = ["PAIR_NAME", "Template", "bench_lifecycle", "capture_template", "expiry_run", "populate"]
 
 MARKER = "zzbenchtemplatezz"
 """The template crew's id: unique enough to be replaced textually in its rows."""
 
 FOREVER_NAME = "forever"
 FINITE_NAME = "finite"
+PAIR_NAME = "finite-pair"
+"""The expiry run's crews: two agents, the first parked on a finite ``receive_message``,
+the second's task after it (the crew the lifecycle target names)."""
 FINITE_TIMEOUT_MS = 3_600_000
 
 
@@ -148,9 +152,19 @@ def _blueprint(receive_args: dict[str, Any]) -> CrewBlueprint:
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("wait", agent.agent_id)]))
 
 
+def _pair_blueprint(receive_args: dict[str, Any]) -> CrewBlueprint:
+    waiter = Agent("a", ScriptedModel(policy=_policy(receive_args)))
+    reporter = Agent("b", ScriptedModel([respond("reported")]))
+    return CrewBlueprint(
+        agents=[waiter, reporter],
+        orchestration=Sequential([Task("wait", waiter.agent_id), Task("report", reporter.agent_id)]),
+    )
+
+
 FACTORIES: dict[str, CrewSource] = {
     FOREVER_NAME: _blueprint({"wait_forever": True}),
     FINITE_NAME: _blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
+    PAIR_NAME: _pair_blueprint({"timeout_ms": FINITE_TIMEOUT_MS}),
 }
 """Shared blueprints (``CrewSource``): no factory call per wake."""
 
@@ -493,8 +507,8 @@ def bench_lifecycle(quick: bool) -> BenchResult:
         f"{sleeps} real sleeps; boot of {boot_crews:,} sleeping crews in a child process "
         f"(store written in {populate_s:.1f} s); {samples} sequential wakes (post -> agent) among "
         f"{wake_crews:,} asleep, then as many under the load of {scale.LOAD_CREWS:,} crews posting and "
-        f"publishing, then a burst; {expiring:,} finite waits expiring at one instant; a memory child; "
-        "logging at INFO"
+        f"publishing, then a burst; {expiring:,} crews of two agents whose finite waits expire at one "
+        "instant; a memory child; logging at INFO"
     )
     return BenchResult("lifecycle", {k: figures[k] for k in units}, units, notes=notes)
 
@@ -507,7 +521,7 @@ def _measure(
     try:
         progress(f"{sleeps} real sleeps")
         sleeps_per_s, template = _real_sleeps(os.path.join(directory, "sleeps.db"), sleeps)
-        finite = capture_template(os.path.join(directory, "finite-template.db"), FINITE_NAME)
+        pair = capture_template(os.path.join(directory, "pair-template.db"), PAIR_NAME)
 
         boot_db = os.path.join(directory, "boot.db")
         progress(f"populating {boot_crews:,} sleeping crews, then a boot")
@@ -526,7 +540,7 @@ def _measure(
 
         progress(f"{expiring:,} expiries")
         expiries_per_s, expiry_cpu_us = expiry_run(
-            os.path.join(directory, "expiry.db"), finite, expiring, lead=1.0 if quick else 3.0
+            os.path.join(directory, "expiry.db"), pair, expiring, lead=1.0 if quick else 3.0
         )
 
         progress("a memory child: parked crews, a mass sleep")

@@ -63,7 +63,9 @@ class Waiter(Generic[T]):
         self.try_fail(error)
 
     def _after_settle(self) -> None:
-        callback = self.on_settled
+        # Settled once and for all: drop the hook, which usually refers back to this
+        # waiter's owner (a cycle that only a full collection would free otherwise).
+        callback, self.on_settled = self.on_settled, None
         if callback is not None:
             callback()
 

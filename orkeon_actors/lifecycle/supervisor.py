@@ -127,6 +127,9 @@ class CrewSupervisor:
     wake counters, wake latency histogram: :mod:`orkeon_actors.lifecycle.metrics`);
     ``None`` uses the global provider. A finished crew's actor stops once its outcome is
     durable; :meth:`outcome` answers for the last ``finished_memory`` finished crews.
+    ``burst_collections=False`` leaves CPython's collection thresholds alone during a
+    burst of expiries (by default its full collections are postponed, bounded:
+    :mod:`orkeon_actors.lifecycle.burst_gc`).
     Blocking methods (``spawn``, ``sleep``, ``state``, ``outcome``) block the caller's
     thread only: never call them from an actor.
     """
@@ -142,6 +145,7 @@ class CrewSupervisor:
         window_size: int = 10_000,
         meter_provider: MeterProvider | None = None,
         finished_memory: int = 10_000,
+        burst_collections: bool = True,
     ) -> None:
         backend = runtime.lifecycle_backend()  # InvalidArgumentError for a runtime that is not durable
         hub = self.hub = backend.hub
@@ -158,6 +162,9 @@ class CrewSupervisor:
                 f"finished_memory must be a number of crews (an int >= 0), got {finished_memory!r}"
             )
         self.finished_memory = finished_memory
+        self.burst_collections = burst_collections
+        """Postpone CPython's full collections while a burst of expiries runs
+        (:mod:`orkeon_actors.lifecycle.burst_gc`)."""
         if idle_timeout is not None and (isinstance(idle_timeout, bool) or not idle_timeout > 0):
             raise InvalidArgumentError(
                 f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}"

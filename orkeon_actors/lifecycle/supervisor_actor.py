@@ -45,12 +45,14 @@ from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.routing import cursor_matches, topic_matches
 from orkeon_actors.lifecycle.activation import BuiltCrew
+from orkeon_actors.lifecycle.burst_gc import BURST_QUIET, BurstCollections
 from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
     DEFERRED_TICK,
     MAX_ACTIVATING,
     RESUME_ACTIVATING,
+    BurstCheck,
     Call,
     CheckpointDue,
     CrewEntry,
@@ -105,6 +107,7 @@ class SupervisorActor(pykka.ThreadingActor):
             window_size=sup.window_size,
         )
         self.inbox = SupervisorInbox(me)
+        self.bursts = BurstCollections(enabled=sup.burst_collections)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -154,6 +157,8 @@ class SupervisorActor(pykka.ThreadingActor):
             self._kept_loaded(message)
         elif isinstance(message, CheckpointDue):
             self._checkpoint(message.crew_id)
+        elif isinstance(message, BurstCheck):
+            self._burst_check()
 
     # -- boot -------------------------------------------------------------------------
 
@@ -652,6 +657,18 @@ class SupervisorActor(pykka.ThreadingActor):
                 self._wake(crew_id, None, started, expiry=True, texts=texts)
             except Exception:  # one crew that cannot wake must not drop the rest of the batch
                 logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
+        now = self.hub.clock.monotonic()
+        if self.bursts.woke(len(due), now):  # full collections postponed while the burst runs
+            self._arm_burst_check(now + BURST_QUIET)
+
+    def _arm_burst_check(self, at: float) -> None:
+        me = self.actor_ref
+        self.hub.scheduler.schedule_at(at, lambda: tell_supervisor(me, BurstCheck()))
+
+    def _burst_check(self) -> None:
+        again = self.bursts.check(self.hub.clock.monotonic())
+        if again is not None:
+            self._arm_burst_check(again)
 
     def _forget_dead(self, crew_id: CrewId) -> None:
         """A woken crew whose actor stopped before it restored (it never reports back):
@@ -944,6 +961,7 @@ class SupervisorActor(pykka.ThreadingActor):
             entry.parked.set_result(None)
 
     def on_stop(self) -> None:
+        self.bursts.end()
         self.waits.stop()
         self.idle.stop()
         for crew_id in list(self.shared.checkpoint_due):

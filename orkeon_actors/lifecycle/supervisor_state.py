@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFERRED_TICK",
+    "BurstCheck",
     "MAX_ACTIVATING",
     "RESUME_ACTIVATING",
     "Call",
@@ -201,6 +202,11 @@ class CheckpointDue:
 class Tick:
     fallback: bool = False
     """Sent by the ``DEFERRED_TICK`` timer."""
+
+
+@attrs.frozen(eq=False)
+class BurstCheck:
+    """The quiet timer of a burst of expiries (:mod:`orkeon_actors.lifecycle.burst_gc`)."""
 
 
 @attrs.frozen(eq=False)

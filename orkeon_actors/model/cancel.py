@@ -146,7 +146,10 @@ class Budget:
         self.tool_calls_used = 0
         self.cost_used = 0.0
         self._lock = threading.Lock()
-        self.token = CancelToken(deadline_error=self._wall_time_error)
+        # Not a bound method: the token would refer back to its budget (a cycle freed by
+        # a full collection only, for every agent that finishes).
+        limit = self.max_wall_time
+        self.token = CancelToken(None if limit is None else functools.partial(_wall_time_error, limit))
         self.started_at = self.clock.monotonic()
         if self.max_wall_time is not None:
             self.token.deadline = self.started_at + self.max_wall_time
@@ -180,11 +183,6 @@ class Budget:
         self.check_wall_time()
         self.token.raise_if_cancelled()
 
-    def _wall_time_error(self) -> EventHubError:
-        return BudgetExhaustedError(
-            f"wall-time budget of {self.max_wall_time:g}s exhausted; raise max_wall_time or split the work"
-        )
-
     def _over_limit(self) -> str | None:
         if self.max_tokens is not None and self.tokens_used > self.max_tokens:
             return f"token budget exhausted ({self.tokens_used} > {self.max_tokens} tokens)"
@@ -193,3 +191,7 @@ class Budget:
         if self.max_cost is not None and self.cost_used > self.max_cost:
             return f"cost budget exhausted ({self.cost_used:g} > {self.max_cost:g})"
         return None
+
+
+def _wall_time_error(limit: float) -> EventHubError:
+    return BudgetExhaustedError(f"wall-time budget of {limit:g}s exhausted; raise max_wall_time or split the work")

@@ -17,6 +17,7 @@ import pytest
 from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.cli.main import main
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, respond
+from orkeon_actors.crew.snapshot import from_json
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState, supervisor_actor, supervisor_state
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
@@ -111,6 +112,21 @@ def test_bulk_written_finite_waits_expire_at_the_moved_instant(env: Env) -> None
     for crew in ("e1", "e2"):  # already past at boot: woken at once with the timeout
         assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
         assert bench.DELIVERIES.at[crew][2] is True
+    assert sup.stats.expiries == 2
+
+
+def test_the_expiry_run_wakes_crews_of_two_agents_each_agent_taking_its_turn(env: Env) -> None:
+    """The expiry target is about crews of two agents: the bench's expiring crews hold
+    two agents, the first given the timeout, the second's task run after it."""
+    pair = bench.capture_template(str(env.db.parent / "pair.db"), bench.PAIR_NAME)
+    assert [a.agent_id for a in from_json(bytes(pair.snapshot[1]).decode()).agents] == ["a", "b"]
+    bench.populate(str(env.db), pair, ["p1", "p2"], expires_at=env.clock.now())
+    env.factories.update(bench.FACTORIES)
+    sup = env.boot()
+    for crew in ("p1", "p2"):
+        assert env.settle(crew, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+        assert bench.DELIVERIES.at[crew][2] is True  # agent a: the timeout
+        assert sup.wait_finished(crew, timeout=30).result == "reported"  # agent b's task, after it
     assert sup.stats.expiries == 2
 
 
