@@ -120,6 +120,7 @@ from orkeon_actors.hub.async_wait import (
     wait_async,
 )
 from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.collaborators import registrations_unwaited
 from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
@@ -507,10 +508,20 @@ class CrewActor(PooledActor):
         runtimes = list(self._agents.values())
         self._unname()
         self._unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
-        crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
+        # Not waiting for the durable registration's commit (its write goes ahead of any
+        # later write of these mailboxes; a failed one ends the crew): a crew's first
+        # turn held a pool thread for a commit, so a burst of spawns grew the pool by a
+        # thread per crew in flight.
+        with registrations_unwaited(self._registration_failed):
+            crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
         self._crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
             runtime.registration = registration
+
+    def _registration_failed(self, error: BaseException) -> None:
+        """The store could not register the crew's mailboxes (on the writer's thread):
+        the crew fails with that cause."""
+        self.tell(End(type(error).__name__, f"the crew's mailboxes could not be registered in the store: {error}"))
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
