@@ -21,7 +21,7 @@ from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.hub.routing import cursor_matches
 from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.cancel import Budget
+from orkeon_actors.model.cancel import Budget, CancelToken
 from orkeon_actors.model.clock import Clock
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
@@ -60,6 +60,21 @@ class AgentRuntime:
     call is on (the token tells a current outcome from a withdrawn wait's late one);
     ``pump``/``pump_token``: the watch on its mailbox while it is idle."""
 
+    __slots__ = (
+        "_tools",
+        "address",
+        "agent",
+        "budget",
+        "client",
+        "crew_id",
+        "pump",
+        "pump_token",
+        "registration",
+        "state",
+        "wait",
+        "wait_token",
+    )
+
     def __init__(self, agent: Agent, hub: EventHub, crew_id: CrewId) -> None:
         self.agent = agent
         self.crew_id = crew_id
@@ -70,9 +85,19 @@ class AgentRuntime:
         self._tools: EventHubTools | None = None
         self.registration: MailboxRegistration | None = None
         self.wait: AsyncWait | None = None
-        self.wait_token: str | None = None
+        self.wait_token: object = None
         self.pump: AsyncWait | None = None
-        self.pump_token: str | None = None
+        self.pump_token: object = None
+
+    def wait_cancel(self) -> CancelToken | None:
+        """The token a parked wait of this agent settles on: its budget's, when that can
+        fire while the agent is parked (a wall-time deadline) or already fired (the
+        wait refuses at once). Otherwise ``None``: a budget without a deadline fires only
+        from ``consume``, on the crew's thread while the agent runs, never while it is
+        parked, and registering on it would cost every parked wait a callback
+        (≈ 0.4 KB)."""
+        token = self.budget.token
+        return token if token.deadline is not None or token.cancelled else None
 
     @property
     def tools(self) -> EventHubTools:

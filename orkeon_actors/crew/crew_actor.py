@@ -62,6 +62,7 @@ from orkeon_actors.crew.delivery import (
     Query,
     Start,
     WaitDone,
+    WaitTeller,
     hand_over,
     query_crew,
     restore_crew,
@@ -119,10 +120,11 @@ from orkeon_actors.hub.async_wait import (
     wait_async,
 )
 from orkeon_actors.hub.client import HubClient
+from orkeon_actors.hub.collaborators import registrations_unwaited
 from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
-from orkeon_actors.model.ids import AgentId, CrewId, MessageId, new_ulid_str
+from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.model.options import (
     FOREVER,
@@ -160,6 +162,11 @@ __all__ = [
 
 _TASK_MESSAGE_FIELDS: Final = ("topic", "source_crew_id", "source_agent_id", "correlation_id", "payload")
 """The fields of a message a crew's default ``on_message`` task shows the agent."""
+
+
+_NONE: Final[frozenset[Any]] = frozenset()
+"""The empty set every crew starts its bookkeeping sets with: ``frozenset()`` is a new
+216-byte object each call (CPython keeps no empty singleton)."""
 
 
 class CrewActor(PooledActor):
@@ -274,19 +281,19 @@ class CrewActor(PooledActor):
         self._unname: Callable[[], None] = lambda: None
         """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
         self._crew_pump: AsyncWait | None = None
-        self._crew_pump_token: str | None = None
+        self._crew_pump_token: WaitTeller | None = None
         self._subscriptions: tuple[PushSubscription, ...] = ()
         self._deferred: tuple[Callable[[], None], ...] = ()
         self._on_activity = on_activity
         self._on_cursor = on_cursor
-        self._durable_cursors: frozenset[CursorFilter] = frozenset()
+        self._durable_cursors: frozenset[CursorFilter] = _NONE
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self._release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self._snapshot_held: frozenset[MessageId] = frozenset()
+        self._snapshot_held: frozenset[MessageId] = _NONE
         """Ids the cursors held when the last sleep snapshot was taken."""
         self._awaiting_handover = False
         self._cursors_open_to: Supervision | None = None
@@ -501,10 +508,20 @@ class CrewActor(PooledActor):
         runtimes = list(self._agents.values())
         self._unname()
         self._unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
-        crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
+        # Not waiting for the durable registration's commit (its write goes ahead of any
+        # later write of these mailboxes; a failed one ends the crew): a crew's first
+        # turn held a pool thread for a commit, so a burst of spawns grew the pool by a
+        # thread per crew in flight.
+        with registrations_unwaited(self._registration_failed):
+            crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
         self._crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
             runtime.registration = registration
+
+    def _registration_failed(self, error: BaseException) -> None:
+        """The store could not register the crew's mailboxes (on the writer's thread):
+        the crew fails with that cause."""
+        self.tell(End(type(error).__name__, f"the crew's mailboxes could not be registered in the store: {error}"))
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
@@ -531,7 +548,7 @@ class CrewActor(PooledActor):
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
         self.result = snapshot.result
-        self._durable_cursors = frozenset(snapshot_cursors(snapshot))
+        self._durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
         for state in snapshot.agents:
             runtime = self._agents.get(state.agent_id)
             if runtime is None:
@@ -593,12 +610,7 @@ class CrewActor(PooledActor):
 
     def _rearm(self, runtime: AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
         descriptor = descriptor_of(wait.kind)
-        agent_id = runtime.agent.agent_id
-        token = new_ulid_str()
-
-        def on_done(outcome: Message | BaseException) -> None:
-            self.tell(WaitDone(agent_id, token, outcome))
-
+        token = on_done = WaitTeller(self, WaitDone, runtime.agent.agent_id)
         cursor = runtime.cursor_of(wait, open_it=True)
         try:
             if cursor is not None:
@@ -607,10 +619,10 @@ class CrewActor(PooledActor):
                     self._wait_done_now(runtime, ready)
                     return
                 new = receive_async(
-                    self.hub, cursor.subscription, timeout, runtime.budget.token, recording(cursor, on_done)
+                    self.hub, cursor.subscription, timeout, runtime.wait_cancel(), recording(cursor, on_done)
                 )
             else:
-                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
         except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
             self._wait_done_now(runtime, exc)
             return
@@ -618,7 +630,7 @@ class CrewActor(PooledActor):
         runtime.wait_token = token
 
     def _wait_done_now(self, runtime: AgentRuntime, outcome: Message | BaseException) -> None:
-        token = new_ulid_str()
+        token = object()
         runtime.wait_token = token
         self._wait_done(WaitDone(runtime.agent.agent_id, token, outcome))
 
@@ -675,7 +687,9 @@ class CrewActor(PooledActor):
             supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
-        self._snapshot_held = frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered)
+        self._snapshot_held = (
+            frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered) or _NONE
+        )
         consumed = message.consumed.view() if message.consumed is not None else ()
         taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
         reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
@@ -995,19 +1009,15 @@ class CrewActor(PooledActor):
         """Park the agent on ``descriptor`` (on ``cursor``'s subscription for a
         ``wait_for_event``: what the cursor receives from now on resolves it)."""
         agent_id = runtime.agent.agent_id
-        token = new_ulid_str()
-
-        def on_done(outcome: Message | BaseException) -> None:
-            self.tell(WaitDone(agent_id, token, outcome))
-
+        token = on_done = WaitTeller(self, WaitDone, agent_id)
         # The outcome may arrive before wait_async returns: it is told to this actor and
         # handled after this call, once runtime.wait_token is set.
         if cursor is not None:
             self._cursor_parked(runtime, cursor)
             taken = recording(cursor, on_done)
-            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.budget.token, taken)
+            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.wait_cancel(), taken)
         else:
-            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.budget.token, on_done)
+            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
         runtime.wait = wait
         runtime.wait_token = token
         expires = (
@@ -1079,22 +1089,14 @@ class CrewActor(PooledActor):
         runtime = self._agents[agent_id]
         if runtime.pump is not None or runtime.registration is None:
             return
-        token = new_ulid_str()
-
-        def on_done(outcome: Message | BaseException) -> None:
-            self.tell(Mail(agent_id, token, outcome))
-
+        token = WaitTeller(self, Mail, agent_id)
         runtime.pump_token = token
-        runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, on_done)
+        runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, token)
 
     def _arm_crew_pump(self) -> None:
-        token = new_ulid_str()
-
-        def on_done(outcome: Message | BaseException) -> None:
-            self.tell(Mail(None, token, outcome))
-
+        token = WaitTeller(self, Mail, None)
         self._crew_pump_token = token
-        self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, on_done)
+        self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, token)
 
     def _serve_inbox_or_pump(self, agent_id: AgentId) -> None:
         runtime = self._agents[agent_id]

@@ -36,6 +36,7 @@ __all__ = [
     "Query",
     "Start",
     "WaitDone",
+    "WaitTeller",
     "hand_over",
     "query_crew",
     "restore_crew",
@@ -96,7 +97,7 @@ class Start:
 @attrs.frozen(eq=False)
 class WaitDone:
     agent_id: AgentId
-    wait_id: str
+    wait_id: object
     outcome: Message | BaseException
 
 
@@ -105,8 +106,33 @@ class Mail:
     """Mail taken from an idle agent's mailbox (``agent_id``) or from ``crew://``."""
 
     agent_id: AgentId | None
-    wait_id: str
+    wait_id: object
     outcome: Message | BaseException
+
+
+class Telling(Protocol):
+    """What a :class:`WaitTeller` tells (the crew actor's ``tell``)."""
+
+    def tell(self, message: Any) -> None: ...
+
+
+class WaitTeller:
+    """The ``on_done`` of one hub wait of a crew (a parked call's wait, an idle agent's
+    or ``crew://``'s mailbox watch): tells the crew ``kind(agent_id, self, outcome)``
+    from the settling thread. The teller is also the wait's token: the crew compares the
+    ``wait_id`` of what it is told with the teller it holds, so a withdrawn wait's late
+    outcome is told apart without minting an id (48 bytes where a closure and its id
+    were ≈ 350 per parked wait)."""
+
+    __slots__ = ("agent_id", "crew", "kind")
+
+    def __init__(self, crew: Telling, kind: type[WaitDone] | type[Mail], agent_id: AgentId | None) -> None:
+        self.crew = crew
+        self.kind = kind
+        self.agent_id = agent_id
+
+    def __call__(self, outcome: Message | BaseException) -> None:
+        self.crew.tell(self.kind(self.agent_id, self, outcome))  # type: ignore[arg-type]
 
 
 @attrs.frozen(eq=False)

@@ -24,7 +24,6 @@ actors: every matching message is handed to a callback on the publisher's thread
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -33,6 +32,7 @@ import pykka
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
 from orkeon_actors.hub.boundary import check_mailbox_reader
+from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.memory import HubCore, MemorySubscription, WaitRegistration
 from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
@@ -73,30 +73,36 @@ def _memory_hub(hub: EventHub) -> HubCore:
     return hub
 
 
-class AsyncWait:
+class AsyncWait(Waiter[Message]):
     """A wait registered by :func:`wait_async`. ``wait_id`` is the id the hub puts in the
     ``original_wait_id`` of its timeout message; ``deadline`` is monotonic seconds on the
-    hub's clock (``None`` for ``FOREVER``)."""
+    hub's clock (``None`` for ``FOREVER``).
+
+    The wait is its own :class:`Waiter` (one test-and-set lock, no blocking side): it is
+    what the mailbox, the router or the pending request holds. A parked crew holds one
+    per wait and one per watched mailbox, so each costs what its round needs and no
+    more: no timer list without a deadline, no registration object on a mailbox."""
 
     __slots__ = (
+        "_claimed",
         "_cleanup",
         "_early",
+        "_finished",
         "_hub",
         "_lock",
+        "_mailbox",
         "_observed",
         "_on_done",
         "_registering",
-        "_settled",
         "_source",
         "_timers",
         "_unregister",
-        "_waiter",
+        "_wait_id",
         "caller",
         "deadline",
         "descriptor",
         "kind",
         "started_at",
-        "wait_id",
     )
 
     def __init__(
@@ -108,12 +114,19 @@ class AsyncWait:
         on_done: Callable[[WaitOutcome], None],
         source: MemorySubscription | None = None,
     ) -> None:
+        # Waiter's fields, without its blocking side (never waited on); the claim is a
+        # flag flipped under a lock shared with other waits (a lock each is 2 x 88 bytes).
+        self._lock = _STRIPES[hash(self) % len(_STRIPES)]
+        self._claimed = False
+        self._value: Message | None = None
+        self._error: BaseException | None = None
+        self.on_settled = None
         self._hub = hub
         self._source = source
         self.caller = caller
         self.descriptor = descriptor
         self.deadline = deadline
-        self.wait_id = new_ulid_str()
+        self._wait_id: str | None = None
         self.started_at: datetime = hub.clock.now()
         self.kind = (
             "on_topic"
@@ -123,82 +136,146 @@ class AsyncWait:
             else "on_reply"
         )
         self._on_done = on_done
-        self._lock = threading.Lock()
-        self._settled = False
+        self._finished = False
         self._registering = False
         self._early = False
-        self._waiter: Waiter[Message] | None = None
         self._cleanup: Callable[[], None] | None = None
-        self._timers: list[TimerHandle] = []
+        self._mailbox: MailboxHandle | None = None
+        self._timers: list[TimerHandle] | None = None
         self._unregister: Callable[[], None] | None = None
         self._observed: WaitObserver | None = None
 
+    # -- the Waiter side (what the mailbox, the router or the request settles) ----------
+
+    def _claim_round(self) -> bool:
+        """Test-and-set: whether this call took the current round."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
     @property
     def settled(self) -> bool:
-        """True once the outcome was handed to ``on_done`` or the wait was cancelled."""
-        return self._settled
+        return self._claimed
+
+    def try_complete(self, value: Message) -> bool:
+        if not self._claim_round():
+            return False
+        self._value = value
+        self._settle_hook()
+        return True
+
+    def try_fail(self, error: BaseException) -> bool:
+        if not self._claim_round():
+            return False
+        self._error = error
+        self._settle_hook()
+        return True
+
+    def wait(self) -> Message:
+        raise TypeError("an AsyncWait never blocks: its outcome goes to on_done")
+
+    def peek(self) -> tuple[bool, Message | None, BaseException | None]:
+        return self._claimed, self._value, self._error
+
+    @property
+    def wait_id(self) -> str:
+        """The wait's id, minted when first asked for (a mailbox watch never times out
+        and is seldom observed: most never need one)."""
+        wait_id = self._wait_id
+        if wait_id is None:
+            with self._lock:
+                wait_id = self._wait_id
+                if wait_id is None:
+                    wait_id = self._wait_id = new_ulid_str()
+        return wait_id
+
+    @property
+    def finished(self) -> bool:
+        """True once the outcome was handed to ``on_done`` or the wait was cancelled
+        (``settled``, the waiter's flag, is true from the moment a round was taken)."""
+        return self._finished
 
     def cancel(self) -> bool:
         """Withdraw the wait. Returns ``True`` if it was still pending (``on_done`` will
         never be called), ``False`` if it had already settled (``on_done`` was or is
         being called with its outcome)."""
-        waiter = self._waiter
-        if waiter is None or not waiter.try_fail(_Withdrawn()):
-            return False
-        return True
+        return self.try_fail(_Withdrawn())
 
     # -- internals ---------------------------------------------------------------------
 
-    def _arm(self) -> None:
-        """Register one round of the wait (a fresh waiter).
+    def _arm(self, again: bool = False) -> None:
+        """Register one round of the wait (``again``: a new round of a settled one, its
+        settle hook already holding back, see :meth:`_on_settled`).
 
-        Registering may settle the waiter at once, on this thread (a message already
-        queued in a mailbox whose turn runs here) or on another (a mailbox actor): the settle hook
+        Registering may settle it at once, on this thread (a message already queued in
+        a mailbox whose turn runs here) or on another (a mailbox actor): the settle hook
         then only notes it, and the outcome is handled here once the registration is
         known, so its cleanup runs and no timer is left behind."""
         hub = self._hub
         descriptor = self.descriptor
-        waiter: Waiter[Message] = Waiter()
-        self._waiter = waiter
         self._cleanup = None
-        with self._lock:
-            self._registering = True
-            self._early = False
-        waiter.on_settled = functools.partial(self._settle_hook, waiter)  # lighter than a closure
-        hub.track_waiter(waiter, self.kind)
+        self._mailbox = None
+        if not again:
+            with self._lock:
+                self._registering = True
+                self._early = False
+        hub.track_waiter(self, self.kind)
+        registration: WaitRegistration | None = None
         try:
             if self._source is not None:
-                registration = _subscription_registration(self._source, waiter)
+                registration = _subscription_registration(self._source, self)
+            elif type(descriptor) is WaitOnMailbox:
+                # The common parked case, without a registration object: the handle
+                # itself is what the cleanup needs.
+                handle = hub.live_mailbox(descriptor.address)
+                if handle is None:
+                    raise MailboxNotFoundError(descriptor.address)
+                handle.add_waiter(self)
+                self._mailbox = handle
             else:
-                registration = hub.register_wait(self.caller, descriptor, waiter)
+                registration = hub.register_wait(self.caller, descriptor, self)
         except BaseException:
-            hub.untrack_waiter(waiter)
+            hub.untrack_waiter(self)
             raise
-        original = registration.original
-        self._cleanup = registration.cleanup
+        if registration is not None:
+            self._cleanup = registration.cleanup
         with self._lock:
             self._registering = False
             early = self._early
         if early:
-            self._on_settled(waiter)
+            self._on_settled()
             return
         if self.deadline is not None:
-            caller, wait_id, started_at = self.caller, self.wait_id, self.started_at
-            self._timers.append(
+            caller, wait_id, started_at, original = self.caller, self.wait_id, self.started_at, self._original()
+            self._timers = [
                 hub.scheduler.schedule_at(
-                    self.deadline, lambda: hub.expire_wait(waiter, caller, original, wait_id, started_at)
+                    self.deadline, lambda: hub.expire_wait(self, caller, original, wait_id, started_at)
                 )
-            )
+            ]
         observer = hub.wait_observer
         if observer is not None:
             remaining = None if self.deadline is None else self.deadline - hub.clock.monotonic()
             who = self.caller
-            info = wait_info(self.wait_id, who.crew_id, who.agent_id, self.kind, original, self.started_at, remaining)
+            info = wait_info(
+                self.wait_id, who.crew_id, who.agent_id, self.kind, self._original(), self.started_at, remaining
+            )
             observer.wait_started(info)
             self._observed = observer
-        registration.listen()  # after the hooks: an already-answered request settles at once
+        if registration is not None:
+            registration.listen()  # after the hooks: an already-answered request settles at once
         if hub.stopped:
-            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+            self.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+
+    def _original(self) -> str:
+        """What the wait is on, as its timeout message's ``original_topic`` names it."""
+        descriptor = self.descriptor
+        if isinstance(descriptor, WaitOnTopic):
+            return descriptor.topic
+        if isinstance(descriptor, WaitOnMailbox):
+            return str(descriptor.address)
+        return str(descriptor.correlation)
 
     def start(self, cancel: CancelToken | None) -> None:
         """Register the first round, then settle the wait with ``cancel``'s error when
@@ -208,37 +285,42 @@ class AsyncWait:
             return
         self._unregister = cancel.on_cancel(self._fire)
         if cancel.deadline is not None and not cancel.cancelled:
-            self._timers.append(self._hub.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline))
-        if self.settled:  # settled while we registered: undo what _finish could not see
+            timer = self._hub.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
+            if self._timers is None:
+                self._timers = [timer]
+            else:
+                self._timers.append(timer)
+        if self._finished:  # settled while we registered: undo what _finish could not see
             self._unregister()
-            for timer in self._timers:
+            for timer in self._timers or ():
                 timer.cancel()
 
     def _fire(self, error: BaseException) -> None:
         """The cancel token fired: settle the current round with its error."""
-        waiter = self._waiter
-        if waiter is not None:
-            waiter.try_fail(error)
+        self.try_fail(error)
 
-    def _settle_hook(self, waiter: Waiter[Message]) -> None:
+    def _settle_hook(self) -> None:
         with self._lock:
             if self._registering:
                 self._early = True  # handled by _arm once the registration is known
                 return
-        self._on_settled(waiter)
+        self._on_settled()
 
-    def _on_settled(self, waiter: Waiter[Message]) -> None:
+    def _on_settled(self) -> None:
         hub = self._hub
-        hub.untrack_waiter(waiter)
+        hub.untrack_waiter(self)
         observed, self._observed = self._observed, None
         if observed is not None:
             observed.wait_ended(self.wait_id)
-        for timer in self._timers:
+        timers, self._timers = self._timers, None
+        for timer in timers or ():
             timer.cancel()
-        self._timers.clear()
+        value, error = self._value, self._error
+        mailbox, self._mailbox = self._mailbox, None
+        if mailbox is not None and (value is None or value.is_timeout):
+            mailbox.remove_waiter(self)  # a delivered message was taken off its waiters already
         if self._cleanup is not None:
             self._cleanup()
-        _, value, error = waiter.peek()
         if isinstance(error, _Withdrawn):
             self._finish(None)
             return
@@ -256,23 +338,31 @@ class AsyncWait:
         if consumed is not None:
             self._finish(consumed)
             return
-        try:  # a receive stage dropped a duplicate: wait again, as wait_for does
-            self._arm()
+        # A receive stage dropped a duplicate: wait again, as wait_for does (a new round:
+        # the claim is released once nothing of the old round can reach it).
+        self._value = None
+        with self._lock:
+            self._registering = True  # a cancel from now on is noted, then handled by _arm
+            self._early = False
+            self._claimed = False
+        try:
+            self._arm(again=True)
         except Exception as exc:  # the mailbox closed meanwhile: that is the outcome
-            self._finish(exc)
+            if self._claim_round():
+                self._finish(exc)
 
     def _finish(self, outcome: WaitOutcome | None) -> None:
         with self._lock:
-            if self._settled:
+            if self._finished:
                 return
-            self._settled = True
+            self._finished = True
         if self._unregister is not None:
             self._unregister()
         if outcome is not None:
             self._on_done(outcome)
 
     def __repr__(self) -> str:
-        return f"AsyncWait({self.kind}, wait_id={self.wait_id}, settled={self._settled})"
+        return f"AsyncWait({self.kind}, wait_id={self.wait_id}, finished={self._finished})"
 
 
 def _subscription_registration(subscription: MemorySubscription, waiter: Waiter[Message]) -> WaitRegistration:
@@ -290,6 +380,12 @@ def _subscription_registration(subscription: MemorySubscription, waiter: Waiter[
             buffer.requeue_front(item)  # it timed out or was cancelled meanwhile: keep the item
 
     return WaitRegistration("on_topic", subscription.pattern, lambda: buffer.unpark(waiter), listen)
+
+
+_STRIPES: tuple[threading.Lock, ...] = tuple(threading.Lock() for _ in range(64))
+"""The locks :class:`AsyncWait` flags are flipped under (a wait picks one by its hash):
+each critical section is a few attribute reads and writes (and minting a wait id),
+never a call that takes a lock or settles anything."""
 
 
 class _Withdrawn(Exception):

@@ -8,8 +8,10 @@ the :class:`~orkeon_actors.hub.port.DispatchObserver`, is part of the port.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Protocol
 
 from orkeon_actors.hub.mailbox import MailboxHandle
@@ -17,7 +19,33 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
-__all__ = ["LastValueStore", "MailboxStore", "SentRecorder"]
+__all__ = ["LastValueStore", "MailboxStore", "SentRecorder", "registration_failure_handler", "registrations_unwaited"]
+
+_unwaited = threading.local()
+
+
+@contextmanager
+def registrations_unwaited(on_failure: Callable[[BaseException], None]) -> Iterator[None]:
+    """Within the block (on this thread), a mailbox store may register new mailboxes
+    durably without waiting for that write to commit: ``register_mailboxes`` returns
+    once they are live, the write is queued ahead of every later write (so a post to
+    them, or their crew's snapshot, commits after it), and a write that fails is
+    reported to ``on_failure`` (on the store's writer thread) instead of raised. A crew
+    opening its mailboxes at its first turn uses it: waiting there held a pool thread
+    per starting crew for a commit (docs/lifecycle.md, "A parked crew")."""
+    previous = getattr(_unwaited, "on_failure", None)
+    _unwaited.on_failure = on_failure
+    try:
+        yield
+    finally:
+        _unwaited.on_failure = previous
+
+
+def registration_failure_handler() -> Callable[[BaseException], None] | None:
+    """The ``on_failure`` of the :func:`registrations_unwaited` block this thread is
+    in, or ``None`` (registrations wait for their commit)."""
+    handler: Callable[[BaseException], None] | None = getattr(_unwaited, "on_failure", None)
+    return handler
 
 
 class MailboxStore(Protocol):

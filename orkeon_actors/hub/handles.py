@@ -243,6 +243,8 @@ class MemoryReader(MailboxReader):
 
 
 class MemoryRegistration(MailboxRegistration):
+    __slots__ = ("_handle", "_hub", "address")
+
     def __init__(self, hub: HubCore, handle: MailboxHandle) -> None:
         self._hub = hub
         self._handle = handle

@@ -151,7 +151,7 @@ class MailboxActor(CallerRunsActor):
             return
         if staged and not reader.push_many(list(staged)):
             return
-        staged.clear()
+        handle.staged = None
         handle.direct_reader = reader
         handle.mode = _Mode.DIRECT
 
@@ -252,7 +252,7 @@ class MailboxHandle:
         self.owner = owner
         self.mode = _Mode.TELL
         self.in_flight = 0  # posts told to the actor and not yet processed by it
-        self.staged: list[Message] = []  # a list, not a deque: only appended, then taken whole
+        self.staged: list[Message] | None = None  # a list once a post is staged: only appended, then taken whole
         self.direct_reader: LocalBuffer[Message] | None = None
         self.held: list[Message] | None = None  # see hold()
         self.parked = False  # closed by a durable hub's park_mailbox: its posts are kept
@@ -330,7 +330,10 @@ class MailboxHandle:
             if reader is not None and reader.push(message):
                 return
         elif mode is _Mode.STAGING:
-            self.staged.append(message)
+            if self.staged is None:
+                self.staged = [message]
+            else:
+                self.staged.append(message)
             return
         self.in_flight += 1
         self._actor().tell(message)
@@ -372,8 +375,8 @@ class MailboxHandle:
             if self.direct_reader is buffer or self.mode is _Mode.STAGING:
                 self.direct_reader = None
                 self.mode = _Mode.TELL
-            staged = list(self.staged)
-            self.staged.clear()
+            staged = self.staged or []
+            self.staged = None
             if not self.closed:
                 self._actor().tell(_Detach(buffer, leftovers, staged))
 
@@ -382,7 +385,7 @@ class MailboxHandle:
         with deferred_turns(), self.lock:
             if self.closed:
                 return 0
-            staged = len(self.staged)
+            staged = len(self.staged or ())
             if self.ref is None:
                 return staged
             future = self.ref.ask(_Depth(), block=False)
@@ -396,8 +399,8 @@ class MailboxHandle:
             self.closed = True
             self.direct_reader = None
             self.mode = _Mode.TELL
-            staged = list(self.staged)
-            self.staged.clear()
+            staged = self.staged or []
+            self.staged = None
             if self.held is not None:
                 staged.extend(self.held)
                 self.held = None

@@ -171,6 +171,8 @@ class MailboxRegistration(abc.ABC):
     """A registered mailbox. ``close()`` unregisters it and returns the messages nobody
     consumed, so closing never loses a message silently."""
 
+    __slots__ = ()
+
     address: MailboxAddress
 
     @abc.abstractmethod

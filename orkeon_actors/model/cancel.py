@@ -40,7 +40,7 @@ class CancelToken:
         passes (:meth:`fire_deadline`; default: a ``CancelledError``)."""
         self._lock = threading.Lock()
         self._error: EventHubError | None = None
-        self._callbacks: dict[int, CancelCallback] = {}
+        self._callbacks: dict[int, CancelCallback] | None = None  # made by the first on_cancel
         self.deadline: float | None = None
         self._deadline_error = deadline_error
         self._unlink: Callable[[], None] = _noop
@@ -60,8 +60,8 @@ class CancelToken:
             if self._error is not None:
                 return
             self._error = error or CancelledError("the operation was cancelled by its CancelToken")
-            callbacks = list(self._callbacks.values())
-            self._callbacks.clear()
+            callbacks = list(self._callbacks.values()) if self._callbacks else []
+            self._callbacks = None
         for callback in callbacks:
             callback(self._error)
 
@@ -84,6 +84,8 @@ class CancelToken:
         with self._lock:
             if self._error is None:
                 key = next(_callback_keys)
+                if self._callbacks is None:
+                    self._callbacks = {}
                 self._callbacks[key] = callback
                 return functools.partial(self._remove, key)  # lighter than a closure: one per wait
             error = self._error
@@ -92,7 +94,8 @@ class CancelToken:
 
     def _remove(self, key: int) -> None:
         with self._lock:
-            self._callbacks.pop(key, None)
+            if self._callbacks is not None:
+                self._callbacks.pop(key, None)
 
     def child(self) -> CancelToken:
         """A token that fires with this token's error when this one fires (at once if it
@@ -119,6 +122,11 @@ def _noop() -> None:
     return None
 
 
+_USAGE = threading.Lock()
+"""Guards every budget's counters (a few additions each time: a lock per budget was
+88 bytes per live agent)."""
+
+
 class Budget:
     """An agent's execution budget: tokens, tool calls, wall time, cost.
 
@@ -127,6 +135,19 @@ class Budget:
     the agent's waits. Wall time runs on ``clock`` (the runtime's, so a virtual clock
     drives it in simulations) from construction or the last :meth:`restart_wall_time`.
     """
+
+    __slots__ = (
+        "clock",
+        "cost_used",
+        "max_cost",
+        "max_tokens",
+        "max_tool_calls",
+        "max_wall_time",
+        "started_at",
+        "token",
+        "tokens_used",
+        "tool_calls_used",
+    )
 
     def __init__(
         self,
@@ -145,11 +166,10 @@ class Budget:
         self.tokens_used = 0
         self.tool_calls_used = 0
         self.cost_used = 0.0
-        self._lock = threading.Lock()
         # Not a bound method: the token would refer back to its budget (a cycle freed by
         # a full collection only, for every agent that finishes).
         limit = self.max_wall_time
-        self.token = CancelToken(None if limit is None else functools.partial(_wall_time_error, limit))
+        self.token = CancelToken(deadline_error=None if limit is None else functools.partial(_wall_time_error, limit))
         self.started_at = self.clock.monotonic()
         if self.max_wall_time is not None:
             self.token.deadline = self.started_at + self.max_wall_time
@@ -167,7 +187,7 @@ class Budget:
 
     def consume(self, *, tokens: int = 0, tool_calls: int = 0, cost: float = 0.0) -> None:
         """Record usage; fires the token if a limit is now exceeded."""
-        with self._lock:
+        with _USAGE:
             self.tokens_used += tokens
             self.tool_calls_used += tool_calls
             self.cost_used += cost

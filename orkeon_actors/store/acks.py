@@ -75,13 +75,19 @@ class ConsumedLedger:
     ledger (and their rows in the store): the next write acknowledges them.
     Thread-safe."""
 
+    __slots__ = ("_lock", "_rows")
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: list[tuple[str, str]] = []
+        self._rows: list[tuple[str, str]] | tuple[()] = ()  # a list once it holds a row (a parked crew's holds none)
 
     def add(self, address: MailboxAddress, message_id: MessageId) -> None:
         with self._lock:
-            self._rows.append((str(address), str(message_id)))
+            rows = self._rows
+            if isinstance(rows, list):
+                rows.append((str(address), str(message_id)))
+            else:
+                self._rows = [(str(address), str(message_id))]
 
     def view(self) -> tuple[tuple[str, str], ...]:
         """The rows consumed so far and not yet acknowledged, oldest first."""
@@ -92,7 +98,7 @@ class ConsumedLedger:
         """``rows`` (a :meth:`view`) were deleted by a committed transaction."""
         done = set(rows)
         with self._lock:
-            self._rows = [row for row in self._rows if row not in done]
+            self._rows = [row for row in self._rows if row not in done] or ()
 
     def __len__(self) -> int:
         with self._lock:

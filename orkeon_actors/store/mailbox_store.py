@@ -32,6 +32,7 @@ import apsw
 from loguru import logger
 
 from orkeon_actors.errors import HubStoppedError, MailboxNotFoundError
+from orkeon_actors.hub.collaborators import registration_failure_handler
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.port import POST_TOPIC, SEND_TOPIC
 from orkeon_actors.hub.waiter import Waiter
@@ -139,12 +140,15 @@ class SqliteMailboxStore:
                 for message in messages:
                     handle.deliver(message)
                 self.live[handle.address] = handle
+                if messages:
+                    logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
 
         self.absent.registering()
-        kept = self.hub.writer.execute(work, after_commit=install)
-        for handle, messages in zip(handles, kept, strict=True):
-            if messages:
-                logger.debug("mailbox {} reopened with {} kept message(s)", handle.address, len(messages))
+        on_failure = registration_failure_handler()
+        if on_failure is None:
+            self.hub.writer.execute(work, after_commit=install)
+        else:  # queued ahead of any later write of these mailboxes; not waited for
+            self.hub.writer.post(work, after_commit=install, on_error=on_failure)
 
     def reopen(self, handles: Sequence[MailboxHandle], reopened: list[MailboxHandle]) -> list[MailboxHandle]:
         """Open ``handles`` on addresses already durably registered (the parked
