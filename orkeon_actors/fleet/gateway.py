@@ -336,25 +336,70 @@ class Gateway:
         if new_binding and announce:
             self.roster.heartbeat()
 
-    def close_inbox(self, address: MailboxAddress) -> None:
-        """Take ``address`` off its mailbox key and the roster: later posts to it fail at
-        their poster (unroutable); what its inbox still holds is refused by the sink and
-        dead-lettered (so reported, never lost silently)."""
+    def close_inboxes(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Take ``addresses`` off their mailbox keys and the roster, then hand what their
+        inboxes still hold to the sink before returning (:meth:`BrokerLink.drain`, then
+        the inbox lane's fence): the caller closes the local mailboxes next, so a post
+        the broker confirmed before the unbind is kept by the local store and handed back
+        by ``close()``, as on one host; a post after it fails at its poster (unroutable:
+        ``MailboxNotFoundError``). Without the broker (or when the drain does not finish
+        within ``connect_timeout``) what an inbox still holds is refused by the sink and
+        dead-lettered, so reported to its senders, never lost silently (WARNING)."""
+        closing: list[MailboxAddress] = []
         with self._lock:
-            if address not in self._inboxes:
-                return
-            self._inboxes.discard(address)
-            if self._stopped:
-                return  # the host is gone: its roster entry expires, posts are refused
-        self.roster.remove([str(address)])
+            for address in addresses:
+                if address in self._inboxes:
+                    self._inboxes.discard(address)
+                    closing.append(address)
+            if self._stopped or not closing:
+                return  # the host is gone: its roster entries expire, posts are refused
+            drained = [address for address in closing if address in self._consumed]
+        self.roster.remove(str(address) for address in closing)
+        unbind = Declarer()
+        for address in closing:
+            unbind.unbind_inbox(address)
         try:
             if not self.link.connected:
                 raise BrokerUnavailableError("the broker is unreachable")
-            self._run_declarer(Declarer().unbind_inbox(address))
+            self._run_declarer(unbind)
         except BrokerUnavailableError as exc:
             with self._lock:
-                self._unbind.add(address)
-            _log.warning("{}: {} is unbound when it is back (posts meanwhile are dead-lettered)", exc, address)
+                self._unbind.update(closing)
+            _log.warning(
+                "{}: {} unbound when it is back (posts meanwhile are dead-lettered)",
+                exc,
+                ", ".join(map(str, closing)),
+            )
+            return
+        self._drain(drained)
+
+    def _drain(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Hand what the inboxes of ``addresses`` (unbound now) hold to the sink; see
+        :meth:`close_inboxes`."""
+        if not addresses:
+            return
+        if self._inbox_lane.on_lane():
+            _log.warning(
+                "{} closed on the gateway's inbox lane: what its inbox holds is dead-lettered and reported",
+                ", ".join(map(str, addresses)),
+            )
+            return
+        futures = [(address, self.link.drain(inbox_queue(address), self._inbox_lane.put)) for address in addresses]
+        for address, future in futures:
+            try:
+                future.result(self.config.connect_timeout)
+            except (BrokerUnavailableError, FutureTimeout) as exc:
+                _log.warning(
+                    "the inbox of {} was not drained ({}): what it holds is dead-lettered and reported to its senders",
+                    address,
+                    str(exc) or f"no answer within {self.config.connect_timeout} s",
+                )
+        if not self._inbox_lane.fence(self.config.connect_timeout):
+            _log.warning(
+                "the inbox lane did not finish within {} s: posts still held for {} are dead-lettered and reported",
+                self.config.connect_timeout,
+                ", ".join(map(str, addresses)),
+            )
 
     def lives_on(self, address: MailboxAddress) -> str | None:
         """The host announcing ``address`` now (this one included), or ``None``."""

@@ -113,6 +113,10 @@ class _Consumer:
     exclusive: bool
     registered: Future[None]
     channel: pika.channel.Channel | None = None
+    tag: str | None = None
+    """The broker's consumer tag on ``channel`` (once ``basic.consume`` was sent)."""
+    dispatch: Callable[..., None] | None = None
+    """pika's message callback for this consumer on ``channel``."""
 
 
 @attrs.define
@@ -546,18 +550,85 @@ class BrokerLink:
         def opened(channel: pika.channel.Channel) -> None:
             self.heard()
             consumer.channel = channel
+            consumer.dispatch = on_message
             channel.add_on_close_callback(on_close)
             channel.basic_qos(
                 prefetch_count=consumer.prefetch,
-                callback=lambda _frame: channel.basic_consume(
-                    consumer.queue,
-                    on_message,
-                    exclusive=consumer.exclusive,
-                    callback=consuming,
-                ),
+                callback=lambda _frame: self._start_consuming(consumer, channel, consuming),
             )
 
         connection.channel(on_open_callback=opened)
+
+    @staticmethod
+    def _start_consuming(
+        consumer: _Consumer, channel: pika.channel.Channel, consuming: Callable[[pika.frame.Method], None]
+    ) -> None:
+        assert consumer.dispatch is not None
+        consumer.tag = channel.basic_consume(
+            consumer.queue, consumer.dispatch, exclusive=consumer.exclusive, callback=consuming
+        )
+
+    def drain(self, queue: str, deliver: Callable[[Delivery], None]) -> Future[int]:
+        """Hand everything ``queue`` holds now to ``deliver``, in queue order, then go on
+        consuming it (a fence for a queue just unbound: once the future completes, every
+        message the queue took before the call reached its consumer's callback or
+        ``deliver``). On the I/O thread: the consumer is cancelled (its deliveries
+        arriving before the broker's ``cancel-ok`` reach its callback; pika returns any
+        later one to the queue), the queue is emptied with ``basic.get`` (each message to
+        ``deliver``, to be settled with :meth:`ack` / :meth:`reject` like a delivery),
+        and the consumer starts again on the same channel. The future gives how many
+        messages ``deliver`` got; it fails with ``BrokerUnavailableError`` if ``queue``
+        has no running consumer on this connection."""
+        done: Future[int] = Future()
+
+        def run() -> None:
+            consumer = next((c for c in self._consumers if c.queue == queue), None)
+            channel = None if consumer is None else consumer.channel
+            if consumer is None or channel is None or not channel.is_open or consumer.tag is None:
+                done.set_exception(BrokerUnavailableError(f"no consumer of {queue!r} is running on this connection"))
+                return
+            generation = self._generation
+            got = 0
+
+            def one(
+                _channel: pika.channel.Channel,
+                method: pika.spec.Basic.GetOk,
+                properties: pika.spec.BasicProperties,
+                body: bytes,
+            ) -> None:
+                nonlocal got
+                got += 1
+                deliver(
+                    Delivery(
+                        queue,
+                        method.routing_key,
+                        method.exchange,
+                        body,
+                        properties.message_id,
+                        dict(properties.headers or {}),
+                        method.delivery_tag,
+                        bool(method.redelivered),
+                        generation,
+                    )
+                )
+                channel.basic_get(queue, one)
+
+            def empty(_frame: pika.frame.Method) -> None:
+                def consuming(_frame: pika.frame.Method) -> None:
+                    self.heard()
+                    done.set_result(got)
+
+                self._start_consuming(consumer, channel, consuming)
+
+            def cancelled(_frame: pika.frame.Method) -> None:
+                self.heard()
+                channel.add_callback(empty, [pika.spec.Basic.GetEmpty], one_shot=True)
+                channel.basic_get(queue, one)
+
+            channel.basic_cancel(consumer.tag, callback=cancelled)
+
+        self.run_on_io_thread(run)
+        return done
 
     def ack(self, delivery: Delivery) -> None:
         """Acknowledge ``delivery`` (thread-safe). A delivery of an earlier connection is
