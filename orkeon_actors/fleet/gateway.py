@@ -9,7 +9,7 @@ the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-because the inbox, topic and answer paths share one verification order and one settling
+(about 650) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).
@@ -77,7 +77,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.inbox_batch import InboxDeclarations
-from orkeon_actors.fleet.lanes import Lane
+from orkeon_actors.fleet.lanes import Lane, drain_inboxes
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
@@ -371,35 +371,7 @@ class Gateway:
                 ", ".join(map(str, closing)),
             )
             return
-        self._drain(drained)
-
-    def _drain(self, addresses: Sequence[MailboxAddress]) -> None:
-        """Hand what the inboxes of ``addresses`` (unbound now) hold to the sink; see
-        :meth:`close_inboxes`."""
-        if not addresses:
-            return
-        if self._inbox_lane.on_lane():
-            _log.warning(
-                "{} closed on the gateway's inbox lane: what its inbox holds is dead-lettered and reported",
-                ", ".join(map(str, addresses)),
-            )
-            return
-        futures = [(address, self.link.drain(inbox_queue(address), self._inbox_lane.put)) for address in addresses]
-        for address, future in futures:
-            try:
-                future.result(self.config.connect_timeout)
-            except (BrokerUnavailableError, FutureTimeout) as exc:
-                _log.warning(
-                    "the inbox of {} was not drained ({}): what it holds is dead-lettered and reported to its senders",
-                    address,
-                    str(exc) or f"no answer within {self.config.connect_timeout} s",
-                )
-        if not self._inbox_lane.fence(self.config.connect_timeout):
-            _log.warning(
-                "the inbox lane did not finish within {} s: posts still held for {} are dead-lettered and reported",
-                self.config.connect_timeout,
-                ", ".join(map(str, addresses)),
-            )
+        drain_inboxes(self._inbox_lane, self.link, drained, self.config.connect_timeout)
 
     def lives_on(self, address: MailboxAddress) -> str | None:
         """The host announcing ``address`` now (this one included), or ``None``."""

@@ -1,15 +1,24 @@
 """The gateway's worker lanes: deliveries handled in arrival order on one thread per lane,
-never on the broker link's I/O thread (:class:`~orkeon_actors.fleet.gateway.Gateway`)."""
+never on the broker link's I/O thread (:class:`~orkeon_actors.fleet.gateway.Gateway`), and
+the drain of closing inboxes through the inbox lane (:func:`drain_inboxes`)."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 
-from orkeon_actors.hub.amqp.link import Delivery
+from loguru import logger
 
-__all__ = ["Lane"]
+from orkeon_actors.errors import BrokerUnavailableError
+from orkeon_actors.hub.amqp.link import BrokerLink, Delivery
+from orkeon_actors.hub.amqp.topology import inbox_queue
+from orkeon_actors.model.address import MailboxAddress
+
+__all__ = ["Lane", "drain_inboxes"]
+
+_log = logger.bind(component="orkeon_actors.fleet")
 
 
 class _Fence:
@@ -79,3 +88,29 @@ class Lane:
         self._stopping = True
         self._queue.put(None)
         self._thread.join(timeout=10)
+
+
+def drain_inboxes(lane: Lane, link: BrokerLink, addresses: Sequence[MailboxAddress], timeout: float) -> None:
+    """Hand what the inboxes of ``addresses`` (unbound now) hold to ``lane``
+    (:meth:`BrokerLink.drain`), then wait until the lane handled it all: the sink kept
+    each message in its mailbox (or refused it). What cannot be drained within
+    ``timeout`` (per inbox, then for the lane), or a call on the lane's own thread, is
+    left to be refused and dead-lettered, so reported to its senders (WARNING)."""
+    if not addresses:
+        return
+    named = ", ".join(map(str, addresses))
+    if lane.on_lane():
+        _log.warning("{} closed on the gateway's inbox lane: what its inbox holds is dead-lettered and reported", named)
+        return
+    futures = [(address, link.drain(inbox_queue(address), lane.put)) for address in addresses]
+    for address, future in futures:
+        try:
+            future.result(timeout)
+        except (BrokerUnavailableError, FutureTimeout) as exc:
+            _log.warning(
+                "the inbox of {} was not drained ({}): what it holds is dead-lettered and reported to its senders",
+                address,
+                str(exc) or f"no answer within {timeout} s",
+            )
+    if not lane.fence(timeout):
+        _log.warning("the inbox lane did not finish within {} s: posts held for {} are dead-lettered", timeout, named)
