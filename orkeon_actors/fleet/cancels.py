@@ -20,16 +20,18 @@ Guarantees and limits:
 * **Only the requester's host.** B honours a cancel for a request not arrived yet only
   when it comes later from the host that asked; the control message is verified like
   every cross-host message.
-* **Not across B's restart.** A request already kept with its route and cancelled, then
-  B restarted before the route's deadline, is reopened by B's boot: its reply is then
-  refused at the requester.
+* **Across B's restart.** A withdrawn request stays withdrawn when B restarts: B answers
+  the cancel only once the request's kept reply route is deleted (committed), and a
+  request cancelled before it arrived is kept in the mailbox without ever having its
+  route written, so B's boot has nothing to reopen (the agent reading it after the
+  restart gets ``UnknownCorrelationError`` from ``reply``, as before the restart).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from loguru import logger
@@ -41,6 +43,7 @@ from orkeon_actors.model.ids import CorrelationId
 if TYPE_CHECKING:
     from orkeon_actors.fleet.control import ControlPlane
     from orkeon_actors.fleet.hub import AmqpEventHub
+    from orkeon_actors.fleet.remote_requests import RemoteRequest
 
 __all__ = ["CANCEL_TIMEOUT", "EARLY_MAX", "OP", "RemoteCancels"]
 
@@ -107,15 +110,19 @@ class RemoteCancels:
         return {"withdrawn": False}
 
     def open_unless_cancelled(
-        self, correlation_id: CorrelationId, requester_host: str, open_route: Callable[[], None]
-    ) -> bool:
-        """Run ``open_route`` for the request ``correlation_id`` from
-        ``requester_host``, arriving now, unless it was cancelled before it arrived (that
-        cancel is then forgotten: asked once). Whether it was opened."""
-        with self._lock:
-            if self._early.get(str(correlation_id)) == requester_host:
-                del self._early[str(correlation_id)]
-                self.withdrawn += 1
-                return False
-            open_route()
-            return True
+        self, routes: Sequence[RemoteRequest], open_routes: Callable[[list[RemoteRequest]], None]
+    ) -> list[RemoteRequest]:
+        """Run ``open_routes`` (keep and open) with the requests of ``routes`` arriving
+        now, less those their requester's host cancelled before they arrived (each such
+        cancel is then forgotten: asked once). The requests opened."""
+        with self._lock:  # against serve: a cancel is either early here or finds the request open
+            admitted: list[RemoteRequest] = []
+            for route in routes:
+                key = str(route.correlation_id)
+                if self._early.get(key) == route.reply_host:
+                    del self._early[key]
+                    self.withdrawn += 1
+                else:
+                    admitted.append(route)
+            open_routes(admitted)
+            return admitted

@@ -9,7 +9,7 @@ the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-because the inbox, topic and answer paths share one verification order and one settling
+(about 650) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).
@@ -77,7 +77,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.inbox_batch import InboxDeclarations
-from orkeon_actors.fleet.lanes import Lane
+from orkeon_actors.fleet.lanes import Lane, drain_inboxes
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.signing import Signer, Verifier
@@ -336,25 +336,42 @@ class Gateway:
         if new_binding and announce:
             self.roster.heartbeat()
 
-    def close_inbox(self, address: MailboxAddress) -> None:
-        """Take ``address`` off its mailbox key and the roster: later posts to it fail at
-        their poster (unroutable); what its inbox still holds is refused by the sink and
-        dead-lettered (so reported, never lost silently)."""
+    def close_inboxes(self, addresses: Sequence[MailboxAddress]) -> None:
+        """Take ``addresses`` off their mailbox keys and the roster, then hand what their
+        inboxes still hold to the sink before returning (:meth:`BrokerLink.drain`, then
+        the inbox lane's fence): the caller closes the local mailboxes next, so a post
+        the broker confirmed before the unbind is kept by the local store and handed back
+        by ``close()``, as on one host; a post after it fails at its poster (unroutable:
+        ``MailboxNotFoundError``). Without the broker (or when the drain does not finish
+        within ``connect_timeout``) what an inbox still holds is refused by the sink and
+        dead-lettered, so reported to its senders, never lost silently (WARNING)."""
+        closing: list[MailboxAddress] = []
         with self._lock:
-            if address not in self._inboxes:
-                return
-            self._inboxes.discard(address)
-            if self._stopped:
-                return  # the host is gone: its roster entry expires, posts are refused
-        self.roster.remove([str(address)])
+            for address in addresses:
+                if address in self._inboxes:
+                    self._inboxes.discard(address)
+                    closing.append(address)
+            if self._stopped or not closing:
+                return  # the host is gone: its roster entries expire, posts are refused
+            drained = [address for address in closing if address in self._consumed]
+        self.roster.remove(str(address) for address in closing)
+        unbind = Declarer()
+        for address in closing:
+            unbind.unbind_inbox(address)
         try:
             if not self.link.connected:
                 raise BrokerUnavailableError("the broker is unreachable")
-            self._run_declarer(Declarer().unbind_inbox(address))
+            self._run_declarer(unbind)
         except BrokerUnavailableError as exc:
             with self._lock:
-                self._unbind.add(address)
-            _log.warning("{}: {} is unbound when it is back (posts meanwhile are dead-lettered)", exc, address)
+                self._unbind.update(closing)
+            _log.warning(
+                "{}: {} unbound when it is back (posts meanwhile are dead-lettered)",
+                exc,
+                ", ".join(map(str, closing)),
+            )
+            return
+        drain_inboxes(self._inbox_lane, self.link, drained, self.config.connect_timeout)
 
     def lives_on(self, address: MailboxAddress) -> str | None:
         """The host announcing ``address`` now (this one included), or ``None``."""

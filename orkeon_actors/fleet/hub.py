@@ -130,10 +130,10 @@ class _FleetMailboxes:
     def unregister(
         self, handles: Sequence[MailboxHandle], close_live: Callable[[Sequence[MailboxHandle]], list[list[Message]]]
     ) -> list[list[Message]]:
-        leftovers = self.local.unregister(handles, close_live)
-        for handle in handles:
-            self.hub.gateway.close_inbox(handle.address)
-        return leftovers
+        # First off the broker, its inboxes drained into the store: close() hands back
+        # every post the broker confirmed, as on one host.
+        self.hub.gateway.close_inboxes([handle.address for handle in handles])
+        return self.local.unregister(handles, close_live)
 
     def park(self, handles: Sequence[MailboxHandle], unlive: Callable[[MailboxHandle], None]) -> None:
         self.local.park(handles, unlive)  # the inbox stays consumed: posts land in the store
@@ -373,7 +373,7 @@ class AmqpEventHub(SqliteEventHub):
         expired = [str(route.correlation_id) for route in kept if route.expires_at_ms <= now]
         for route in kept:
             if route.expires_at_ms > now:
-                self._open_route(route)
+                self._open_route_now(route)
         if expired:
             self.writer.execute(lambda conn: remote_requests.forget(conn, expired))
         if len(kept) > len(expired):
@@ -391,22 +391,39 @@ class AmqpEventHub(SqliteEventHub):
 
     def withdraw_request(self, correlation_id: CorrelationId) -> bool:
         """Withdraw a request delivered here (its requester cancelled it): a later reply
-        raises ``UnknownCorrelationError``. Whether it was pending."""
+        raises ``UnknownCorrelationError``, now and after a restart (its kept reply
+        route is deleted before this returns). Whether it was pending."""
         if self.pending_request(correlation_id) is None:
             return False
         self.forget_request(correlation_id)
-        self._drop_routes([correlation_id])
+        try:
+            self.writer.execute(lambda conn: remote_requests.forget(conn, [correlation_id]))
+        except HubStoppedError:
+            _log.warning(
+                "host {}: store closed, request {} withdrawn until its next boot only", self.host_id, correlation_id
+            )
         return True
 
-    def _open_route(self, route: RemoteRequest) -> None:
-        """Open a request delivered here as a pending request of this hub, so that a
-        local reply answers it and travels to ``route.reply_host`` (unless its requester
-        cancelled it already: :mod:`~orkeon_actors.fleet.cancels`)."""
+    def _open_routes(self, routes: list[RemoteRequest]) -> Waiter[None] | None:
+        """Keep and open requests delivered here (unless their requester cancelled them
+        already: :mod:`~orkeon_actors.fleet.cancels`), so that a local reply answers each
+        and travels to its ``reply_host``. The insert of their reply routes is queued
+        before any is opened, so the deletion of a route withdrawn or timed out from then
+        on is queued behind it (a withdrawn request is never kept). The insert's waiter."""
+        kept: list[Waiter[None] | None] = [None]
+
+        def open_routes(admitted: list[RemoteRequest]) -> None:
+            if admitted:
+                kept[0] = self.writer.submit(lambda conn: remote_requests.remember(conn, admitted))
+            for route in admitted:
+                self._open_route_now(route)
+
         cancels = self.remote_cancels
         if cancels is None:
-            self._open_route_now(route)
+            open_routes(routes)
         else:
-            cancels.open_unless_cancelled(route.correlation_id, route.reply_host, lambda: self._open_route_now(route))
+            cancels.open_unless_cancelled(routes, open_routes)
+        return kept[0]
 
     def _open_route_now(self, route: RemoteRequest) -> None:
         if self.pending_request(route.correlation_id) is not None:
@@ -446,15 +463,13 @@ class AmqpEventHub(SqliteEventHub):
                 if redelivered and any(held.id == message.id for held in self.kept_messages(address)):
                     continue  # kept before the connection dropped: held, acknowledge it
                 if message.correlation_id is not None:
-                    route = self._route_of(envelope, address)
-                    self._open_route(route)
-                    routes.append(route)
+                    routes.append(self._route_of(envelope, address))
             except Exception as exc:  # refused: told to the gateway, which dead-letters it
                 outcomes[index] = exc
                 continue
             kept.append(index)
         # Queued before the messages: committed in their group commit or an earlier one.
-        routes_kept = self.writer.submit(lambda conn: remote_requests.remember(conn, routes)) if routes else None
+        routes_kept = self._open_routes(routes) if routes else None
         results = self.mailbox_store.append_many([posts[index][0].message for index in kept])
         if routes_kept is not None:
             try:

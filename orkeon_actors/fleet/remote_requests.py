@@ -6,8 +6,10 @@ adapter opens it as a pending request of this hub (the replier's ``reply`` is ch
 staged as for a local request) and keeps its reply route here: the correlation id, the
 requester, the mailbox it was sent to, the requester's host and the requester's deadline
 (``expires_at``, unix ms). The row is written in the store's group commit that keeps the
-request message itself (never later), and deleted once the reply was published home or
-the deadline passed.
+request message itself (never later), and deleted once the reply was published home, the
+deadline passed or the requester withdrew it (:mod:`~orkeon_actors.fleet.cancels`: that
+deletion is committed before the withdrawal is confirmed, and a request withdrawn before
+it arrived never has its row written).
 
 Guarantees:
 

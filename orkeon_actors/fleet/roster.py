@@ -17,7 +17,8 @@ Guarantees:
   what it says of its host's entities (chunk ``n`` of ``total``: entities the host no
   longer announces disappear once a complete round arrived without them).
 * **Local first.** The local host's own entities are in the view at once (``add``), not
-  after a round trip through the broker.
+  after a round trip through the broker, and stay there while it heartbeats: each
+  heartbeat renews their expiry in its own view, as its round does in the others'.
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ class Roster:
         chunks = [entities[i : i + self._chunk] for i in range(0, len(entities), self._chunk)]
         round_id = uuid.uuid4().hex
         expires = self._now_ms() + self._ttl_ms
+        self._refresh_own(gateway, expires)
         for index, part in enumerate(chunks):
             body = json.dumps(
                 {"round": round_id, "chunk": index, "chunks": len(chunks), "entities": part, "kinds": list(self.kinds)},
@@ -217,6 +219,16 @@ class Roster:
                     persistent=False,
                 )
             )
+
+    def _refresh_own(self, gateway: str, expires: int) -> None:
+        """This host's own entries live as long as the round announcing them lives in the
+        other views: renewed at each heartbeat (its own rounds are not read back), the
+        gateway's with its kinds."""
+        with self._lock:
+            self._view[gateway] = Presence(self.host, gateway, expires, self.kinds)
+            for entity in self._local:
+                if entity != gateway:
+                    self._view[entity] = Presence(self.host, entity, expires)
 
     def _received(self, delivery: Delivery) -> None:
         self._link.ack(delivery)

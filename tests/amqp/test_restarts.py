@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.errors import SendTimeoutError
+from orkeon_actors.errors import CancelledError, SendTimeoutError
 from orkeon_actors.fleet.host_process import HostCallError, HostProcess, write_keys
 from orkeon_actors.testing import wait_until
 from tests.conftest import Background
@@ -78,6 +78,51 @@ def test_a_request_whose_deadline_passed_during_the_restart_is_not_answerable(pa
         job.get(30)
     pair.b.restart()
     pair.b.call("register", address=BOOK)
+    with pytest.raises(HostCallError) as refused:
+        pair.b.call("serve", address=BOOK, count=1, crew="ledger", agent="book", within=30)
+    assert refused.value.error == "UnknownCorrelationError"
+
+
+def test_a_request_cancelled_before_it_reached_its_host_stays_withdrawn_after_a_restart(pair: Pair) -> None:
+    """The cancel reaches b while b's gateway holds the request, before b keeps it: b keeps
+    the message without a reply route, so its boot after a SIGKILL has nothing to reopen."""
+    pair.b.call("register", address=BOOK)
+    wait_until(lambda: pair.a.hub.where(BOOK) == pair.b_id, what=f"{BOOK} announced to a")  # type: ignore[attr-defined]
+    pair.b.call("load_ops", ops="tests.amqp.held_inbox:OPS")
+    pair.b.call("hold_inbox")
+    token = ok.CancelToken()
+    job = Background(lambda: pair.a.hub.bind("front", "desk").send(BOOK, {"invoice": 7}, timeout=60, cancel=token))
+    wait_until(lambda: pair.b.call("held") == 1, what="the request held by b's gateway")
+    token.cancel()
+    with pytest.raises(CancelledError):
+        job.get(30)  # b answered the cancel: it remembers it for the request to come
+    pair.b.call("release_inbox")
+    wait_until(lambda: pair.b.call("depth", address=BOOK) == 1, what="the request kept on b")
+    pair.b.kill()
+    pair.b.restart()
+    pair.b.call("register", address=BOOK)
+    with pytest.raises(HostCallError) as refused:
+        pair.b.call("serve", address=BOOK, count=1, crew="ledger", agent="book", within=30)
+    assert refused.value.error == "UnknownCorrelationError"
+
+
+def test_a_request_cancelled_after_its_host_kept_it_stays_withdrawn_after_a_restart(pair: Pair) -> None:
+    """b answers the cancel once the withdrawal is durable: killed right after, it reopens
+    the request still waiting (answered) but not the cancelled one (refused)."""
+    job = pair.asking(timeout=60)
+    token = ok.CancelToken()
+    cancelled = Background(
+        lambda: pair.a.hub.bind("front", "till").send(BOOK, {"invoice": 8}, timeout=60, cancel=token)
+    )
+    wait_until(lambda: pair.b.call("depth", address=BOOK) == 2, what="both requests kept on b")
+    token.cancel()
+    with pytest.raises(CancelledError):
+        cancelled.get(30)  # b withdrew it: its reply route is deleted, committed
+    pair.b.kill()  # at once: nothing more of b's runs after the answer to the cancel
+    pair.b.restart()
+    pair.b.call("register", address=BOOK)
+    assert pair.b.call("serve", address=BOOK, count=1, crew="ledger", agent="book", within=30) == 1
+    assert job.get(30).json() == {"invoice": 7}  # type: ignore[attr-defined]
     with pytest.raises(HostCallError) as refused:
         pair.b.call("serve", address=BOOK, count=1, crew="ledger", agent="book", within=30)
     assert refused.value.error == "UnknownCorrelationError"

@@ -95,3 +95,16 @@ def test_a_view_two_rounds_after_a_reopen_keeps_the_reopened_entity(fleet: tuple
         a.roster.heartbeat()
         wait_until(lambda n=rounds: b.roster.rounds_from(a.roster.host) >= n + 2, what="two rounds after the add")
         assert b.roster.lives_on("agent://c1/a") == a.roster.host
+
+
+def test_a_hosts_own_entries_stay_in_its_view_while_it_heartbeats(fleet: tuple[Host, Host, HostKeys]) -> None:
+    """Well past the TTL (1 s; 10 rounds of 0.2 s heard by b), a host still sees its own
+    entity and its own gateway with its kinds, as the other host does."""
+    a, b, _ = fleet
+    a.roster.add(["agent://billing/scorer"])
+    host = a.roster.host
+    rounds = b.roster.rounds_from(host)
+    wait_until(lambda: b.roster.rounds_from(host) >= rounds + 10, timeout=30, what="ten more rounds of a at b")
+    assert b.roster.lives_on("agent://billing/scorer") == host
+    assert a.roster.lives_on("agent://billing/scorer") == host
+    assert a.roster.hosts().get(host) == ("billing",)

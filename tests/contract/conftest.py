@@ -28,12 +28,7 @@ def _split(tmp: Path, clock: ok.Clock | None) -> Any:
 
 CONTRACT_ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], Any]] = {**ADAPTERS, CROSS_HOST: _split}
 
-NOT_SPLIT: dict[str, str] = {
-    "test_unregister_while_posting_never_swallows_a_message": (
-        "a post the broker confirmed but the closed mailbox's host had not taken is dead-lettered and reported "
-        "to its sender (DeliveryFailed), not handed back by close(): tests/amqp/test_dead_letters.py covers that report"
-    ),
-}
+NOT_SPLIT: dict[str, str] = {}
 """Contract tests left out of the cross-host variant (by function name), and why."""
 
 

@@ -3,9 +3,8 @@
 :class:`BrokerLink` owns a pika ``SelectConnection`` and the single thread that runs its
 I/O loop (pika connections are not thread-safe; every other thread talks to it through
 ``add_callback_threadsafe``). It is the only module of the distributed tier that touches
-pika. It stays a little over 600 lines because publishing, consuming and reconnecting
-share one connection's state on one I/O thread (its channels, confirm window, consumer
-list and generation): split, each part would reach into the others' state. Guarantees:
+pika (with :mod:`~orkeon_actors.hub.amqp.consumers`, which keeps its consumers on
+channels they share). Guarantees:
 
 * **Confirmed publishes.** :meth:`BrokerLink.publish` returns a future that completes
   once the broker confirmed the message (``basic.ack``); it fails with
@@ -21,6 +20,10 @@ list and generation): split, each part would reach into the others' state. Guara
   re-established (same queue, prefetch, exclusivity) after every reconnect, once the
   ``on_connected`` hook redeclared the topology. Deliveries of the old connection are
   void: acking them is a no-op, the broker redelivers them (``redelivered`` set).
+* **Not capped by ``channel_max``.** Consumers share channels, up to
+  :data:`~orkeon_actors.hub.amqp.consumers.PER_CHANNEL` each, each keeping its own
+  prefetch: one connection holds far more consumers than the broker's ``channel_max``
+  (2,047 by default).
 * **Exclusive means exclusive.** A consumer refused because another connection holds the
   queue exclusively fails its :meth:`consume` with ``ExclusiveConsumerError`` (a second
   gateway for one host fails loudly) instead of retrying.
@@ -56,13 +59,13 @@ from orkeon_actors.errors import (
     ExclusiveConsumerError,
     UnroutableError,
 )
+from orkeon_actors.hub.amqp.consumers import PER_CHANNEL, Consumer, ConsumerChannels, Delivery
 from orkeon_actors.hub.amqp.uri import connection_parameters, redacted
 
 __all__ = ["BrokerLink", "Delivery", "Outgoing"]
 
 _log = logger.bind(component="orkeon_actors.amqp")
 
-_ACCESS_REFUSED = 403
 _RESOURCE_LOCKED = 405
 
 
@@ -87,32 +90,6 @@ class Outgoing:
             content_type="application/json",
             expiration=None if self.expiration_ms is None else str(self.expiration_ms),
         )
-
-
-@attrs.frozen
-class Delivery:
-    """One message a consumer received. ``generation`` identifies the connection it came
-    on: :meth:`BrokerLink.ack` of a delivery from an earlier connection does nothing."""
-
-    queue: str
-    routing_key: str
-    exchange: str
-    body: bytes
-    message_id: str | None
-    headers: dict[str, Any]
-    delivery_tag: int
-    redelivered: bool
-    generation: int
-
-
-@attrs.define
-class _Consumer:
-    queue: str
-    on_message: Callable[[Delivery], None]
-    prefetch: int
-    exclusive: bool
-    registered: Future[None]
-    channel: pika.channel.Channel | None = None
 
 
 @attrs.define
@@ -141,6 +118,7 @@ class BrokerLink:
         on_connected: Callable[[pika.channel.Channel, Callable[[], None]], None] | None = None,
         backoff: float = 0.1,
         max_backoff: float = 5.0,
+        consumers_per_channel: int = PER_CHANNEL,
     ) -> None:
         self.url = url
         self.name = name
@@ -165,7 +143,8 @@ class BrokerLink:
         self._settling: list[Callable[[], None]] = []
         """Acks and rejects waiting for the I/O thread, run by one scheduled callback."""
         self._settle_scheduled = False
-        self._consumers: list[_Consumer] = []
+        self._consumers = ConsumerChannels(self.heard, consumers_per_channel)
+        """Every consumer, on channels they share (:mod:`~orkeon_actors.hub.amqp.consumers`)."""
         self.last_heard = time.monotonic()
         """When the broker last answered something of this link's (a consumer's channel
         opened, a consumer accepted, a batch of declarations: :meth:`heard`): the
@@ -296,8 +275,9 @@ class BrokerLink:
     def _resume(self, channel: pika.channel.Channel) -> None:
         self._channel = channel
         self._attempt = 0
-        for consumer in list(self._consumers):
-            self._open_consumer(consumer)
+        connection = self._connection
+        if connection is not None:
+            self._consumers.reconnected(connection, self._generation)
         with self._lock:
             queued, self._queued = self._queued, []
             self._flush_scheduled = False  # one lost with the old connection's loop
@@ -466,23 +446,21 @@ class BrokerLink:
         start, however long the burst takes, while a stalled broker still fails fast."""
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1 (a bound on unacknowledged deliveries), got {prefetch}")
-        consumer = _Consumer(queue, on_message, prefetch, exclusive, Future())
+        consumer = Consumer(queue, on_message, prefetch, exclusive, Future())
+        self._consumers.add(consumer)
         with self._lock:
-            self._consumers.append(consumer)
             connection = self._connection
         if connection is not None and self._ready.is_set():
-            self._threadsafe(connection, lambda: self._open_consumer(consumer))
+            self._threadsafe(connection, lambda: self._consumers.open(connection, consumer, self._generation))
         if not wait:
             return
         try:
             self._await_consumer(consumer, timeout)
         except BaseException:
-            with self._lock:
-                if consumer in self._consumers:
-                    self._consumers.remove(consumer)
+            self._consumers.remove(consumer)
             raise
 
-    def _await_consumer(self, consumer: _Consumer, timeout: float) -> None:
+    def _await_consumer(self, consumer: Consumer, timeout: float) -> None:
         asked_at = time.monotonic()
         while True:
             since = max(self.last_heard, asked_at)
@@ -496,68 +474,20 @@ class BrokerLink:
                         "it is unreachable or stalled"
                     ) from None
 
-    def _open_consumer(self, consumer: _Consumer) -> None:
-        connection = self._connection
-        if connection is None or not connection.is_open:
-            return
-        generation = self._generation
-
-        def on_close(_channel: pika.channel.Channel, reason: BaseException) -> None:
-            refused = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code in (
-                _ACCESS_REFUSED,
-                _RESOURCE_LOCKED,
-            )
-            if refused and not consumer.registered.done():
-                with self._lock:
-                    if consumer in self._consumers:
-                        self._consumers.remove(consumer)
-                consumer.registered.set_exception(
-                    ExclusiveConsumerError(
-                        f"queue {consumer.queue!r} is consumed exclusively by another connection (another gateway "
-                        f"for the same host?): {reason}. Stop the other one; two would split the stream"
-                    )
-                )
-
-        def on_message(
-            channel: pika.channel.Channel,
-            method: pika.spec.Basic.Deliver,
-            properties: pika.spec.BasicProperties,
-            body: bytes,
-        ) -> None:
-            consumer.on_message(
-                Delivery(
-                    consumer.queue,
-                    method.routing_key,
-                    method.exchange,
-                    body,
-                    properties.message_id,
-                    dict(properties.headers or {}),
-                    method.delivery_tag,
-                    bool(method.redelivered),
-                    generation,
-                )
-            )
-
-        def consuming(_frame: pika.frame.Method) -> None:
-            self.heard()
-            if not consumer.registered.done():
-                consumer.registered.set_result(None)
-
-        def opened(channel: pika.channel.Channel) -> None:
-            self.heard()
-            consumer.channel = channel
-            channel.add_on_close_callback(on_close)
-            channel.basic_qos(
-                prefetch_count=consumer.prefetch,
-                callback=lambda _frame: channel.basic_consume(
-                    consumer.queue,
-                    on_message,
-                    exclusive=consumer.exclusive,
-                    callback=consuming,
-                ),
-            )
-
-        connection.channel(on_open_callback=opened)
+    def drain(self, queue: str, deliver: Callable[[Delivery], None]) -> Future[int]:
+        """Hand everything ``queue`` holds now to ``deliver``, in queue order, then go on
+        consuming it (a fence for a queue just unbound: once the future completes, every
+        message the queue took before the call reached its consumer's callback or
+        ``deliver``). On the I/O thread: the consumer is cancelled (its deliveries
+        arriving before the broker's ``cancel-ok`` reach its callback; pika returns any
+        later one to the queue), the queue is emptied with ``basic.get`` (each message to
+        ``deliver``, to be settled with :meth:`ack` / :meth:`reject` like a delivery),
+        and the consumer starts again on the same channel. The future gives how many
+        messages ``deliver`` got; it fails with ``BrokerUnavailableError`` if ``queue``
+        has no running consumer on this connection."""
+        done: Future[int] = Future()
+        self.run_on_io_thread(lambda: self._consumers.drain(queue, deliver, done))
+        return done
 
     def ack(self, delivery: Delivery) -> None:
         """Acknowledge ``delivery`` (thread-safe). A delivery of an earlier connection is
@@ -576,11 +506,12 @@ class BrokerLink:
         def run() -> None:
             if delivery.generation != self._generation:
                 return
-            for consumer in self._consumers:
-                channel = consumer.channel
-                if consumer.queue == delivery.queue and channel is not None and channel.is_open:
-                    action(channel)
-                    return
+            channel = delivery.channel
+            if channel is None:  # a delivery made by hand: its queue's consumer's channel
+                consumer = self._consumers.of_queue(delivery.queue)
+                channel = None if consumer is None else consumer.channel
+            if channel is not None and channel.is_open:  # closed: the broker requeued it
+                action(channel)
 
         with self._lock:
             self._settling.append(run)
@@ -613,6 +544,11 @@ class BrokerLink:
         if connection is None:
             raise BrokerUnavailableError("the broker link is not connected yet: call start() first")
         self._threadsafe(connection, fn)
+
+    @property
+    def consumer_channels(self) -> int:
+        """How many channels this connection's consumers share now (open or opening)."""
+        return self._consumers.channels()
 
     @property
     def channel(self) -> pika.channel.Channel | None:
