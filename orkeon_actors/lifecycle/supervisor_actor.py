@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pykka
 from loguru import logger
 
-from orkeon_actors.crew.crew_actor import CrewActor, hand_over, start_crew
+from orkeon_actors.crew.crew_actor import CrewActor, start_crew
 from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     Closed,
@@ -42,12 +42,9 @@ from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import note_crew_finished
-from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
-from orkeon_actors.hub.routing import cursor_matches, topic_matches
-from orkeon_actors.lifecycle.activation import BuiltCrew
 from orkeon_actors.lifecycle.burst_gc import BURST_QUIET, BurstCollections
 from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
-from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
+from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
     DEFERRED_TICK,
     MAX_ACTIVATING,
@@ -70,6 +67,13 @@ from orkeon_actors.lifecycle.supervisor_state import (
     topic_patterns,
 )
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
+from orkeon_actors.lifecycle.wake_transitions import (
+    cursors_open,
+    keep_for_handovers,
+    kept_loaded,
+    wake_crew,
+    wake_on_dispatch,
+)
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
@@ -126,7 +130,7 @@ class SupervisorActor(pykka.ThreadingActor):
                 message.future.set_exception(exc)
         elif isinstance(message, Dispatched):
             try:
-                self._dispatched(message.message)
+                wake_on_dispatch(self, message.message)
             finally:  # not before: a wake until now adopts it in routing order (Handover)
                 self.shared.done_routing(message.message.id)
         elif isinstance(message, SnapshotTaken):
@@ -150,11 +154,11 @@ class SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, Tick):
             self._tick(fallback=message.fallback)
         elif isinstance(message, Routing):
-            self._keep_for_handovers(message.message)
+            keep_for_handovers(self, message.message)
         elif isinstance(message, CursorsOpen):
-            self._cursors_open(message.crew_id)
+            cursors_open(self, message.crew_id)
         elif isinstance(message, KeptLoaded):
-            self._kept_loaded(message)
+            kept_loaded(self, message)
         elif isinstance(message, CheckpointDue):
             self._checkpoint(message.crew_id)
         elif isinstance(message, BurstCheck):
@@ -175,7 +179,7 @@ class SupervisorActor(pykka.ThreadingActor):
         # Kept mail, and events kept for a parked wait's cursor (published while the supervisor stopped).
         for crew in self.wakes.crews_to_wake_at_boot():
             if self.store.stored_state(crew) is not None:
-                self._wake(crew, None, time.perf_counter(), cause=WakeTrigger.POST)
+                wake_crew(self, crew, None, time.perf_counter(), cause=WakeTrigger.POST)
         return asleep
 
     # -- spawning ---------------------------------------------------------------------
@@ -188,12 +192,12 @@ class SupervisorActor(pykka.ThreadingActor):
             raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
         if self.sup.outcome_book.load(crew_id) is not None:
             self.sup.outcome_book.forget(crew_id)  # the id is used again: the old outcome is history
-        entry = self._start(name, crew_id)
+        entry = self.register_crew(name, crew_id)
         start_crew(entry.ref)
-        self._activated(crew_id, entry)
+        self.activated(crew_id, entry)
         return crew_id
 
-    def _start(self, name: str, crew_id: CrewId) -> CrewEntry:
+    def register_crew(self, name: str, crew_id: CrewId) -> CrewEntry:
         crew = self.activator.build(name, crew_id)
         entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger, crew.volatile)
         self.entries[crew_id] = entry
@@ -204,7 +208,7 @@ class SupervisorActor(pykka.ThreadingActor):
             self.shared.status[crew_id] = CrewStatus.CREATED
         return entry
 
-    def _activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
+    def activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
         entry.state = LifecycleState.ACTIVE
         self.idle.watch(crew_id, entry.idle_timeout)
         self._enforce_cap()
@@ -232,7 +236,7 @@ class SupervisorActor(pykka.ThreadingActor):
     def _snapshot_taken(self, report: SnapshotTaken) -> None:
         """The crew took its sleep snapshot (its cursors stay open until its release):
         index it under its patterns, and from now on keep the topic messages for its
-        cursors (see :meth:`_keep_for_handovers`)."""
+        cursors (see :func:`~orkeon_actors.lifecycle.wake_transitions.keep_for_handovers`)."""
         entry = self.entries.get(report.crew_id)
         if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
             return
@@ -415,7 +419,7 @@ class SupervisorActor(pykka.ThreadingActor):
             kept = handover.without({m.id for a in snapshot.agents for c in a.cursors for m in c.buffered})
         if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
             first = entry.buffered[0] if entry.buffered else None
-            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
+            wake_crew(self, crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
             woken = self.entries.get(crew_id)
             if woken is not None:
                 for message in entry.buffered[1:]:
@@ -427,188 +431,6 @@ class SupervisorActor(pykka.ThreadingActor):
                 self.wakes.keep_event(crew_id, keys, message)
         if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
             self.end(crew_id, entry.ending)
-
-    # -- wake -------------------------------------------------------------------------
-
-    def _wake(
-        self,
-        crew_id: CrewId,
-        trigger: Message | None,
-        started: float,
-        *,
-        expiry: bool = False,
-        cause: str | None = None,
-        carry: Sequence[Message] = (),
-        texts: Mapping[CrewId, str] | None = None,
-    ) -> bool:
-        """Activate a sleeping crew. A crew without topic cursors is restored and Active
-        at once. Otherwise, from here until its restored cursors are open, the
-        topic messages matching them are kept (``carry`` first: kept while it slept;
-        then the trigger, messages in mid-routing now, and every one heard of until
-        then) and handed over in that order (:func:`hand_over`). ``texts``: snapshot
-        texts read for a batch in this turn (``SnapshotActivator.read_many``)."""
-        entry = self.entries.get(crew_id)
-        if entry is not None:
-            if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
-                if trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
-                    entry.buffered.append(trigger)
-                else:
-                    self._keep_for_handovers(trigger)
-            return False
-        if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
-            logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
-            return False
-        snapshot = self.activator.load(crew_id, trigger, texts)
-        if snapshot is None:
-            return False
-        if cause is None:
-            cause = WakeTrigger.EXPIRY if expiry else _cause_of(trigger)
-        log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
-        entry = self._start(snapshot.name, crew_id)
-        entry.state = LifecycleState.ACTIVATING
-        entry.wake_cause = cause
-        filters = snapshot_cursors(snapshot)
-        if not filters and (trigger is None or trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC)):
-            # No topic cursor to catch up (so nothing kept for it either): no handover,
-            # restored and Active at once.
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            with self.shared.lock:
-                self.shared.activating.add(crew_id)
-                self.shared.handed.add(crew_id)  # its first activity report ends its restore
-            entry.triggers = self.activator.restore(
-                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
-                snapshot,
-                trigger,
-            )
-            self.stats.woke(cause, time.perf_counter() - started)
-            self._activated(crew_id, entry)
-            log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
-            return True
-        handover = entry.handover = Handover(crew_id, filters)
-        self.shared.add_patterns(handover.patterns, transient=True)
-        # From now on its snapshot's cursors are kept durably while it is live.
-        self.shared.go_live(crew_id, durable_patterns(snapshot, entry.volatile))
-        self.shared.remove_patterns(topic_patterns(snapshot))
-        with self.shared.lock:
-            self.shared.activating.add(crew_id)
-        for message in carry:
-            handover.keep(message)
-        delivered = False
-        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
-            delivered = handover.keep(trigger) or handover.holds(trigger)
-        for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
-            handover.keep(message)
-        me = self.actor_ref
-        entry.triggers = self.activator.restore(
-            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
-            snapshot,
-            trigger,
-            supervision=self.inbox,
-            handed_over=delivered,
-        )
-        shared = self.shared
-        shared.kept_read.discard(crew_id)
-
-        def read() -> None:  # the writer, right after the read: in order with the keeping writes
-            with shared.lock:
-                if crew_id in shared.live:  # later keeping writes skip it: its handover has them
-                    shared.kept_read.add(crew_id)
-
-        def not_loaded(exc: BaseException) -> None:
-            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
-            tell_supervisor(me, KeptLoaded(crew_id, KeptEvents((), {}, 0)))
-
-        self.wakes.load_kept(crew_id, read, lambda kept: tell_supervisor(me, KeptLoaded(crew_id, kept)), not_loaded)
-        self.stats.woke(cause, time.perf_counter() - started)
-        return True
-
-    def _keep_for_handovers(self, message: Message) -> None:
-        """Keep a topic message for every crew whose cursors are closed (snapshotting or
-        activating) and match it."""
-        if not self.shared.handover_view:
-            return  # no crew is snapshotting or activating
-        for crew_id, entry in self.entries.items():
-            if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
-                entry.handover.keep(message)
-            elif entry.state is LifecycleState.SNAPSHOTTING and not entry.checkpoint:
-                if entry.handover is None:
-                    if entry.snapshot is None:
-                        continue  # not snapshotted yet: its cursors are open
-                    entry.handover = Handover(crew_id, snapshot_cursors(entry.snapshot))
-                entry.handover.keep(message)
-
-    def _kept_loaded(self, loaded: KeptLoaded) -> None:
-        """The events kept in the store for the crew (while it slept, and those a publish
-        kept before the wake read them): merged into the handover (:meth:`Handover.merge`)."""
-        entry = self.entries.get(loaded.crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
-            return
-        entry.kept_loaded = True
-        entry.kept_upto = loaded.kept.upto
-        entry.kept_missed = dict(loaded.kept.missed)
-        entry.handover.merge(loaded.kept.messages)
-        if entry.cursors_open:
-            self._hand_over(loaded.crew_id, entry)
-
-    def _cursors_open(self, crew_id: CrewId) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
-            return
-        entry.cursors_open = True
-        if entry.kept_loaded:
-            self._hand_over(crew_id, entry)
-
-    def _hand_over(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """The woken crew's cursors are open again and its kept events read: hand over
-        everything kept, go Active."""
-        handover, entry.handover = entry.handover, None
-        assert handover is not None
-        self.shared.remove_patterns(handover.patterns, transient=True)
-        with self.shared.lock:
-            if crew_id in self.shared.activating:
-                self.shared.handed.add(crew_id)  # its next activity report ends its restore
-        hand_over(entry.ref, handover.messages, entry.kept_missed)
-        self._activated(crew_id, entry)
-        deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
-        for reason, future in deferred:
-            self.sleep(crew_id, reason, future)
-        log_transition(
-            crew_id,
-            LifecycleState.ACTIVATING,
-            LifecycleState.ACTIVE,
-            trigger=entry.wake_cause,
-            handed_over=str(len(handover.messages)),
-        )
-
-    def _dispatched(self, message: Message) -> None:
-        started = time.perf_counter()
-        if message.topic in (POST_TOPIC, SEND_TOPIC):
-            address = message.target_mailbox
-            crew = address.crew_id if address is not None else None
-            if crew is not None and crew not in self.entries:
-                self._wake(CrewId(crew), message, started)
-            return
-        if message.topic == REPLY_TOPIC:
-            crew = message.target_crew_id
-            if crew is not None and crew not in self.entries and self._waits_on_reply(crew, message):
-                self._wake(crew, message, started)
-            return
-        patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
-        if not patterns:
-            return
-        self._keep_for_handovers(message)
-        woken: set[CrewId] = set()
-        reflecting = self.shared.reflected_in_flight.get(message.id, ())  # no trigger for those any more
-        for crew, topic, metadata in self.wakes.topic_waits(patterns):
-            if crew in woken or crew in self.entries or crew in reflecting:
-                continue
-            if not cursor_matches(topic, metadata, crew, message):
-                continue
-            if self._wake(crew, message, started):
-                woken.add(crew)
-
-    def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
-        return self.wakes.waits_on_reply(crew, message.correlation_id)
 
     # -- the durable wait scheduler ---------------------------------------------------
 
@@ -654,7 +476,7 @@ class SupervisorActor(pykka.ThreadingActor):
         for crew_id in due:
             self.stats.expired()
             try:
-                self._wake(crew_id, None, started, expiry=True, texts=texts)
+                wake_crew(self, crew_id, None, started, expiry=True, texts=texts)
             except Exception:  # one crew that cannot wake must not drop the rest of the batch
                 logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
         now = self.hub.clock.monotonic()
@@ -792,7 +614,7 @@ class SupervisorActor(pykka.ThreadingActor):
                 raise HubStoppedError(f"crew {crew_id} cannot be ended: its supervisor is stopping")
             if self.store.stored_state(crew_id) is not StoredState.ASLEEP:
                 return False
-            self._wake(crew_id, None, time.perf_counter(), cause=WakeTrigger.EXPLICIT)
+            wake_crew(self, crew_id, None, time.perf_counter(), cause=WakeTrigger.EXPLICIT)
             entry = self.entries.get(crew_id)
             if entry is None:
                 raise InvalidArgumentError(f"crew {crew_id} is asleep but could not be woken to end it: see the log")
@@ -890,8 +712,8 @@ class SupervisorActor(pykka.ThreadingActor):
         return None if entry is None else entry.ref
 
     def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
-        return self._wake(
-            crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
+        return wake_crew(
+            self, crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
         )
 
     # -- shutdown ---------------------------------------------------------------------
@@ -976,13 +798,3 @@ class SupervisorActor(pykka.ThreadingActor):
                     entry.ref.tell(Release(None, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
                 continue
-
-
-def _cause_of(trigger: Message | None) -> str:
-    if trigger is None:
-        return WakeTrigger.EXPLICIT
-    if trigger.topic in (POST_TOPIC, SEND_TOPIC):
-        return WakeTrigger.POST
-    if trigger.topic == REPLY_TOPIC:
-        return WakeTrigger.REPLY
-    return WakeTrigger.TOPIC
