@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +41,11 @@ from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
 from orkeon_actors.hub.memory import note_crew_finished
-from orkeon_actors.lifecycle.burst_gc import BURST_QUIET, BurstCollections
+from orkeon_actors.lifecycle.burst_gc import BurstCollections
+from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick, no_longer_activating
 from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
-    DEFERRED_TICK,
-    MAX_ACTIVATING,
-    RESUME_ACTIVATING,
     BurstCheck,
     Call,
     CheckpointDue,
@@ -152,7 +149,7 @@ class SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, Closed):
             self._gone(message.crew_id, message.outcome)
         elif isinstance(message, Tick):
-            self._tick(fallback=message.fallback)
+            expiry_tick(self, fallback=message.fallback)
         elif isinstance(message, Routing):
             keep_for_handovers(self, message.message)
         elif isinstance(message, CursorsOpen):
@@ -162,7 +159,7 @@ class SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, CheckpointDue):
             self._checkpoint(message.crew_id)
         elif isinstance(message, BurstCheck):
-            self._burst_check()
+            burst_check(self)
 
     # -- boot -------------------------------------------------------------------------
 
@@ -386,7 +383,7 @@ class SupervisorActor(pykka.ThreadingActor):
         if entry is None:
             return
         entry.carry.extend(report.leftovers)
-        self._not_activating(crew_id)
+        no_longer_activating(self, crew_id)
         self.idle.forget(crew_id)
         snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
         with self.shared.lock:
@@ -432,94 +429,6 @@ class SupervisorActor(pykka.ThreadingActor):
         if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
             self.end(crew_id, entry.ending)
 
-    # -- the durable wait scheduler ---------------------------------------------------
-
-    def _tick(self, *, fallback: bool = False) -> None:
-        """Wake the crews whose expiry is due, a batch per tick. Backpressure: at most
-        ``MAX_ACTIVATING`` woken crews may not have restored yet; once there are that
-        many, the tick is deferred until at most ``RESUME_ACTIVATING`` remain (the
-        restore reports tell the supervisor) or ``DEFERRED_TICK`` passed. Without it a
-        burst of thousands of expiries starts thousands of crews at once, whose threads
-        then contend for the interpreter: measured, that costs far more than the
-        activations themselves. ``activating`` is kept incrementally; only the
-        ``DEFERRED_TICK`` timer (one pending at most) looks for woken crews whose actor
-        died before restoring, and forgets them."""
-        shared = self.shared
-        if fallback:
-            with shared.lock:
-                shared.fallback_armed = False
-                gone = [c for c in shared.activating if (e := self.entries.get(c)) is None or not e.ref.is_alive()]
-                shared.activating.difference_update(gone)
-                shared.handed.difference_update(gone)
-            for crew_id in gone:
-                self._forget_dead(crew_id)
-        with shared.lock:
-            busy = len(shared.activating)
-            room = MAX_ACTIVATING - busy
-            if room <= 0 or (shared.tick_deferred and busy > RESUME_ACTIVATING):
-                if not shared.fallback_armed:
-                    me = self.actor_ref
-                    self.hub.scheduler.schedule_at(
-                        self.hub.clock.monotonic() + DEFERRED_TICK, lambda: tell_supervisor(me, Tick(fallback=True))
-                    )
-                    shared.fallback_armed = True
-                shared.tick_deferred = True  # set last: once it is seen, the timer is armed
-                return
-            shared.tick_deferred = False
-        started = time.perf_counter()
-        due = [crew_id for crew_id in self.waits.due(limit=room) if crew_id not in self.entries]
-        texts: Mapping[CrewId, str] | None = None
-        try:
-            texts = self.activator.read_many(due) if due else {}  # the batch's snapshots, one read
-        except Exception as exc:  # each crew then reads its own (and fails alone)
-            logger.warning("the snapshots of {} due crews could not be read at once ({}); one by one", len(due), exc)
-        for crew_id in due:
-            self.stats.expired()
-            try:
-                wake_crew(self, crew_id, None, started, expiry=True, texts=texts)
-            except Exception:  # one crew that cannot wake must not drop the rest of the batch
-                logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
-        now = self.hub.clock.monotonic()
-        if self.bursts.woke(len(due), now):  # full collections postponed while the burst runs
-            self._arm_burst_check(now + BURST_QUIET)
-
-    def _arm_burst_check(self, at: float) -> None:
-        me = self.actor_ref
-        self.hub.scheduler.schedule_at(at, lambda: tell_supervisor(me, BurstCheck()))
-
-    def _burst_check(self) -> None:
-        again = self.bursts.check(self.hub.clock.monotonic())
-        if again is not None:
-            self._arm_burst_check(again)
-
-    def _forget_dead(self, crew_id: CrewId) -> None:
-        """A woken crew whose actor stopped before it restored (it never reports back):
-        drop it as if the wake had not happened. Activation writes nothing, so it stays
-        asleep on its snapshot; its next trigger or the next boot wakes it again."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or entry.ref.is_alive():
-            return
-        del self.entries[crew_id]
-        self.idle.forget(crew_id)
-        self.shared.leave_live(crew_id)
-        self.shared.end_checkpoint(crew_id, None)
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        if entry.handover is not None:
-            self.shared.remove_patterns(entry.handover.patterns, transient=True)
-        self.hub.end_deferral(crew_id)
-        snapshot = self.store.load(crew_id)
-        if snapshot is not None:  # indexed again: a matching topic message wakes it
-            self.shared.add_patterns(topic_patterns(snapshot))
-        logger.warning("crew {}: its actor stopped before it restored; it stays asleep on its snapshot", crew_id)
-
-    def _not_activating(self, crew_id: CrewId) -> None:
-        """``crew_id`` finished or went away before reporting its restore."""
-        if self.shared.restored(crew_id):
-            tell_supervisor(self.actor_ref, Tick())
-
     # -- idle detection and the cap ---------------------------------------------------
 
     def _idle(self, crew_id: CrewId) -> None:
@@ -553,7 +462,7 @@ class SupervisorActor(pykka.ThreadingActor):
         entry.finished = True
         self.shared.leave_live(crew_id)  # its snapshot (and what was kept for it) is deleted
         self.shared.end_checkpoint(crew_id, None)
-        self._not_activating(crew_id)
+        no_longer_activating(self, crew_id)
         before = entry.state
         if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
             self.shared.remove_patterns(entry.handover.patterns, transient=True)

@@ -61,7 +61,7 @@ __all__ = [
 
 MAX_ACTIVATING = 64
 """Expiries are handed over only while fewer woken crews than this have not yet
-restored (see ``SupervisorActor._tick``)."""
+restored (see :func:`~orkeon_actors.lifecycle.expiry_wakes.expiry_tick`)."""
 RESUME_ACTIVATING = 48
 """A deferred expiry tick runs again once at most this many woken crews have not
 restored: a batch of at least ``MAX_ACTIVATING - RESUME_ACTIVATING`` per tick, not
