@@ -24,7 +24,6 @@ from orkeon_actors.crew.crew_actor import CrewActor, start_crew
 from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     Closed,
-    CloseMailboxes,
     CursorsOpen,
     Deliver,
     End,
@@ -39,11 +38,11 @@ from orkeon_actors.crew.protocol import (
 )
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
-from orkeon_actors.hub.memory import note_crew_finished
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.lifecycle.burst_gc import BurstCollections
 from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick, no_longer_activating
-from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
+from orkeon_actors.lifecycle.finish_transitions import crew_finished, crew_gone, end_crew
+from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, StoredState
 from orkeon_actors.lifecycle.supervisor_state import (
     BurstCheck,
@@ -145,9 +144,9 @@ class SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, IdleCheck):
             self.idle.check(message.crew_id)
         elif isinstance(message, Finished):
-            self._finished(message.crew_id, message.status)
+            crew_finished(self, message.crew_id, message.status)
         elif isinstance(message, Closed):
-            self._gone(message.crew_id, message.outcome)
+            crew_gone(self, message.crew_id, message.outcome)
         elif isinstance(message, Tick):
             expiry_tick(self, fallback=message.fallback)
         elif isinstance(message, Routing):
@@ -427,7 +426,7 @@ class SupervisorActor(pykka.ThreadingActor):
                 keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
                 self.wakes.keep_event(crew_id, keys, message)
         if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
-            self.end(crew_id, entry.ending)
+            end_crew(self, crew_id, entry.ending)
 
     # -- idle detection and the cap ---------------------------------------------------
 
@@ -453,107 +452,12 @@ class SupervisorActor(pykka.ThreadingActor):
         for crew_id in self.idle.least_recently_touched(waiting, excess):
             self.sleep(crew_id, SleepReason.CAPACITY, None)
 
-    # -- completion -------------------------------------------------------------------
-
-    def _finished(self, crew_id: CrewId, status: CrewStatus) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished:
-            return
-        entry.finished = True
-        self.shared.leave_live(crew_id)  # its snapshot (and what was kept for it) is deleted
-        self.shared.end_checkpoint(crew_id, None)
-        no_longer_activating(self, crew_id)
-        before = entry.state
-        if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
-            self.shared.remove_patterns(entry.handover.patterns, transient=True)
-            entry.handover = None
-        for _, future in entry.deferred_sleeps:
-            if future is not None:
-                future.set_result(False)
-        entry.deferred_sleeps.clear()
-        if before is LifecycleState.SNAPSHOTTING:  # ended while it fell asleep: it does not sleep
-            self._sleep_abandoned(entry)
-        entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
-        note_crew_finished(self.hub, crew_id, status.value)  # a late post is refused saying the crew finished
-        self.idle.forget(crew_id)
-        log_transition(crew_id, before, entry.state)
-        # Its final state reflects every message it consumed: acknowledge them with the
-        # deletion of its snapshot (a crash before that commit wakes it from the
-        # snapshot again, those messages redelivered, and it finishes again).
-        ledger = entry.ledger
-        consumed = ledger.view()
-        self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
-        self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
-        # Close its mailboxes and stop its actor now, not at stop(): thousands of
-        # finished crews would otherwise each hold their state in memory (and every
-        # full garbage collection would walk it). Written after the deletion above (the
-        # writer commits in order), so the messages it consumed stay kept until that
-        # commit acknowledges them; its outcome stays in ``outcomes``.
-        try:
-            entry.ref.tell(CloseMailboxes(self.inbox, keep_final=self.sup.finished_memory > 0))
-        except pykka.ActorDeadError:
-            logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
-            self._gone(crew_id, CrewOutcome(status))
-
-    def _sleep_abandoned(self, entry: CrewEntry) -> None:
-        """A crew that finishes (ended) while snapshotting: unindex its sleep snapshot's
-        patterns (see :meth:`_snapshot_taken`), answer its sleepers ``False``."""
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        if snapshot is not None and not entry.checkpoint:
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-        for future in entry.sleepers:
-            future.set_result(False)
-        entry.sleepers.clear()
-        entry.buffered.clear()  # posts to a crew that ends: its mailboxes close
-
     # -- ending (CrewSupervisor.end, rt.fleet.stop) -----------------------------------
 
     def end(self, crew_id: CrewId, order: End) -> bool:
         """Make the crew fail with ``order``'s cause whatever its state; ``False`` if
-        there is nothing to end (finished, or unknown here). Active or waking: told now
-        (handled between two turns). Snapshotting: told now, behind the Passivate, and
-        its snapshot is not saved (or, saved already, deleted with its failure); if its
-        Release was told already (its actor is stopping), it is woken once its sleep
-        committed and told then. Asleep: woken, then told (before anything posted to it
-        after this call)."""
-        entry = self.entries.get(crew_id)
-        if entry is None:
-            if self.shutting_down:
-                raise HubStoppedError(f"crew {crew_id} cannot be ended: its supervisor is stopping")
-            if self.store.stored_state(crew_id) is not StoredState.ASLEEP:
-                return False
-            wake_crew(self, crew_id, None, time.perf_counter(), cause=WakeTrigger.EXPLICIT)
-            entry = self.entries.get(crew_id)
-            if entry is None:
-                raise InvalidArgumentError(f"crew {crew_id} is asleep but could not be woken to end it: see the log")
-        if entry.finished or entry.ending is not None:
-            return not entry.finished
-        entry.ending = order
-        logger.bind(component=LOG_COMPONENT, crew_id=str(crew_id), event="end", state=entry.state.value).debug(
-            "crew {}: ending it ({}){}", crew_id, order.error_type, " once it slept" if entry.releasing else ""
-        )
-        if not entry.releasing:
-            entry.ref.tell(order)
-        return True
-
-    def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
-        """Forget a finished crew whose actor stopped; remember its outcome (the last
-        ``finished_memory`` ones)."""
-        self.sup.outcome_book.record(crew_id, outcome)
-        self.outcomes[crew_id] = outcome
-        self.outcomes.move_to_end(crew_id)
-        while len(self.outcomes) > self.sup.finished_memory:
-            self.outcomes.popitem(last=False)
-        entry = self.entries.get(crew_id)
-        if entry is None or not entry.finished or entry.stopping:
-            return
-        del self.entries[crew_id]
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        self.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on
+        there is nothing to end (see :func:`~orkeon_actors.lifecycle.finish_transitions.end_crew`)."""
+        return end_crew(self, crew_id, order)
 
     # -- queries ----------------------------------------------------------------------
 
