@@ -40,6 +40,7 @@ from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.lifecycle.burst_gc import BurstCollections
+from orkeon_actors.lifecycle.checkpoint import checkpointed, sleep_after_checkpoint, take_checkpoint
 from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick, no_longer_activating
 from orkeon_actors.lifecycle.finish_transitions import crew_finished, crew_gone, end_crew
 from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
@@ -156,7 +157,7 @@ class SupervisorActor(pykka.ThreadingActor):
         elif isinstance(message, KeptLoaded):
             kept_loaded(self, message)
         elif isinstance(message, CheckpointDue):
-            self._checkpoint(message.crew_id)
+            take_checkpoint(self, message.crew_id)
         elif isinstance(message, BurstCheck):
             burst_check(self)
 
@@ -322,56 +323,17 @@ class SupervisorActor(pykka.ThreadingActor):
             future.set_result(False)
         entry.sleepers.clear()
         self.idle.restart(crew_id)
-        self._sleep_deferred(crew_id, entry)
+        sleep_after_checkpoint(self, crew_id, entry)
 
     def _saved(self, crew_id: CrewId) -> None:
         entry = self.entries.get(crew_id)
         if entry is None or entry.stopping or entry.finished or entry.ending is not None:
             return  # finished or ending (its End is told): its Finished deletes that snapshot
         if entry.checkpoint:
-            self._checkpointed(crew_id, entry)
+            checkpointed(self, crew_id, entry)
             return
         entry.releasing = True
         entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
-
-    # -- checkpoints (orkeon_actors.lifecycle.checkpoint) ------------------------------
-
-    def _checkpoint(self, crew_id: CrewId) -> None:
-        """A crew with a cursor its last snapshot does not hold waits for a message:
-        take the sleep's snapshot transaction without the sleep. Not now (it is waking,
-        sleeping or finished): the next wait asks again, or its sleep settles the gate."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or entry.stopping or entry.state is not LifecycleState.ACTIVE:
-            self.shared.end_checkpoint(crew_id, None, retry=entry is not None and not entry.finished)
-            return
-        entry.state = LifecycleState.SNAPSHOTTING
-        entry.checkpoint = True  # its idle count goes on: an idle sleep meanwhile is made after it
-        entry.snapshot = entry.taken = None
-        entry.ref.tell(Passivate(self.inbox, entry.ledger))
-
-    def _checkpointed(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """The checkpoint committed (its cursors went live and durable on the writer's
-        thread, its publishers released): re-arm its waits, stay Active."""
-        entry.checkpoint = False
-        entry.state = LifecycleState.ACTIVE
-        entry.snapshot = entry.taken = None
-        entry.handover = None
-        entry.triggers = []  # recorded processed by that transaction
-        entry.kept_upto = 0  # deleted by it
-        entry.ref.tell(Resume())
-        for message in entry.buffered:
-            entry.ref.tell(Deliver(message))
-        entry.buffered.clear()
-        logger.debug("crew {}: checkpoint committed, its cursors are durable", crew_id)
-        self._sleep_deferred(crew_id, entry)
-
-    def _sleep_deferred(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """Make the sleeps asked for while it checkpointed (``stop()``'s included)."""
-        asked = [(SleepReason.SHUTDOWN, f) for f in entry.sleepers]
-        entry.sleepers.clear()
-        deferred, entry.deferred_sleeps = [*entry.deferred_sleeps, *asked], []
-        for reason, future in deferred:
-            self.sleep(crew_id, reason, future)
 
     def _released(self, report: Released) -> None:
         crew_id = report.crew_id
