@@ -21,18 +21,14 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.crew.crew_actor import CrewActor, start_crew
-from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     Closed,
     CursorsOpen,
-    Deliver,
     End,
-    Passivate,
     Passivated,
     Release,
     Released,
     ReleasePurpose,
-    Resume,
     SleepRefused,
     SnapshotTaken,
 )
@@ -40,11 +36,21 @@ from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.lifecycle.burst_gc import BurstCollections
-from orkeon_actors.lifecycle.checkpoint import checkpointed, sleep_after_checkpoint, take_checkpoint
-from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick, no_longer_activating
+from orkeon_actors.lifecycle.checkpoint import take_checkpoint
+from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick
 from orkeon_actors.lifecycle.finish_transitions import crew_finished, crew_gone, end_crew
-from orkeon_actors.lifecycle.metrics import WakeTrigger, log_transition
+from orkeon_actors.lifecycle.metrics import WakeTrigger
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, StoredState
+from orkeon_actors.lifecycle.sleep_transitions import (
+    back_to_active,
+    enforce_cap,
+    released,
+    request_sleep,
+    saved,
+    sleep_if_idle,
+    snapshot_taken,
+    snapshotted,
+)
 from orkeon_actors.lifecycle.supervisor_state import (
     BurstCheck,
     Call,
@@ -59,9 +65,7 @@ from orkeon_actors.lifecycle.supervisor_state import (
     SaveFailed,
     SupervisorInbox,
     Tick,
-    durable_patterns,
     tell_supervisor,
-    topic_patterns,
 )
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
 from orkeon_actors.lifecycle.wake_transitions import (
@@ -131,17 +135,17 @@ class SupervisorActor(pykka.ThreadingActor):
             finally:  # not before: a wake until now adopts it in routing order (Handover)
                 self.shared.done_routing(message.message.id)
         elif isinstance(message, SnapshotTaken):
-            self._snapshot_taken(message)
+            snapshot_taken(self, message)
         elif isinstance(message, Passivated):
-            self._snapshotted(message.crew_id)
+            snapshotted(self, message.crew_id)
         elif isinstance(message, SleepRefused):
-            self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
+            back_to_active(self, message.crew_id, f"refused: {message.reason}", failed=False)
         elif isinstance(message, SaveFailed):
-            self._back_to_active(message.crew_id, f"snapshot write failed: {message.error}", failed=True)
+            back_to_active(self, message.crew_id, f"snapshot write failed: {message.error}", failed=True)
         elif isinstance(message, Saved):
-            self._saved(message.crew_id)
+            saved(self, message.crew_id)
         elif isinstance(message, Released):
-            self._released(message)
+            released(self, message)
         elif isinstance(message, IdleCheck):
             self.idle.check(message.crew_id)
         elif isinstance(message, Finished):
@@ -208,211 +212,18 @@ class SupervisorActor(pykka.ThreadingActor):
     def activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
         entry.state = LifecycleState.ACTIVE
         self.idle.watch(crew_id, entry.idle_timeout)
-        self._enforce_cap()
+        enforce_cap(self)
 
-    # -- sleep ------------------------------------------------------------------------
+    # -- sleep (CrewSupervisor.sleep, the idle detector) -------------------------------
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is not None and not entry.finished and (entry.state is LifecycleState.ACTIVATING or entry.checkpoint):
-            entry.deferred_sleeps.append((reason, future))  # asked again once its handover or checkpoint is done
-            return
-        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
-            if future is not None:
-                future.set_result(entry is None and self._asleep_in_store(crew_id))
-            return
-        entry.state = LifecycleState.SNAPSHOTTING
-        entry.reason = reason
-        self.idle.pause(crew_id)
-        if future is not None:
-            entry.sleepers.append(future)
-        log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
-        entry.snapshot = entry.taken = None
-        entry.ref.tell(Passivate(self.inbox, entry.ledger))
-
-    def _snapshot_taken(self, report: SnapshotTaken) -> None:
-        """The crew took its sleep snapshot (its cursors stay open until its release):
-        index it under its patterns, and from now on keep the topic messages for its
-        cursors (see :func:`~orkeon_actors.lifecycle.wake_transitions.keep_for_handovers`)."""
-        entry = self.entries.get(report.crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
-        snapshot = report.snapshot
-        entry.snapshot = snapshot
-        entry.taken = report
-        if entry.checkpoint:
-            return  # it does not sleep: its cursors stay open and hold what they receive
-        self.shared.add_patterns(topic_patterns(snapshot))
-        self.shared.add_patterns(topic_patterns(snapshot), transient=True)
-
-    def _asleep_in_store(self, crew_id: CrewId) -> bool:
-        return self.wakes.has_pending_waits(crew_id)
-
-    def _snapshotted(self, crew_id: CrewId) -> None:
-        """The crew withdrew its live waits and none had fired: every message in the
-        consumed view of its snapshot was handled, so the snapshot reflects it (a message
-        consumed but still in flight to the crew refuses the sleep, and nothing is saved:
-        its row must stay until a snapshot reflects it). Save it."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
-            return  # stopping: stop() gave up on it, it parks as it is
-        if entry.ending is not None:
-            return  # its End follows in its inbox: it fails, and its Finished settles the sleep
-        taken = entry.taken
-        if taken is None:
-            return
-        snapshot, consumed = taken.snapshot, taken.consumed
-        me = self.actor_ref
-        ledger = entry.ledger
-        shared = self.shared
-        live = durable_patterns(snapshot, entry.volatile) if entry.checkpoint else None
-        reflected = frozenset(taken.reflected_events)
-
-        def on_saved() -> None:  # the writer thread, after the commit
-            ledger.acknowledged(consumed)
-            if live is not None:  # a checkpoint: its cursors are durable from now on
-                shared.go_live(crew_id, live)
-                with shared.lock:
-                    if crew_id in shared.live:
-                        shared.kept_read.add(crew_id)
-            # Its waiting publishers keep what the snapshot does not reflect (rows exist now);
-            # a stalled publisher will not keep for it what the snapshot reflects.
-            shared.saved_reflecting(crew_id, reflected)
-            shared.end_checkpoint(crew_id, reflected)
-            tell_supervisor(me, Saved(crew_id))
-
-        self.store.save_async(
-            crew_id,
-            snapshot,
-            list(entry.triggers),
-            on_saved=on_saved,
-            on_error=lambda exc: tell_supervisor(me, SaveFailed(crew_id, exc)),
-            consumed=consumed,
-            kept_upto=entry.kept_upto,
-            reflected=taken.reflected_events,
-        )
-
-    def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
-        if failed:
-            self.stats.sleep_failed()
-        else:
-            self.stats.sleep_refused()
-        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        if entry.checkpoint:
-            entry.checkpoint = False
-            snapshot = None  # indexed under nothing: see _snapshot_taken
-            if failed:
-                logger.error("crew {}: its checkpoint failed ({}); tried again up to 3 saves", crew_id, why)
-            self.shared.end_checkpoint(crew_id, None, retry=True, failed=failed)
-        if snapshot is not None:
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            # Its cursors never closed: they hold every topic message kept meanwhile.
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-        entry.state = LifecycleState.ACTIVE
-        entry.handover = None
-        entry.carry.clear()
-        entry.ref.tell(Resume())
-        for message in entry.buffered:
-            entry.ref.tell(Deliver(message))
-        entry.buffered.clear()
-        for future in entry.sleepers:
-            future.set_result(False)
-        entry.sleepers.clear()
-        self.idle.restart(crew_id)
-        sleep_after_checkpoint(self, crew_id, entry)
-
-    def _saved(self, crew_id: CrewId) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.stopping or entry.finished or entry.ending is not None:
-            return  # finished or ending (its End is told): its Finished deletes that snapshot
-        if entry.checkpoint:
-            checkpointed(self, crew_id, entry)
-            return
-        entry.releasing = True
-        entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
-
-    def _released(self, report: Released) -> None:
-        crew_id = report.crew_id
-        if report.purpose is ReleasePurpose.SHUTDOWN:
-            self._parked_at_stop(crew_id)
-            return
-        entry = self.entries.pop(crew_id, None)
-        if entry is None:
-            return
-        entry.carry.extend(report.leftovers)
-        no_longer_activating(self, crew_id)
-        self.idle.forget(crew_id)
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        # Asleep: the sleeping crews' keeping takes over, once ``kept_read`` no longer
-        # has it (a message routed after it left the live crews must not skip both).
-        self.shared.leave_live(crew_id)
-        self.shared.end_checkpoint(crew_id, None)  # settled by its save already
-        self.hub.end_deferral(crew_id)
-        if len(entry.ledger):
-            logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
-        self.stats.slept(entry.reason)
-        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ASLEEP, reason=entry.reason.value)
-        if snapshot is not None:
-            for wait in snapshot.pending_waits:
-                if wait.expires_at is not None:
-                    self.waits.schedule(crew_id, wait.wait_id, wait.expires_at)
-        for future in entry.sleepers:
-            future.set_result(True)
-        kept: list[Message] = []
-        if snapshot is not None:
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-            # Topic messages its cursors got after the snapshot, or that were kept for it
-            # while it snapshotted: the snapshot does not hold them, hand them over.
-            handover = Handover(crew_id, snapshot_cursors(snapshot))
-            for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
-                handover.keep(message)
-            kept = handover.without({m.id for a in snapshot.agents for c in a.cursors for m in c.buffered})
-        if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
-            first = entry.buffered[0] if entry.buffered else None
-            wake_crew(self, crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
-            woken = self.entries.get(crew_id)
-            if woken is not None:
-                for message in entry.buffered[1:]:
-                    woken.ref.tell(Deliver(message))
-        elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
-            filters = snapshot_cursors(snapshot)
-            for message in kept:
-                keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
-                self.wakes.keep_event(crew_id, keys, message)
-        if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
-            end_crew(self, crew_id, entry.ending)
-
-    # -- idle detection and the cap ---------------------------------------------------
+        """Ask the crew to sleep; ``future`` (if any) is set once it slept (``True``) or
+        did not (see :func:`~orkeon_actors.lifecycle.sleep_transitions.request_sleep`)."""
+        request_sleep(self, crew_id, reason, future)
 
     def _idle(self, crew_id: CrewId) -> None:
-        """The idle detector's callback: sleep the crew if it waits for a message."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or (entry.state is not LifecycleState.ACTIVE and not entry.checkpoint):
-            return
-        if self.shared.status.get(crew_id) is CrewStatus.WAITING:
-            self.sleep(crew_id, SleepReason.IDLE, None)  # deferred until its checkpoint is done
-        else:
-            self.idle.restart(crew_id)
-
-    def _enforce_cap(self) -> None:
-        cap = self.sup.max_active
-        if cap is None:
-            return
-        active = [(c, e) for c, e in self.entries.items() if e.state is LifecycleState.ACTIVE and not e.finished]
-        excess = len(active) - cap
-        if excess <= 0:
-            return
-        waiting = [c for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING]
-        for crew_id in self.idle.least_recently_touched(waiting, excess):
-            self.sleep(crew_id, SleepReason.CAPACITY, None)
+        """The idle detector's callback, run in this actor's turn (an ``IdleCheck``)."""
+        sleep_if_idle(self, crew_id)
 
     # -- ending (CrewSupervisor.end, rt.fleet.stop) -----------------------------------
 
@@ -543,11 +354,11 @@ class SupervisorActor(pykka.ThreadingActor):
             try:
                 entry.ref.tell(Release(self.inbox, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
-                self._parked_at_stop(crew_id)
+                self.parked_at_stop(crew_id)
             parked.append(done)
         return parked, stopped
 
-    def _parked_at_stop(self, crew_id: CrewId) -> None:
+    def parked_at_stop(self, crew_id: CrewId) -> None:
         """A crew ``stop_rest`` released parked its mailboxes (or its actor was dead
         already): its acknowledgements are no longer deferred; ``stop()`` stops waiting
         for it. A report arriving after the supervisor stopped is dropped: the crew's
