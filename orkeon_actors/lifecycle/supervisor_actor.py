@@ -4,10 +4,33 @@ supervisor (Orkeon EventHub & Crew Lifecycle specification, §7); see
 
 Every transition runs in one of its turns: it tells crews the commands of
 :mod:`orkeon_actors.crew.protocol` and handles their reports, the store writer's
-callbacks and its own timers as messages, never waiting for another actor. Over 600
-lines because these turns share one state (:class:`~orkeon_actors.lifecycle.supervisor_state.CrewEntry`
-per crew) that no other code may touch; the state, the messages and the handover live
-in their own modules.
+callbacks and its own timers as messages, never waiting for another actor. The turns
+share one state that no other thread touches: the actor's ``entries`` (a
+:class:`~orkeon_actors.lifecycle.supervisor_state.CrewEntry` per live crew),
+``outcomes`` and ``shutting_down``, next to the collaborators it drives (activator,
+idle detector, wait scheduler) and the lock-protected ``SharedState`` that publishers
+and crews read. This module holds that state, the dispatch of every message to its
+transition, and the turns the blocking facade calls (boot, spawn, queries, shutdown).
+The transitions themselves are plain functions of this state (they take the actor),
+one module per group, each called only from these turns:
+
+* :mod:`~orkeon_actors.lifecycle.sleep_transitions`: ``Active`` → ``Snapshotting`` →
+  ``Asleep`` or back to ``Active``, and the sleep triggers (idle, ``max_active``);
+* :mod:`~orkeon_actors.lifecycle.checkpoint`: the sleep's snapshot transaction without
+  the sleep (a new cursor made durable);
+* :mod:`~orkeon_actors.lifecycle.wake_transitions`: ``Asleep`` → ``Activating`` →
+  ``Active``, the triggers that wake a crew and the handover;
+* :mod:`~orkeon_actors.lifecycle.expiry_wakes`: the durable wait scheduler's ticks,
+  with backpressure, and the burst collections;
+* :mod:`~orkeon_actors.lifecycle.finish_transitions`: ``Completed`` / ``Failed``,
+  ``end``, the outcomes kept.
+
+They import each other one way only: the sleep transitions use the finish, expiry and
+wake ones, finishing uses expiry and wake, expiry uses wake, and the wake and checkpoint
+transitions import none; a transition that needs a group it may not import goes
+through this actor's methods (``sleep``, ``register_crew``, ``activated``,
+``parked_at_stop``). A transition
+that raises is logged and the supervisor goes on with its next message.
 """
 
 from __future__ import annotations
@@ -199,6 +222,9 @@ class SupervisorActor(pykka.ThreadingActor):
         return crew_id
 
     def register_crew(self, name: str, crew_id: CrewId) -> CrewEntry:
+        """Start the crew's actor from the factory registered under ``name`` (its work not
+        begun: ``spawn`` begins it, a wake restores it) and register it as live here.
+        ``InvalidArgumentError`` if no factory is registered under ``name``."""
         crew = self.activator.build(name, crew_id)
         entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger, crew.volatile)
         self.entries[crew_id] = entry
@@ -210,6 +236,8 @@ class SupervisorActor(pykka.ThreadingActor):
         return entry
 
     def activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        """The crew is ``Active``: its idle count starts, and the ``max_active`` cap may
+        put the least recently touched waiting crews to sleep."""
         entry.state = LifecycleState.ACTIVE
         self.idle.watch(crew_id, entry.idle_timeout)
         enforce_cap(self)
