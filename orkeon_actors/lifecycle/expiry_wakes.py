@@ -119,10 +119,7 @@ def _forget_dead(actor: SupervisorActor, crew_id: CrewId) -> None:
     actor.idle.forget(crew_id)
     actor.shared.leave_live(crew_id)
     actor.shared.end_checkpoint(crew_id, None)
-    with actor.shared.lock:
-        actor.shared.live.discard(crew_id)
-        actor.shared.kept_read.discard(crew_id)
-        actor.shared.status.pop(crew_id, None)
+    actor.shared.forget_crew(crew_id)
     if entry.handover is not None:
         actor.shared.remove_patterns(entry.handover.patterns, transient=True)
     actor.hub.end_deferral(crew_id)

@@ -144,8 +144,5 @@ def crew_gone(actor: SupervisorActor, crew_id: CrewId, outcome: CrewOutcome) -> 
     if entry is None or not entry.finished or entry.stopping:
         return
     del actor.entries[crew_id]
-    with actor.shared.lock:
-        actor.shared.live.discard(crew_id)
-        actor.shared.kept_read.discard(crew_id)
-        actor.shared.status.pop(crew_id, None)
+    actor.shared.forget_crew(crew_id)
     actor.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on

@@ -230,10 +230,7 @@ def released(actor: SupervisorActor, report: Released) -> None:
     no_longer_activating(actor, crew_id)
     actor.idle.forget(crew_id)
     snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-    with actor.shared.lock:
-        actor.shared.live.discard(crew_id)
-        actor.shared.kept_read.discard(crew_id)
-        actor.shared.status.pop(crew_id, None)
+    actor.shared.forget_crew(crew_id)
     # Asleep: the sleeping crews' keeping takes over, once ``kept_read`` no longer
     # has it (a message routed after it left the live crews must not skip both).
     actor.shared.leave_live(crew_id)

@@ -283,6 +283,14 @@ class SharedState:
         self.in_flight.pop(message_id, None)
         self.reflected_in_flight.pop(message_id, None)
 
+    def forget_crew(self, crew_id: CrewId) -> None:
+        """``crew_id`` has no actor here any more (asleep, gone, or dead before it
+        restored): out of ``live``, ``kept_read`` and ``status`` at once, under the lock."""
+        with self.lock:
+            self.live.discard(crew_id)
+            self.kept_read.discard(crew_id)
+            self.status.pop(crew_id, None)
+
     def saved_reflecting(self, crew_id: CrewId, reflected: frozenset[str]) -> None:
         """After the commit of a snapshot of ``crew_id`` reflecting ``reflected`` (the
         writer's thread): note those still in mid-routing (see ``reflected_in_flight``)."""
