@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from orkeon_actors.crew.handover import CursorFilter, matching_filters
-from orkeon_actors.crew.protocol import Deliver, Passivate, Resume
+from orkeon_actors.crew.protocol import Passivate
 from orkeon_actors.errors import HubStoppedError, StoreError
 from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, WakeIndex
 from orkeon_actors.model.ids import CrewId
@@ -172,10 +172,7 @@ def checkpointed(actor: SupervisorActor, crew_id: CrewId, entry: CrewEntry) -> N
     entry.handover = None
     entry.triggers = []  # recorded processed by that transaction
     entry.kept_upto = 0  # deleted by it
-    entry.ref.tell(Resume())
-    for message in entry.buffered:
-        entry.ref.tell(Deliver(message))
-    entry.buffered.clear()
+    entry.resume()
     logger.debug("crew {}: checkpoint committed, its cursors are durable", crew_id)
     sleep_after_checkpoint(actor, crew_id, entry)
 

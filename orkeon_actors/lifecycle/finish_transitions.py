@@ -61,10 +61,7 @@ def crew_finished(actor: SupervisorActor, crew_id: CrewId, status: CrewStatus) -
     if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
         actor.shared.remove_patterns(entry.handover.patterns, transient=True)
         entry.handover = None
-    for _, future in entry.deferred_sleeps:
-        if future is not None:
-            future.set_result(False)
-    entry.deferred_sleeps.clear()
+    entry.refuse_deferred_sleeps()
     if before is LifecycleState.SNAPSHOTTING:  # ended while it fell asleep: it does not sleep
         _sleep_abandoned(actor, entry)
     entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED

@@ -39,7 +39,6 @@ from orkeon_actors.crew.protocol import (
     Release,
     Released,
     ReleasePurpose,
-    Resume,
     SnapshotTaken,
 )
 from orkeon_actors.crew.state import CrewStatus
@@ -189,10 +188,7 @@ def back_to_active(actor: SupervisorActor, crew_id: CrewId, why: str, *, failed:
     entry.state = LifecycleState.ACTIVE
     entry.handover = None
     entry.carry.clear()
-    entry.ref.tell(Resume())
-    for message in entry.buffered:
-        entry.ref.tell(Deliver(message))
-    entry.buffered.clear()
+    entry.resume()
     for future in entry.sleepers:
         future.set_result(False)
     entry.sleepers.clear()

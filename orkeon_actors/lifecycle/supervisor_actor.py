@@ -364,10 +364,7 @@ class SupervisorActor(pykka.ThreadingActor):
             entry.stopping = True
             self.idle.forget(crew_id)
             self.shared.end_checkpoint(crew_id, None)  # no checkpoint commits any more
-            for _, sleeper in entry.deferred_sleeps:
-                if sleeper is not None:
-                    sleeper.set_result(False)
-            entry.deferred_sleeps.clear()
+            entry.refuse_deferred_sleeps()
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue

@@ -21,7 +21,9 @@ from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.crew.handover import CursorFilter, Handover, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     CrewReport,
+    Deliver,
     End,
+    Resume,
     SnapshotTaken,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -151,6 +153,22 @@ class CrewEntry:
         self.reason = SleepReason.EXPLICIT
         self.wake_cause = ""
         """What woke it (a ``WakeTrigger``), logged when it goes Active."""
+
+    def resume(self) -> None:
+        """Tell the crew, which stays Active, to re-arm its waits, then deliver the
+        triggers that arrived while it snapshotted (in their order)."""
+        self.ref.tell(Resume())
+        for message in self.buffered:
+            self.ref.tell(Deliver(message))
+        self.buffered.clear()
+
+    def refuse_deferred_sleeps(self) -> None:
+        """Answer ``False`` to the sleeps asked for while it was waking or checkpointing
+        (it finished, or the supervisor stops it)."""
+        for _, future in self.deferred_sleeps:
+            if future is not None:
+                future.set_result(False)
+        self.deferred_sleeps.clear()
 
 
 # -- the messages the supervisor tells itself -------------------------------------------------------------------
