@@ -6,6 +6,7 @@ import which, and that the lifecycle holds no SQL."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import json
 import re
 import subprocess
@@ -76,6 +77,21 @@ def test_the_lifecycle_holds_no_sql() -> None:
         if statement.search(path.read_text())
     ]
     assert with_sql == []
+
+
+def test_the_lifecycle_modules_import_one_another_without_a_cycle() -> None:
+    """The supervisor's transition modules import each other one way and the actor only
+    for typing (lifecycle/supervisor_actor.py), so each imports alone, whatever the order."""
+    graph = {
+        path.stem: {
+            module.rsplit(".", 1)[1]
+            for module in _runtime_imports(path)
+            if module.startswith("orkeon_actors.lifecycle.")
+        }
+        for path in (PACKAGE / "lifecycle").glob("*.py")
+    }
+    assert {"sleep_transitions", "wake_transitions", "expiry_wakes", "finish_transitions"} <= graph["supervisor_actor"]
+    graphlib.TopologicalSorter(graph).prepare()  # CycleError names the modules of a cycle
 
 
 def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> None:

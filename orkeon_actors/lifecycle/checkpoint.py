@@ -9,6 +9,10 @@ not hold (``CrewActor(on_cursor=...)``), the crew gets a :class:`CheckpointGate`
 soon as it waits for a message, a **checkpoint**: the sleep's snapshot transaction
 (snapshot, pending waits, cursor index, acknowledgements) without the sleep, after which
 its cursors are live and durable (``SharedState.go_live``) and its waits re-armed.
+The supervisor's side, in its turns: :func:`take_checkpoint` (the crew is told to
+snapshot, as for a sleep), :func:`checkpointed` (committed: it stays Active) and
+:func:`sleep_after_checkpoint` (the sleeps asked for meanwhile); the snapshot's save,
+refusal and failure are the sleep's (:mod:`~orkeon_actors.lifecycle.sleep_transitions`).
 
 From the moment the gate exists (the agent parked on the cursor) until the checkpoint
 commits, a topic message matching the gate's cursors is routed as usual, but its
@@ -40,22 +44,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from orkeon_actors.crew.handover import CursorFilter, matching_filters
+from orkeon_actors.crew.protocol import Passivate
 from orkeon_actors.errors import HubStoppedError, StoreError
-from orkeon_actors.lifecycle.ports import WakeIndex
+from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, WakeIndex
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
+
+if TYPE_CHECKING:
+    from orkeon_actors.lifecycle.supervisor_actor import SupervisorActor
+    from orkeon_actors.lifecycle.supervisor_state import CrewEntry
 
 __all__ = [
     "CHECKPOINT_ATTEMPTS",
     "CHECKPOINT_WAIT",
     "CheckpointGate",
     "WaitingPublish",
+    "checkpointed",
     "note_waiting",
     "settle_waiting",
+    "sleep_after_checkpoint",
+    "take_checkpoint",
 ]
 
 CHECKPOINT_WAIT = 10.0
@@ -131,3 +144,43 @@ def settle_waiting(wakes: WakeIndex, message: Message, waiting: Sequence[Waiting
             logger.debug("topic event {} not kept for crew {}: the store is closed", message.id, crew)
         except StoreError as exc:
             logger.error("topic event {} not kept for crew {}'s new cursor: {}", message.id, crew, exc)
+
+
+# -- the supervisor's checkpoint transitions (its turns) ------------------------------------------------------
+
+
+def take_checkpoint(actor: SupervisorActor, crew_id: CrewId) -> None:
+    """A crew with a cursor its last snapshot does not hold waits for a message:
+    take the sleep's snapshot transaction without the sleep. Not now (it is waking,
+    sleeping or finished): the next wait asks again, or its sleep settles the gate."""
+    entry = actor.entries.get(crew_id)
+    if entry is None or entry.finished or entry.stopping or entry.state is not LifecycleState.ACTIVE:
+        actor.shared.end_checkpoint(crew_id, None, retry=entry is not None and not entry.finished)
+        return
+    entry.state = LifecycleState.SNAPSHOTTING
+    entry.checkpoint = True  # its idle count goes on: an idle sleep meanwhile is made after it
+    entry.snapshot = entry.taken = None
+    entry.ref.tell(Passivate(actor.inbox, entry.ledger))
+
+
+def checkpointed(actor: SupervisorActor, crew_id: CrewId, entry: CrewEntry) -> None:
+    """The checkpoint committed (its cursors went live and durable on the writer's
+    thread, its publishers released): re-arm its waits, stay Active."""
+    entry.checkpoint = False
+    entry.state = LifecycleState.ACTIVE
+    entry.snapshot = entry.taken = None
+    entry.handover = None
+    entry.triggers = []  # recorded processed by that transaction
+    entry.kept_upto = 0  # deleted by it
+    entry.resume()
+    logger.debug("crew {}: checkpoint committed, its cursors are durable", crew_id)
+    sleep_after_checkpoint(actor, crew_id, entry)
+
+
+def sleep_after_checkpoint(actor: SupervisorActor, crew_id: CrewId, entry: CrewEntry) -> None:
+    """Make the sleeps asked for while it checkpointed (``stop()``'s included)."""
+    asked = [(SleepReason.SHUTDOWN, f) for f in entry.sleepers]
+    entry.sleepers.clear()
+    deferred, entry.deferred_sleeps = [*entry.deferred_sleeps, *asked], []
+    for reason, future in deferred:
+        actor.sleep(crew_id, reason, future)

@@ -4,54 +4,77 @@ supervisor (Orkeon EventHub & Crew Lifecycle specification, §7); see
 
 Every transition runs in one of its turns: it tells crews the commands of
 :mod:`orkeon_actors.crew.protocol` and handles their reports, the store writer's
-callbacks and its own timers as messages, never waiting for another actor. Over 600
-lines because these turns share one state (:class:`~orkeon_actors.lifecycle.supervisor_state.CrewEntry`
-per crew) that no other code may touch; the state, the messages and the handover live
-in their own modules.
+callbacks and its own timers as messages, never waiting for another actor. The turns
+share one state that no other thread touches: the actor's ``entries`` (a
+:class:`~orkeon_actors.lifecycle.supervisor_state.CrewEntry` per live crew),
+``outcomes`` and ``shutting_down``, next to the collaborators it drives (activator,
+idle detector, wait scheduler) and the lock-protected ``SharedState`` that publishers
+and crews read. This module holds that state, the dispatch of every message to its
+transition, and the turns the blocking facade calls (boot, spawn, queries, shutdown).
+The transitions themselves are plain functions of this state (they take the actor),
+one module per group, each called only from these turns:
+
+* :mod:`~orkeon_actors.lifecycle.sleep_transitions`: ``Active`` → ``Snapshotting`` →
+  ``Asleep`` or back to ``Active``, and the sleep triggers (idle, ``max_active``);
+* :mod:`~orkeon_actors.lifecycle.checkpoint`: the sleep's snapshot transaction without
+  the sleep (a new cursor made durable);
+* :mod:`~orkeon_actors.lifecycle.wake_transitions`: ``Asleep`` → ``Activating`` →
+  ``Active``, the triggers that wake a crew and the handover;
+* :mod:`~orkeon_actors.lifecycle.expiry_wakes`: the durable wait scheduler's ticks,
+  with backpressure, and the burst collections;
+* :mod:`~orkeon_actors.lifecycle.finish_transitions`: ``Completed`` / ``Failed``,
+  ``end``, the outcomes kept.
+
+They import each other one way only: the sleep transitions use the finish, expiry and
+wake ones, finishing uses expiry and wake, expiry uses wake, and the wake and checkpoint
+transitions import none; a transition that needs a group it may not import goes
+through this actor's methods (``sleep``, ``register_crew``, ``activated``,
+``parked_at_stop``). A transition
+that raises is logged and the supervisor goes on with its next message.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pykka
 from loguru import logger
 
-from orkeon_actors.crew.crew_actor import CrewActor, hand_over, start_crew
-from orkeon_actors.crew.handover import Handover, matching_filters, snapshot_cursors
+from orkeon_actors.crew.crew_actor import CrewActor, start_crew
 from orkeon_actors.crew.protocol import (
     Closed,
-    CloseMailboxes,
     CursorsOpen,
-    Deliver,
     End,
-    Passivate,
     Passivated,
     Release,
     Released,
     ReleasePurpose,
-    Resume,
     SleepRefused,
     SnapshotTaken,
 )
 from orkeon_actors.crew.snapshot import CrewOutcome
 from orkeon_actors.crew.state import CrewStatus
-from orkeon_actors.errors import HubStoppedError, InvalidArgumentError
-from orkeon_actors.hub.memory import note_crew_finished
-from orkeon_actors.hub.port import POST_TOPIC, REPLY_TOPIC, SEND_TOPIC
-from orkeon_actors.hub.routing import cursor_matches, topic_matches
-from orkeon_actors.lifecycle.activation import BuiltCrew
-from orkeon_actors.lifecycle.burst_gc import BURST_QUIET, BurstCollections
-from orkeon_actors.lifecycle.metrics import LOG_COMPONENT, WakeTrigger, log_transition
-from orkeon_actors.lifecycle.ports import KeptEvents, LifecycleState, SleepReason, StoredState
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.lifecycle.burst_gc import BurstCollections
+from orkeon_actors.lifecycle.checkpoint import take_checkpoint
+from orkeon_actors.lifecycle.expiry_wakes import burst_check, expiry_tick
+from orkeon_actors.lifecycle.finish_transitions import crew_finished, crew_gone, end_crew
+from orkeon_actors.lifecycle.metrics import WakeTrigger
+from orkeon_actors.lifecycle.ports import LifecycleState, SleepReason, StoredState
+from orkeon_actors.lifecycle.sleep_transitions import (
+    back_to_active,
+    enforce_cap,
+    released,
+    request_sleep,
+    saved,
+    sleep_if_idle,
+    snapshot_taken,
+    snapshotted,
+)
 from orkeon_actors.lifecycle.supervisor_state import (
-    DEFERRED_TICK,
-    MAX_ACTIVATING,
-    RESUME_ACTIVATING,
     BurstCheck,
     Call,
     CheckpointDue,
@@ -65,11 +88,16 @@ from orkeon_actors.lifecycle.supervisor_state import (
     SaveFailed,
     SupervisorInbox,
     Tick,
-    durable_patterns,
     tell_supervisor,
-    topic_patterns,
 )
 from orkeon_actors.lifecycle.wait_scheduler import DurableWaitScheduler
+from orkeon_actors.lifecycle.wake_transitions import (
+    cursors_open,
+    keep_for_handovers,
+    kept_loaded,
+    wake_crew,
+    wake_on_dispatch,
+)
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import Message
 
@@ -126,39 +154,39 @@ class SupervisorActor(pykka.ThreadingActor):
                 message.future.set_exception(exc)
         elif isinstance(message, Dispatched):
             try:
-                self._dispatched(message.message)
+                wake_on_dispatch(self, message.message)
             finally:  # not before: a wake until now adopts it in routing order (Handover)
                 self.shared.done_routing(message.message.id)
         elif isinstance(message, SnapshotTaken):
-            self._snapshot_taken(message)
+            snapshot_taken(self, message)
         elif isinstance(message, Passivated):
-            self._snapshotted(message.crew_id)
+            snapshotted(self, message.crew_id)
         elif isinstance(message, SleepRefused):
-            self._back_to_active(message.crew_id, f"refused: {message.reason}", failed=False)
+            back_to_active(self, message.crew_id, f"refused: {message.reason}", failed=False)
         elif isinstance(message, SaveFailed):
-            self._back_to_active(message.crew_id, f"snapshot write failed: {message.error}", failed=True)
+            back_to_active(self, message.crew_id, f"snapshot write failed: {message.error}", failed=True)
         elif isinstance(message, Saved):
-            self._saved(message.crew_id)
+            saved(self, message.crew_id)
         elif isinstance(message, Released):
-            self._released(message)
+            released(self, message)
         elif isinstance(message, IdleCheck):
             self.idle.check(message.crew_id)
         elif isinstance(message, Finished):
-            self._finished(message.crew_id, message.status)
+            crew_finished(self, message.crew_id, message.status)
         elif isinstance(message, Closed):
-            self._gone(message.crew_id, message.outcome)
+            crew_gone(self, message.crew_id, message.outcome)
         elif isinstance(message, Tick):
-            self._tick(fallback=message.fallback)
+            expiry_tick(self, fallback=message.fallback)
         elif isinstance(message, Routing):
-            self._keep_for_handovers(message.message)
+            keep_for_handovers(self, message.message)
         elif isinstance(message, CursorsOpen):
-            self._cursors_open(message.crew_id)
+            cursors_open(self, message.crew_id)
         elif isinstance(message, KeptLoaded):
-            self._kept_loaded(message)
+            kept_loaded(self, message)
         elif isinstance(message, CheckpointDue):
-            self._checkpoint(message.crew_id)
+            take_checkpoint(self, message.crew_id)
         elif isinstance(message, BurstCheck):
-            self._burst_check()
+            burst_check(self)
 
     # -- boot -------------------------------------------------------------------------
 
@@ -175,7 +203,7 @@ class SupervisorActor(pykka.ThreadingActor):
         # Kept mail, and events kept for a parked wait's cursor (published while the supervisor stopped).
         for crew in self.wakes.crews_to_wake_at_boot():
             if self.store.stored_state(crew) is not None:
-                self._wake(crew, None, time.perf_counter(), cause=WakeTrigger.POST)
+                wake_crew(self, crew, None, time.perf_counter(), cause=WakeTrigger.POST)
         return asleep
 
     # -- spawning ---------------------------------------------------------------------
@@ -188,12 +216,15 @@ class SupervisorActor(pykka.ThreadingActor):
             raise InvalidArgumentError(f"crew {crew_id} already exists in the store (asleep): wake it instead")
         if self.sup.outcome_book.load(crew_id) is not None:
             self.sup.outcome_book.forget(crew_id)  # the id is used again: the old outcome is history
-        entry = self._start(name, crew_id)
+        entry = self.register_crew(name, crew_id)
         start_crew(entry.ref)
-        self._activated(crew_id, entry)
+        self.activated(crew_id, entry)
         return crew_id
 
-    def _start(self, name: str, crew_id: CrewId) -> CrewEntry:
+    def register_crew(self, name: str, crew_id: CrewId) -> CrewEntry:
+        """Start the crew's actor from the factory registered under ``name`` (its work not
+        begun: ``spawn`` begins it, a wake restores it) and register it as live here.
+        ``InvalidArgumentError`` if no factory is registered under ``name``."""
         crew = self.activator.build(name, crew_id)
         entry = CrewEntry(name, crew.ref, crew.idle_timeout, crew.ledger, crew.volatile)
         self.entries[crew_id] = entry
@@ -204,625 +235,30 @@ class SupervisorActor(pykka.ThreadingActor):
             self.shared.status[crew_id] = CrewStatus.CREATED
         return entry
 
-    def _activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
+    def activated(self, crew_id: CrewId, entry: CrewEntry) -> None:
+        """The crew is ``Active``: its idle count starts, and the ``max_active`` cap may
+        put the least recently touched waiting crews to sleep."""
         entry.state = LifecycleState.ACTIVE
         self.idle.watch(crew_id, entry.idle_timeout)
-        self._enforce_cap()
+        enforce_cap(self)
 
-    # -- sleep ------------------------------------------------------------------------
+    # -- sleep (CrewSupervisor.sleep, the idle detector) -------------------------------
 
     def sleep(self, crew_id: CrewId, reason: SleepReason, future: Future[bool] | None) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is not None and not entry.finished and (entry.state is LifecycleState.ACTIVATING or entry.checkpoint):
-            entry.deferred_sleeps.append((reason, future))  # asked again once its handover or checkpoint is done
-            return
-        if entry is None or entry.state is not LifecycleState.ACTIVE or entry.finished or entry.stopping:
-            if future is not None:
-                future.set_result(entry is None and self._asleep_in_store(crew_id))
-            return
-        entry.state = LifecycleState.SNAPSHOTTING
-        entry.reason = reason
-        self.idle.pause(crew_id)
-        if future is not None:
-            entry.sleepers.append(future)
-        log_transition(crew_id, LifecycleState.ACTIVE, LifecycleState.SNAPSHOTTING, reason=reason.value)
-        entry.snapshot = entry.taken = None
-        entry.ref.tell(Passivate(self.inbox, entry.ledger))
-
-    def _snapshot_taken(self, report: SnapshotTaken) -> None:
-        """The crew took its sleep snapshot (its cursors stay open until its release):
-        index it under its patterns, and from now on keep the topic messages for its
-        cursors (see :meth:`_keep_for_handovers`)."""
-        entry = self.entries.get(report.crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
-        snapshot = report.snapshot
-        entry.snapshot = snapshot
-        entry.taken = report
-        if entry.checkpoint:
-            return  # it does not sleep: its cursors stay open and hold what they receive
-        self.shared.add_patterns(topic_patterns(snapshot))
-        self.shared.add_patterns(topic_patterns(snapshot), transient=True)
-
-    def _asleep_in_store(self, crew_id: CrewId) -> bool:
-        return self.wakes.has_pending_waits(crew_id)
-
-    def _snapshotted(self, crew_id: CrewId) -> None:
-        """The crew withdrew its live waits and none had fired: every message in the
-        consumed view of its snapshot was handled, so the snapshot reflects it (a message
-        consumed but still in flight to the crew refuses the sleep, and nothing is saved:
-        its row must stay until a snapshot reflects it). Save it."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING or entry.stopping:
-            return  # stopping: stop() gave up on it, it parks as it is
-        if entry.ending is not None:
-            return  # its End follows in its inbox: it fails, and its Finished settles the sleep
-        taken = entry.taken
-        if taken is None:
-            return
-        snapshot, consumed = taken.snapshot, taken.consumed
-        me = self.actor_ref
-        ledger = entry.ledger
-        shared = self.shared
-        live = durable_patterns(snapshot, entry.volatile) if entry.checkpoint else None
-        reflected = frozenset(taken.reflected_events)
-
-        def on_saved() -> None:  # the writer thread, after the commit
-            ledger.acknowledged(consumed)
-            if live is not None:  # a checkpoint: its cursors are durable from now on
-                shared.go_live(crew_id, live)
-                with shared.lock:
-                    if crew_id in shared.live:
-                        shared.kept_read.add(crew_id)
-            # Its waiting publishers keep what the snapshot does not reflect (rows exist now);
-            # a stalled publisher will not keep for it what the snapshot reflects.
-            shared.saved_reflecting(crew_id, reflected)
-            shared.end_checkpoint(crew_id, reflected)
-            tell_supervisor(me, Saved(crew_id))
-
-        self.store.save_async(
-            crew_id,
-            snapshot,
-            list(entry.triggers),
-            on_saved=on_saved,
-            on_error=lambda exc: tell_supervisor(me, SaveFailed(crew_id, exc)),
-            consumed=consumed,
-            kept_upto=entry.kept_upto,
-            reflected=taken.reflected_events,
-        )
-
-    def _back_to_active(self, crew_id: CrewId, why: str, *, failed: bool) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.SNAPSHOTTING:
-            return
-        if failed:
-            self.stats.sleep_failed()
-        else:
-            self.stats.sleep_refused()
-        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ACTIVE, warning=failed, reason=why)
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        if entry.checkpoint:
-            entry.checkpoint = False
-            snapshot = None  # indexed under nothing: see _snapshot_taken
-            if failed:
-                logger.error("crew {}: its checkpoint failed ({}); tried again up to 3 saves", crew_id, why)
-            self.shared.end_checkpoint(crew_id, None, retry=True, failed=failed)
-        if snapshot is not None:
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            # Its cursors never closed: they hold every topic message kept meanwhile.
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-        entry.state = LifecycleState.ACTIVE
-        entry.handover = None
-        entry.carry.clear()
-        entry.ref.tell(Resume())
-        for message in entry.buffered:
-            entry.ref.tell(Deliver(message))
-        entry.buffered.clear()
-        for future in entry.sleepers:
-            future.set_result(False)
-        entry.sleepers.clear()
-        self.idle.restart(crew_id)
-        self._sleep_deferred(crew_id, entry)
-
-    def _saved(self, crew_id: CrewId) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.stopping or entry.finished or entry.ending is not None:
-            return  # finished or ending (its End is told): its Finished deletes that snapshot
-        if entry.checkpoint:
-            self._checkpointed(crew_id, entry)
-            return
-        entry.releasing = True
-        entry.ref.tell(Release(self.inbox, ReleasePurpose.SLEEP))
-
-    # -- checkpoints (orkeon_actors.lifecycle.checkpoint) ------------------------------
-
-    def _checkpoint(self, crew_id: CrewId) -> None:
-        """A crew with a cursor its last snapshot does not hold waits for a message:
-        take the sleep's snapshot transaction without the sleep. Not now (it is waking,
-        sleeping or finished): the next wait asks again, or its sleep settles the gate."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or entry.stopping or entry.state is not LifecycleState.ACTIVE:
-            self.shared.end_checkpoint(crew_id, None, retry=entry is not None and not entry.finished)
-            return
-        entry.state = LifecycleState.SNAPSHOTTING
-        entry.checkpoint = True  # its idle count goes on: an idle sleep meanwhile is made after it
-        entry.snapshot = entry.taken = None
-        entry.ref.tell(Passivate(self.inbox, entry.ledger))
-
-    def _checkpointed(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """The checkpoint committed (its cursors went live and durable on the writer's
-        thread, its publishers released): re-arm its waits, stay Active."""
-        entry.checkpoint = False
-        entry.state = LifecycleState.ACTIVE
-        entry.snapshot = entry.taken = None
-        entry.handover = None
-        entry.triggers = []  # recorded processed by that transaction
-        entry.kept_upto = 0  # deleted by it
-        entry.ref.tell(Resume())
-        for message in entry.buffered:
-            entry.ref.tell(Deliver(message))
-        entry.buffered.clear()
-        logger.debug("crew {}: checkpoint committed, its cursors are durable", crew_id)
-        self._sleep_deferred(crew_id, entry)
-
-    def _sleep_deferred(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """Make the sleeps asked for while it checkpointed (``stop()``'s included)."""
-        asked = [(SleepReason.SHUTDOWN, f) for f in entry.sleepers]
-        entry.sleepers.clear()
-        deferred, entry.deferred_sleeps = [*entry.deferred_sleeps, *asked], []
-        for reason, future in deferred:
-            self.sleep(crew_id, reason, future)
-
-    def _released(self, report: Released) -> None:
-        crew_id = report.crew_id
-        if report.purpose is ReleasePurpose.SHUTDOWN:
-            self._parked_at_stop(crew_id)
-            return
-        entry = self.entries.pop(crew_id, None)
-        if entry is None:
-            return
-        entry.carry.extend(report.leftovers)
-        self._not_activating(crew_id)
-        self.idle.forget(crew_id)
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        # Asleep: the sleeping crews' keeping takes over, once ``kept_read`` no longer
-        # has it (a message routed after it left the live crews must not skip both).
-        self.shared.leave_live(crew_id)
-        self.shared.end_checkpoint(crew_id, None)  # settled by its save already
-        self.hub.end_deferral(crew_id)
-        if len(entry.ledger):
-            logger.warning("crew {}: asleep with {} consumed message(s) unacknowledged", crew_id, len(entry.ledger))
-        self.stats.slept(entry.reason)
-        log_transition(crew_id, LifecycleState.SNAPSHOTTING, LifecycleState.ASLEEP, reason=entry.reason.value)
-        if snapshot is not None:
-            for wait in snapshot.pending_waits:
-                if wait.expires_at is not None:
-                    self.waits.schedule(crew_id, wait.wait_id, wait.expires_at)
-        for future in entry.sleepers:
-            future.set_result(True)
-        kept: list[Message] = []
-        if snapshot is not None:
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-            # Topic messages its cursors got after the snapshot, or that were kept for it
-            # while it snapshotted: the snapshot does not hold them, hand them over.
-            handover = Handover(crew_id, snapshot_cursors(snapshot))
-            for message in [*entry.carry, *(entry.handover.messages if entry.handover is not None else [])]:
-                handover.keep(message)
-            kept = handover.without({m.id for a in snapshot.agents for c in a.cursors for m in c.buffered})
-        if (entry.buffered or kept) and not self.shutting_down:  # arrived while it snapshotted: wake at once
-            first = entry.buffered[0] if entry.buffered else None
-            self._wake(crew_id, first, time.perf_counter(), cause=WakeTrigger.BUFFERED, carry=kept)
-            woken = self.entries.get(crew_id)
-            if woken is not None:
-                for message in entry.buffered[1:]:
-                    woken.ref.tell(Deliver(message))
-        elif kept and snapshot is not None:  # stopping: keep them for its cursors in the store
-            filters = snapshot_cursors(snapshot)
-            for message in kept:
-                keys = [self.wakes.cursor_key(f) for f in matching_filters(filters, crew_id, message)]
-                self.wakes.keep_event(crew_id, keys, message)
-        if entry.ending is not None and not self.shutting_down:  # asked while it fell asleep
-            self.end(crew_id, entry.ending)
-
-    # -- wake -------------------------------------------------------------------------
-
-    def _wake(
-        self,
-        crew_id: CrewId,
-        trigger: Message | None,
-        started: float,
-        *,
-        expiry: bool = False,
-        cause: str | None = None,
-        carry: Sequence[Message] = (),
-        texts: Mapping[CrewId, str] | None = None,
-    ) -> bool:
-        """Activate a sleeping crew. A crew without topic cursors is restored and Active
-        at once. Otherwise, from here until its restored cursors are open, the
-        topic messages matching them are kept (``carry`` first: kept while it slept;
-        then the trigger, messages in mid-routing now, and every one heard of until
-        then) and handed over in that order (:func:`hand_over`). ``texts``: snapshot
-        texts read for a batch in this turn (``SnapshotActivator.read_many``)."""
-        entry = self.entries.get(crew_id)
-        if entry is not None:
-            if entry.state is LifecycleState.SNAPSHOTTING and trigger is not None:
-                if trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
-                    entry.buffered.append(trigger)
-                else:
-                    self._keep_for_handovers(trigger)
-            return False
-        if self.shutting_down:  # posts stay kept and expiries indexed: the next boot wakes it
-            logger.debug("crew {}: not woken, the supervisor is stopping", crew_id)
-            return False
-        snapshot = self.activator.load(crew_id, trigger, texts)
-        if snapshot is None:
-            return False
-        if cause is None:
-            cause = WakeTrigger.EXPIRY if expiry else _cause_of(trigger)
-        log_transition(crew_id, LifecycleState.ASLEEP, LifecycleState.ACTIVATING, trigger=cause)
-        entry = self._start(snapshot.name, crew_id)
-        entry.state = LifecycleState.ACTIVATING
-        entry.wake_cause = cause
-        filters = snapshot_cursors(snapshot)
-        if not filters and (trigger is None or trigger.topic in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC)):
-            # No topic cursor to catch up (so nothing kept for it either): no handover,
-            # restored and Active at once.
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            with self.shared.lock:
-                self.shared.activating.add(crew_id)
-                self.shared.handed.add(crew_id)  # its first activity report ends its restore
-            entry.triggers = self.activator.restore(
-                BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
-                snapshot,
-                trigger,
-            )
-            self.stats.woke(cause, time.perf_counter() - started)
-            self._activated(crew_id, entry)
-            log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
-            return True
-        handover = entry.handover = Handover(crew_id, filters)
-        self.shared.add_patterns(handover.patterns, transient=True)
-        # From now on its snapshot's cursors are kept durably while it is live.
-        self.shared.go_live(crew_id, durable_patterns(snapshot, entry.volatile))
-        self.shared.remove_patterns(topic_patterns(snapshot))
-        with self.shared.lock:
-            self.shared.activating.add(crew_id)
-        for message in carry:
-            handover.keep(message)
-        delivered = False
-        if trigger is not None and trigger.topic not in (POST_TOPIC, SEND_TOPIC, REPLY_TOPIC):
-            delivered = handover.keep(trigger) or handover.holds(trigger)
-        for message in list(self.shared.in_flight.values()):  # routed now, maybe before its cursors reopen
-            handover.keep(message)
-        me = self.actor_ref
-        entry.triggers = self.activator.restore(
-            BuiltCrew(crew_id, entry.name, entry.ref, entry.idle_timeout, entry.ledger, entry.volatile),
-            snapshot,
-            trigger,
-            supervision=self.inbox,
-            handed_over=delivered,
-        )
-        shared = self.shared
-        shared.kept_read.discard(crew_id)
-
-        def read() -> None:  # the writer, right after the read: in order with the keeping writes
-            with shared.lock:
-                if crew_id in shared.live:  # later keeping writes skip it: its handover has them
-                    shared.kept_read.add(crew_id)
-
-        def not_loaded(exc: BaseException) -> None:
-            logger.warning("crew {}: its kept topic events could not be read ({}); handed over later", crew_id, exc)
-            tell_supervisor(me, KeptLoaded(crew_id, KeptEvents((), {}, 0)))
-
-        self.wakes.load_kept(crew_id, read, lambda kept: tell_supervisor(me, KeptLoaded(crew_id, kept)), not_loaded)
-        self.stats.woke(cause, time.perf_counter() - started)
-        return True
-
-    def _keep_for_handovers(self, message: Message) -> None:
-        """Keep a topic message for every crew whose cursors are closed (snapshotting or
-        activating) and match it."""
-        if not self.shared.handover_view:
-            return  # no crew is snapshotting or activating
-        for crew_id, entry in self.entries.items():
-            if entry.state is LifecycleState.ACTIVATING and entry.handover is not None:
-                entry.handover.keep(message)
-            elif entry.state is LifecycleState.SNAPSHOTTING and not entry.checkpoint:
-                if entry.handover is None:
-                    if entry.snapshot is None:
-                        continue  # not snapshotted yet: its cursors are open
-                    entry.handover = Handover(crew_id, snapshot_cursors(entry.snapshot))
-                entry.handover.keep(message)
-
-    def _kept_loaded(self, loaded: KeptLoaded) -> None:
-        """The events kept in the store for the crew (while it slept, and those a publish
-        kept before the wake read them): merged into the handover (:meth:`Handover.merge`)."""
-        entry = self.entries.get(loaded.crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
-            return
-        entry.kept_loaded = True
-        entry.kept_upto = loaded.kept.upto
-        entry.kept_missed = dict(loaded.kept.missed)
-        entry.handover.merge(loaded.kept.messages)
-        if entry.cursors_open:
-            self._hand_over(loaded.crew_id, entry)
-
-    def _cursors_open(self, crew_id: CrewId) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.state is not LifecycleState.ACTIVATING or entry.handover is None:
-            return
-        entry.cursors_open = True
-        if entry.kept_loaded:
-            self._hand_over(crew_id, entry)
-
-    def _hand_over(self, crew_id: CrewId, entry: CrewEntry) -> None:
-        """The woken crew's cursors are open again and its kept events read: hand over
-        everything kept, go Active."""
-        handover, entry.handover = entry.handover, None
-        assert handover is not None
-        self.shared.remove_patterns(handover.patterns, transient=True)
-        with self.shared.lock:
-            if crew_id in self.shared.activating:
-                self.shared.handed.add(crew_id)  # its next activity report ends its restore
-        hand_over(entry.ref, handover.messages, entry.kept_missed)
-        self._activated(crew_id, entry)
-        deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
-        for reason, future in deferred:
-            self.sleep(crew_id, reason, future)
-        log_transition(
-            crew_id,
-            LifecycleState.ACTIVATING,
-            LifecycleState.ACTIVE,
-            trigger=entry.wake_cause,
-            handed_over=str(len(handover.messages)),
-        )
-
-    def _dispatched(self, message: Message) -> None:
-        started = time.perf_counter()
-        if message.topic in (POST_TOPIC, SEND_TOPIC):
-            address = message.target_mailbox
-            crew = address.crew_id if address is not None else None
-            if crew is not None and crew not in self.entries:
-                self._wake(CrewId(crew), message, started)
-            return
-        if message.topic == REPLY_TOPIC:
-            crew = message.target_crew_id
-            if crew is not None and crew not in self.entries and self._waits_on_reply(crew, message):
-                self._wake(crew, message, started)
-            return
-        patterns = [p for p in self.shared.pattern_view if topic_matches(p, message.topic)]
-        if not patterns:
-            return
-        self._keep_for_handovers(message)
-        woken: set[CrewId] = set()
-        reflecting = self.shared.reflected_in_flight.get(message.id, ())  # no trigger for those any more
-        for crew, topic, metadata in self.wakes.topic_waits(patterns):
-            if crew in woken or crew in self.entries or crew in reflecting:
-                continue
-            if not cursor_matches(topic, metadata, crew, message):
-                continue
-            if self._wake(crew, message, started):
-                woken.add(crew)
-
-    def _waits_on_reply(self, crew: CrewId, message: Message) -> bool:
-        return self.wakes.waits_on_reply(crew, message.correlation_id)
-
-    # -- the durable wait scheduler ---------------------------------------------------
-
-    def _tick(self, *, fallback: bool = False) -> None:
-        """Wake the crews whose expiry is due, a batch per tick. Backpressure: at most
-        ``MAX_ACTIVATING`` woken crews may not have restored yet; once there are that
-        many, the tick is deferred until at most ``RESUME_ACTIVATING`` remain (the
-        restore reports tell the supervisor) or ``DEFERRED_TICK`` passed. Without it a
-        burst of thousands of expiries starts thousands of crews at once, whose threads
-        then contend for the interpreter: measured, that costs far more than the
-        activations themselves. ``activating`` is kept incrementally; only the
-        ``DEFERRED_TICK`` timer (one pending at most) looks for woken crews whose actor
-        died before restoring, and forgets them."""
-        shared = self.shared
-        if fallback:
-            with shared.lock:
-                shared.fallback_armed = False
-                gone = [c for c in shared.activating if (e := self.entries.get(c)) is None or not e.ref.is_alive()]
-                shared.activating.difference_update(gone)
-                shared.handed.difference_update(gone)
-            for crew_id in gone:
-                self._forget_dead(crew_id)
-        with shared.lock:
-            busy = len(shared.activating)
-            room = MAX_ACTIVATING - busy
-            if room <= 0 or (shared.tick_deferred and busy > RESUME_ACTIVATING):
-                if not shared.fallback_armed:
-                    me = self.actor_ref
-                    self.hub.scheduler.schedule_at(
-                        self.hub.clock.monotonic() + DEFERRED_TICK, lambda: tell_supervisor(me, Tick(fallback=True))
-                    )
-                    shared.fallback_armed = True
-                shared.tick_deferred = True  # set last: once it is seen, the timer is armed
-                return
-            shared.tick_deferred = False
-        started = time.perf_counter()
-        due = [crew_id for crew_id in self.waits.due(limit=room) if crew_id not in self.entries]
-        texts: Mapping[CrewId, str] | None = None
-        try:
-            texts = self.activator.read_many(due) if due else {}  # the batch's snapshots, one read
-        except Exception as exc:  # each crew then reads its own (and fails alone)
-            logger.warning("the snapshots of {} due crews could not be read at once ({}); one by one", len(due), exc)
-        for crew_id in due:
-            self.stats.expired()
-            try:
-                self._wake(crew_id, None, started, expiry=True, texts=texts)
-            except Exception:  # one crew that cannot wake must not drop the rest of the batch
-                logger.opt(exception=True).error("crew {}: its expiry could not wake it", crew_id)
-        now = self.hub.clock.monotonic()
-        if self.bursts.woke(len(due), now):  # full collections postponed while the burst runs
-            self._arm_burst_check(now + BURST_QUIET)
-
-    def _arm_burst_check(self, at: float) -> None:
-        me = self.actor_ref
-        self.hub.scheduler.schedule_at(at, lambda: tell_supervisor(me, BurstCheck()))
-
-    def _burst_check(self) -> None:
-        again = self.bursts.check(self.hub.clock.monotonic())
-        if again is not None:
-            self._arm_burst_check(again)
-
-    def _forget_dead(self, crew_id: CrewId) -> None:
-        """A woken crew whose actor stopped before it restored (it never reports back):
-        drop it as if the wake had not happened. Activation writes nothing, so it stays
-        asleep on its snapshot; its next trigger or the next boot wakes it again."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or entry.ref.is_alive():
-            return
-        del self.entries[crew_id]
-        self.idle.forget(crew_id)
-        self.shared.leave_live(crew_id)
-        self.shared.end_checkpoint(crew_id, None)
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        if entry.handover is not None:
-            self.shared.remove_patterns(entry.handover.patterns, transient=True)
-        self.hub.end_deferral(crew_id)
-        snapshot = self.store.load(crew_id)
-        if snapshot is not None:  # indexed again: a matching topic message wakes it
-            self.shared.add_patterns(topic_patterns(snapshot))
-        logger.warning("crew {}: its actor stopped before it restored; it stays asleep on its snapshot", crew_id)
-
-    def _not_activating(self, crew_id: CrewId) -> None:
-        """``crew_id`` finished or went away before reporting its restore."""
-        if self.shared.restored(crew_id):
-            tell_supervisor(self.actor_ref, Tick())
-
-    # -- idle detection and the cap ---------------------------------------------------
+        """Ask the crew to sleep; ``future`` (if any) is set once it slept (``True``) or
+        did not (see :func:`~orkeon_actors.lifecycle.sleep_transitions.request_sleep`)."""
+        request_sleep(self, crew_id, reason, future)
 
     def _idle(self, crew_id: CrewId) -> None:
-        """The idle detector's callback: sleep the crew if it waits for a message."""
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished or (entry.state is not LifecycleState.ACTIVE and not entry.checkpoint):
-            return
-        if self.shared.status.get(crew_id) is CrewStatus.WAITING:
-            self.sleep(crew_id, SleepReason.IDLE, None)  # deferred until its checkpoint is done
-        else:
-            self.idle.restart(crew_id)
-
-    def _enforce_cap(self) -> None:
-        cap = self.sup.max_active
-        if cap is None:
-            return
-        active = [(c, e) for c, e in self.entries.items() if e.state is LifecycleState.ACTIVE and not e.finished]
-        excess = len(active) - cap
-        if excess <= 0:
-            return
-        waiting = [c for c, _ in active if self.shared.status.get(c) is CrewStatus.WAITING]
-        for crew_id in self.idle.least_recently_touched(waiting, excess):
-            self.sleep(crew_id, SleepReason.CAPACITY, None)
-
-    # -- completion -------------------------------------------------------------------
-
-    def _finished(self, crew_id: CrewId, status: CrewStatus) -> None:
-        entry = self.entries.get(crew_id)
-        if entry is None or entry.finished:
-            return
-        entry.finished = True
-        self.shared.leave_live(crew_id)  # its snapshot (and what was kept for it) is deleted
-        self.shared.end_checkpoint(crew_id, None)
-        self._not_activating(crew_id)
-        before = entry.state
-        if entry.handover is not None and entry.state is LifecycleState.ACTIVATING:
-            self.shared.remove_patterns(entry.handover.patterns, transient=True)
-            entry.handover = None
-        for _, future in entry.deferred_sleeps:
-            if future is not None:
-                future.set_result(False)
-        entry.deferred_sleeps.clear()
-        if before is LifecycleState.SNAPSHOTTING:  # ended while it fell asleep: it does not sleep
-            self._sleep_abandoned(entry)
-        entry.state = LifecycleState.COMPLETED if status is CrewStatus.COMPLETED else LifecycleState.FAILED
-        note_crew_finished(self.hub, crew_id, status.value)  # a late post is refused saying the crew finished
-        self.idle.forget(crew_id)
-        log_transition(crew_id, before, entry.state)
-        # Its final state reflects every message it consumed: acknowledge them with the
-        # deletion of its snapshot (a crash before that commit wakes it from the
-        # snapshot again, those messages redelivered, and it finishes again).
-        ledger = entry.ledger
-        consumed = ledger.view()
-        self.hub.end_deferral(crew_id)  # its waits are withdrawn: it consumes nothing more
-        self.store.delete_async(crew_id, consumed, on_deleted=lambda: ledger.acknowledged(consumed))
-        # Close its mailboxes and stop its actor now, not at stop(): thousands of
-        # finished crews would otherwise each hold their state in memory (and every
-        # full garbage collection would walk it). Written after the deletion above (the
-        # writer commits in order), so the messages it consumed stay kept until that
-        # commit acknowledges them; its outcome stays in ``outcomes``.
-        try:
-            entry.ref.tell(CloseMailboxes(self.inbox, keep_final=self.sup.finished_memory > 0))
-        except pykka.ActorDeadError:
-            logger.debug("crew {}: stopped before its mailboxes were closed (its stop closed them)", crew_id)
-            self._gone(crew_id, CrewOutcome(status))
-
-    def _sleep_abandoned(self, entry: CrewEntry) -> None:
-        """A crew that finishes (ended) while snapshotting: unindex its sleep snapshot's
-        patterns (see :meth:`_snapshot_taken`), answer its sleepers ``False``."""
-        snapshot, entry.snapshot, entry.taken = entry.snapshot, None, None
-        if snapshot is not None and not entry.checkpoint:
-            self.shared.remove_patterns(topic_patterns(snapshot))
-            self.shared.remove_patterns(topic_patterns(snapshot), transient=True)
-        for future in entry.sleepers:
-            future.set_result(False)
-        entry.sleepers.clear()
-        entry.buffered.clear()  # posts to a crew that ends: its mailboxes close
+        """The idle detector's callback, run in this actor's turn (an ``IdleCheck``)."""
+        sleep_if_idle(self, crew_id)
 
     # -- ending (CrewSupervisor.end, rt.fleet.stop) -----------------------------------
 
     def end(self, crew_id: CrewId, order: End) -> bool:
         """Make the crew fail with ``order``'s cause whatever its state; ``False`` if
-        there is nothing to end (finished, or unknown here). Active or waking: told now
-        (handled between two turns). Snapshotting: told now, behind the Passivate, and
-        its snapshot is not saved (or, saved already, deleted with its failure); if its
-        Release was told already (its actor is stopping), it is woken once its sleep
-        committed and told then. Asleep: woken, then told (before anything posted to it
-        after this call)."""
-        entry = self.entries.get(crew_id)
-        if entry is None:
-            if self.shutting_down:
-                raise HubStoppedError(f"crew {crew_id} cannot be ended: its supervisor is stopping")
-            if self.store.stored_state(crew_id) is not StoredState.ASLEEP:
-                return False
-            self._wake(crew_id, None, time.perf_counter(), cause=WakeTrigger.EXPLICIT)
-            entry = self.entries.get(crew_id)
-            if entry is None:
-                raise InvalidArgumentError(f"crew {crew_id} is asleep but could not be woken to end it: see the log")
-        if entry.finished or entry.ending is not None:
-            return not entry.finished
-        entry.ending = order
-        logger.bind(component=LOG_COMPONENT, crew_id=str(crew_id), event="end", state=entry.state.value).debug(
-            "crew {}: ending it ({}){}", crew_id, order.error_type, " once it slept" if entry.releasing else ""
-        )
-        if not entry.releasing:
-            entry.ref.tell(order)
-        return True
-
-    def _gone(self, crew_id: CrewId, outcome: CrewOutcome) -> None:
-        """Forget a finished crew whose actor stopped; remember its outcome (the last
-        ``finished_memory`` ones)."""
-        self.sup.outcome_book.record(crew_id, outcome)
-        self.outcomes[crew_id] = outcome
-        self.outcomes.move_to_end(crew_id)
-        while len(self.outcomes) > self.sup.finished_memory:
-            self.outcomes.popitem(last=False)
-        entry = self.entries.get(crew_id)
-        if entry is None or not entry.finished or entry.stopping:
-            return
-        del self.entries[crew_id]
-        with self.shared.lock:
-            self.shared.live.discard(crew_id)
-            self.shared.kept_read.discard(crew_id)
-            self.shared.status.pop(crew_id, None)
-        self.idle.forget(crew_id)  # after ``live``: a late activity report is ignored from now on
+        there is nothing to end (see :func:`~orkeon_actors.lifecycle.finish_transitions.end_crew`)."""
+        return end_crew(self, crew_id, order)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -890,8 +326,8 @@ class SupervisorActor(pykka.ThreadingActor):
         return None if entry is None else entry.ref
 
     def wake(self, crew_id: CrewId, trigger: Message | None) -> bool:
-        return self._wake(
-            crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
+        return wake_crew(
+            self, crew_id, trigger, time.perf_counter(), cause=WakeTrigger.EXPLICIT if trigger is None else None
         )
 
     # -- shutdown ---------------------------------------------------------------------
@@ -928,10 +364,7 @@ class SupervisorActor(pykka.ThreadingActor):
             entry.stopping = True
             self.idle.forget(crew_id)
             self.shared.end_checkpoint(crew_id, None)  # no checkpoint commits any more
-            for _, sleeper in entry.deferred_sleeps:
-                if sleeper is not None:
-                    sleeper.set_result(False)
-            entry.deferred_sleeps.clear()
+            entry.refuse_deferred_sleeps()
             if entry.finished:
                 stopped.append(entry.ref.stop(block=False))  # its future is False if already dead
                 continue
@@ -946,11 +379,11 @@ class SupervisorActor(pykka.ThreadingActor):
             try:
                 entry.ref.tell(Release(self.inbox, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
-                self._parked_at_stop(crew_id)
+                self.parked_at_stop(crew_id)
             parked.append(done)
         return parked, stopped
 
-    def _parked_at_stop(self, crew_id: CrewId) -> None:
+    def parked_at_stop(self, crew_id: CrewId) -> None:
         """A crew ``stop_rest`` released parked its mailboxes (or its actor was dead
         already): its acknowledgements are no longer deferred; ``stop()`` stops waiting
         for it. A report arriving after the supervisor stopped is dropped: the crew's
@@ -976,13 +409,3 @@ class SupervisorActor(pykka.ThreadingActor):
                     entry.ref.tell(Release(None, ReleasePurpose.SHUTDOWN))
             except pykka.ActorDeadError:
                 continue
-
-
-def _cause_of(trigger: Message | None) -> str:
-    if trigger is None:
-        return WakeTrigger.EXPLICIT
-    if trigger.topic in (POST_TOPIC, SEND_TOPIC):
-        return WakeTrigger.POST
-    if trigger.topic == REPLY_TOPIC:
-        return WakeTrigger.REPLY
-    return WakeTrigger.TOPIC

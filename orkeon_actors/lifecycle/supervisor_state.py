@@ -21,7 +21,9 @@ from orkeon_actors.crew.crew_actor import CrewActor
 from orkeon_actors.crew.handover import CursorFilter, Handover, snapshot_cursors
 from orkeon_actors.crew.protocol import (
     CrewReport,
+    Deliver,
     End,
+    Resume,
     SnapshotTaken,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
@@ -61,7 +63,7 @@ __all__ = [
 
 MAX_ACTIVATING = 64
 """Expiries are handed over only while fewer woken crews than this have not yet
-restored (see ``SupervisorActor._tick``)."""
+restored (see :func:`~orkeon_actors.lifecycle.expiry_wakes.expiry_tick`)."""
 RESUME_ACTIVATING = 48
 """A deferred expiry tick runs again once at most this many woken crews have not
 restored: a batch of at least ``MAX_ACTIVATING - RESUME_ACTIVATING`` per tick, not
@@ -151,6 +153,22 @@ class CrewEntry:
         self.reason = SleepReason.EXPLICIT
         self.wake_cause = ""
         """What woke it (a ``WakeTrigger``), logged when it goes Active."""
+
+    def resume(self) -> None:
+        """Tell the crew, which stays Active, to re-arm its waits, then deliver the
+        triggers that arrived while it snapshotted (in their order)."""
+        self.ref.tell(Resume())
+        for message in self.buffered:
+            self.ref.tell(Deliver(message))
+        self.buffered.clear()
+
+    def refuse_deferred_sleeps(self) -> None:
+        """Answer ``False`` to the sleeps asked for while it was waking or checkpointing
+        (it finished, or the supervisor stops it)."""
+        for _, future in self.deferred_sleeps:
+            if future is not None:
+                future.set_result(False)
+        self.deferred_sleeps.clear()
 
 
 # -- the messages the supervisor tells itself -------------------------------------------------------------------
@@ -282,6 +300,14 @@ class SharedState:
         """``message_id`` is no longer in mid-routing (single dict operations, atomic)."""
         self.in_flight.pop(message_id, None)
         self.reflected_in_flight.pop(message_id, None)
+
+    def forget_crew(self, crew_id: CrewId) -> None:
+        """``crew_id`` has no actor here any more (asleep, gone, or dead before it
+        restored): out of ``live``, ``kept_read`` and ``status`` at once, under the lock."""
+        with self.lock:
+            self.live.discard(crew_id)
+            self.kept_read.discard(crew_id)
+            self.status.pop(crew_id, None)
 
     def saved_reflecting(self, crew_id: CrewId, reflected: frozenset[str]) -> None:
         """After the commit of a snapshot of ``crew_id`` reflecting ``reflected`` (the

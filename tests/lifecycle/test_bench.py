@@ -18,7 +18,7 @@ from orkeon_actors.bench import lifecycle as bench
 from orkeon_actors.cli.main import main
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, respond
 from orkeon_actors.crew.snapshot import from_json
-from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState, supervisor_actor, supervisor_state
+from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState, expiry_wakes, supervisor_state
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.codec import format_time
@@ -172,8 +172,8 @@ def test_woken_crews_whose_actor_died_before_restoring_stop_holding_a_burst_back
 ) -> None:
     """Backpressure counts the woken crews that have not restored; one whose actor died
     before restoring never reports, and the deferred tick's timer forgets it."""
-    monkeypatch.setattr(supervisor_actor, "MAX_ACTIVATING", 2)
-    monkeypatch.setattr(supervisor_actor, "RESUME_ACTIVATING", 1)
+    monkeypatch.setattr(expiry_wakes, "MAX_ACTIVATING", 2)
+    monkeypatch.setattr(expiry_wakes, "RESUME_ACTIVATING", 1)
     monkeypatch.setattr(supervisor_state, "RESUME_ACTIVATING", 1)
     finite = bench.capture_template(str(env.db.parent / "finite.db"), bench.FINITE_NAME)
     crews = [f"e{i}" for i in range(5)]
