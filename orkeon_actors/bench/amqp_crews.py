@@ -65,5 +65,11 @@ def _delivered(state: Any, crews: list[str], timeout: float = 60.0) -> dict[str,
         return {crew: DELIVERIES.at[crew][0] for crew in crews}
 
 
-HOST_OPS: dict[str, Callable[..., Any]] = {"expect": _expect, "delivered": _delivered}
+def _inbox_batches(state: Any) -> list[int]:
+    """``[batches, deliveries]`` the host's gateway handled on its inbox lane so far."""
+    gateway = state.runtime.hub.gateway
+    return [gateway.inbox_batches, gateway.inbox_deliveries]
+
+
+HOST_OPS: dict[str, Callable[..., Any]] = {"expect": _expect, "delivered": _delivered, "inbox_batches": _inbox_batches}
 """The bench's probes, loaded into a host process with its ``load_ops`` op."""
