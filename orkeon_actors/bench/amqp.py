@@ -250,6 +250,8 @@ def _floor_rows(hubs: list[HubFigures], figures: dict[str, float]) -> tuple[dict
         "post_receive_cores_busy": statistics.median(hub.post_cores_busy for hub in hubs),
         "post_receive_broker_cpu_us": statistics.median(hub.post_broker_cpu_us for hub in hubs),
         "post_receive_hold_batch": statistics.median(hub.hold_batch for hub in hubs),
+        "post_receive_switches": statistics.median(hub.post_switches for hub in hubs),
+        "send_reply_switches": statistics.median(hub.send_switches for hub in hubs),
         "amqp_floor_encode_us": post.encode_us,
         "amqp_floor_sign_us": post.sign_us,
         "amqp_floor_verify_us": post.verify_us,
@@ -267,7 +269,8 @@ def _floor_rows(hubs: list[HubFigures], figures: dict[str, float]) -> tuple[dict
     units = {key: "µs/message" for key in rows if key.startswith("amqp_floor_")}
     units |= {"amqp_floor_send_us": "µs/round trip", "amqp_floor_commit_wall_us": "µs/commit"}
     units |= {"post_receive_cores_busy": "share of cores", "post_receive_broker_cpu_us": "µs/message"}
-    units |= {"post_receive_hold_batch": "messages/commit"}
+    units |= {"post_receive_hold_batch": "messages/commit", "post_receive_switches": "switches/message"}
+    units |= {"send_reply_switches": "switches/round trip"}
     units |= {key: "ratio" for key in rows if key.endswith("_bound")}
     return rows, units
 

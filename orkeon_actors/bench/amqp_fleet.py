@@ -140,6 +140,10 @@ class HubFigures:
     hold_batch: float
     """Deliveries per inbox batch on host B over the post window (what its durable hold
     commits at once)."""
+    post_switches: float
+    """Context switches of hosts A and B together per message over the post window."""
+    send_switches: float
+    """The same per round trip over the send/reply window."""
 
 
 def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess]:
@@ -159,6 +163,10 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
     return hosts
 
 
+def _switches(hosts: list[HostProcess]) -> int:
+    return sum(int(host.call("switches")) for host in hosts)
+
+
 def _announced(observer: HostProcess, host: str, address: str) -> None:
     wait_until(lambda: [host, address] in observer.call("roster"), timeout=30, what=f"{address} on the roster")
 
@@ -172,6 +180,7 @@ def hub_rows(url: str, directory: Path, count: int, requests: int) -> HubFigures
         _announced(a, "bench-b", SINK)
         _announced(a, "bench-b", RESPONDER)
         cpu, watch, batches = cpu_seconds([a, b]), MachineWatch(), b.call("inbox_batches")
+        switches = _switches([a, b])
         watch.start()
         drained = b.call_async("drain", address=SINK, count=count, timeout=600)
         posted = a.call("post_many", within=600, to=SINK, count=count, threads=POST_THREADS)
@@ -181,13 +190,25 @@ def hub_rows(url: str, directory: Path, count: int, requests: int) -> HubFigures
         post_cpu = (cpu_seconds([a, b]) - cpu) / count * 1e6
         after = b.call("inbox_batches")
         hold_batch = (after[1] - batches[1]) / max(1, after[0] - batches[0])
-        cpu = cpu_seconds([a, b])
+        post_switches = (_switches([a, b]) - switches) / count
+        cpu, switches = cpu_seconds([a, b]), _switches([a, b])
         served = b.call_async("serve", address=RESPONDER, count=requests, crew="bench-rpc", agent="responder")
         elapsed = a.call("send_many", within=600, to=RESPONDER, count=requests, timeout=30)
         served.result(60)
         send_cpu = (cpu_seconds([a, b]) - cpu) / requests * 1e6
+        send_switches = (_switches([a, b]) - switches) / requests
         broker_us = watch.broker_cpu_s / count * 1e6
-        return HubFigures(post_rate, requests / elapsed, post_cpu, send_cpu, watch.cores_busy, broker_us, hold_batch)
+        return HubFigures(
+            post_rate,
+            requests / elapsed,
+            post_cpu,
+            send_cpu,
+            watch.cores_busy,
+            broker_us,
+            hold_batch,
+            post_switches,
+            send_switches,
+        )
     finally:
         a.stop()
         b.stop()
