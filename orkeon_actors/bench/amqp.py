@@ -175,7 +175,7 @@ def bench_amqp(quick: bool) -> BenchResult:
             "post_receive_cpu_us": "µs/message",
             "send_reply_cpu_us": "µs/round trip",
         }
-        floor_figures, floor_units = _floor_rows(hubs, figures)
+        floor_figures, floor_units = _floor_rows(hubs, figures, quick)
         figures |= floor_figures
         units |= floor_units
     else:
@@ -231,17 +231,21 @@ def bench_amqp(quick: bool) -> BenchResult:
 
 
 FLOOR_MESSAGES = 5_000
-"""Messages each operation of the floor is timed over (:mod:`~orkeon_actors.bench.amqp_floor`)."""
+"""Messages each operation of the floor is timed over (:mod:`~orkeon_actors.bench.amqp_floor`);
+a fifth of that with ``--quick``, and a fifth again for the commits of one row each."""
 
 
-def _floor_rows(hubs: list[HubFigures], figures: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+def _floor_rows(
+    hubs: list[HubFigures], figures: dict[str, float], quick: bool
+) -> tuple[dict[str, float], dict[str, str]]:
     """The hub's own rows over the post windows (cores busy, the broker's CPU, the hold
     batch) and the floor: the mandated operations timed alone, at the batch host B's
     durable hold reached (and at 1 for the sequential round trips), with the ratios they
     bound if every party is bound by the CPU of the same cores."""
     batch = max(1, round(statistics.median(hub.hold_batch for hub in hubs)))
-    post = floor_us(FLOOR_MESSAGES, batch)
-    single = floor_us(FLOOR_MESSAGES // 5, 1)
+    messages = FLOOR_MESSAGES // 5 if quick else FLOOR_MESSAGES
+    post = floor_us(messages, batch)
+    single = floor_us(messages // 5, 1)
     floor_post = post.wire_us + post.store_us
     floor_send = 2 * single.wire_us + single.hold_us + single.consume_us
     raw_rtt_us = 1e6 / figures["raw_rpc_per_s"]
