@@ -103,37 +103,6 @@ def test_the_prefetch_bounds_what_is_held_unacknowledged(vhost: str, link: Broke
     wait_until(lambda: len(received.items) == 10, what="the next window")
 
 
-def test_acks_of_later_deliveries_never_acknowledge_an_older_one_still_held(vhost: str, box: MailboxAddress) -> None:
-    """Acks taken together go out as one ``multiple`` ack only over what is settled: a
-    delivery still held (its store has not committed it) stays unacknowledged and comes
-    back to the next consumer, while the later ones acked and the one rejected do not."""
-    first = _link(url(vhost), box)
-    dead = ready_count(vhost, DLQ)
-    for index in range(6):
-        first.publish(_message(box, str(index).encode())).result(10)
-    received = Received()
-    first.consume(inbox_queue(box), received, prefetch=10)
-    wait_until(lambda: len(received.items) == 6, what="the six deliveries")
-    held, *rest = received.items
-    first.reject(rest[2])
-    for delivery in rest[:2] + rest[3:]:
-        first.ack(delivery)
-    wait_until(lambda: ready_count(vhost, DLQ) == dead + 1, what="the rejected one in fleet.dlq")
-    first.stop()  # the held one returns to the queue with the connection
-    assert ready_count(vhost, inbox_queue(box)) == 1
-    second = _link(url(vhost), box)
-    try:
-        again = Received()
-        second.consume(inbox_queue(box), again, prefetch=10)
-        wait_until(lambda: len(again.items) == 1, what="the held delivery, redelivered")
-        assert (again.items[0].body, again.items[0].redelivered) == (held.body, True)
-        for delivery in again.items:
-            second.ack(delivery)
-        wait_until(lambda: ready_count(vhost, inbox_queue(box)) == 0, what="nothing left")
-    finally:
-        second.stop()
-
-
 def test_a_rejected_message_is_dead_lettered(vhost: str, link: BrokerLink, box: MailboxAddress) -> None:
     before = ready_count(vhost, DLQ)
     received = Received()

@@ -56,7 +56,6 @@ from orkeon_actors.errors import (
     ExclusiveConsumerError,
     UnroutableError,
 )
-from orkeon_actors.hub.amqp.acks import UnsettledTags
 from orkeon_actors.hub.amqp.uri import connection_parameters, redacted
 
 __all__ = ["BrokerLink", "Delivery", "Outgoing"]
@@ -114,8 +113,6 @@ class _Consumer:
     exclusive: bool
     registered: Future[None]
     channel: pika.channel.Channel | None = None
-    unsettled: UnsettledTags = attrs.field(factory=UnsettledTags)
-    """What its channel delivered and nobody settled yet (on the I/O thread)."""
 
 
 @attrs.define
@@ -165,9 +162,8 @@ class BrokerLink:
         self._flush_scheduled = False
         """A :meth:`_flush` is scheduled on the I/O thread and has not taken the queue
         yet: publishes meanwhile join it instead of waking the loop each."""
-        self._settling: list[tuple[Delivery, bool]] = []
-        """Acks (``True``) and rejects waiting for the I/O thread, run by one scheduled
-        callback that settles each consumer's in as few frames as it can."""
+        self._settling: list[Callable[[], None]] = []
+        """Acks and rejects waiting for the I/O thread, run by one scheduled callback."""
         self._settle_scheduled = False
         self._consumers: list[_Consumer] = []
         self.last_heard = time.monotonic()
@@ -528,7 +524,6 @@ class BrokerLink:
             properties: pika.spec.BasicProperties,
             body: bytes,
         ) -> None:
-            consumer.unsettled.delivered(method.delivery_tag)
             consumer.on_message(
                 Delivery(
                     consumer.queue,
@@ -551,7 +546,6 @@ class BrokerLink:
         def opened(channel: pika.channel.Channel) -> None:
             self.heard()
             consumer.channel = channel
-            consumer.unsettled = UnsettledTags()  # a new channel numbers its deliveries from 1
             channel.add_on_close_callback(on_close)
             channel.basic_qos(
                 prefetch_count=consumer.prefetch,
@@ -567,20 +561,29 @@ class BrokerLink:
 
     def ack(self, delivery: Delivery) -> None:
         """Acknowledge ``delivery`` (thread-safe). A delivery of an earlier connection is
-        skipped: the broker redelivers it. Acks of one consumer waiting for the I/O
-        thread together go out as one ``multiple`` ack where nothing older is held."""
-        self._settle(delivery, True)
+        skipped: the broker redelivers it."""
+        self._settle(delivery, lambda channel: channel.basic_ack(delivery.delivery_tag))
 
     def reject(self, delivery: Delivery) -> None:
         """Reject ``delivery`` without requeue: it goes to its queue's dead-letter exchange."""
-        self._settle(delivery, False)
+        self._settle(delivery, lambda channel: channel.basic_reject(delivery.delivery_tag, requeue=False))
 
-    def _settle(self, delivery: Delivery, ack: bool) -> None:
+    def _settle(self, delivery: Delivery, action: Callable[[pika.channel.Channel], None]) -> None:
         connection = self._connection
         if connection is None:
             return
+
+        def run() -> None:
+            if delivery.generation != self._generation:
+                return
+            for consumer in self._consumers:
+                channel = consumer.channel
+                if consumer.queue == delivery.queue and channel is not None and channel.is_open:
+                    action(channel)
+                    return
+
         with self._lock:
-            self._settling.append((delivery, ack))
+            self._settling.append(run)
             schedule = not self._settle_scheduled
             self._settle_scheduled = True
         if schedule:  # one wake of the I/O loop for the acks of a whole batch
@@ -590,22 +593,8 @@ class BrokerLink:
         with self._lock:
             runs, self._settling = self._settling, []
             self._settle_scheduled = False
-        by_queue: dict[str, _Consumer] = {}
-        for consumer in reversed(self._consumers):  # the first one consuming a queue wins
-            channel = consumer.channel
-            if channel is not None and channel.is_open:
-                by_queue[consumer.queue] = consumer
-        settling: dict[str, tuple[list[int], list[int]]] = {}
-        for delivery, ack in runs:
-            if delivery.generation != self._generation or delivery.queue not in by_queue:
-                continue
-            acks, rejects = settling.setdefault(delivery.queue, ([], []))
-            (acks if ack else rejects).append(delivery.delivery_tag)
-        for queue, (acks, rejects) in settling.items():
-            consumer = by_queue[queue]
-            channel = consumer.channel
-            if channel is not None:
-                consumer.unsettled.settle(channel, acks, rejects)
+        for run in runs:
+            run()
 
     # -- plumbing -------------------------------------------------------------------------
 
