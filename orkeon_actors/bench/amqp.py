@@ -46,11 +46,13 @@ from pathlib import Path
 from orkeon_actors.bench.amqp_fleet import (
     POST_THREADS,
     HubFigures,
+    MachineWatch,
     expiry_rate,
     hub_rows,
     wake_latency_ms,
     wake_rate,
 )
+from orkeon_actors.bench.amqp_floor import floor_us
 from orkeon_actors.bench.amqp_raw import raw_post_receive_per_s, raw_rpc_per_s
 from orkeon_actors.bench.context import progress, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
@@ -113,15 +115,21 @@ def bench_amqp(quick: bool) -> BenchResult:
     send: list[float] = []
     post_cpu: list[float] = []
     send_cpu: list[float] = []
+    raw_busy: list[float] = []
+    raw_broker: list[float] = []
+    hubs: list[HubFigures] = []
     hub_rows = _hub_rows()
     directory = Path(scratch_directory("orkeon-bench-amqp-"))
     with scratch_vhost("orkeon-bench") as vhost, _removed(directory):
         url = broker_url(vhost)
         for index in range(rounds):
             progress(f"round {index + 1}/{rounds}")
-            rate, cpu = raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW)
+            watch = MachineWatch()
+            rate, cpu = raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WINDOW, watch=watch)
             raw_post.append(rate)
             raw_post_cpu.append(cpu)
+            raw_busy.append(watch.cores_busy)
+            raw_broker.append(watch.broker_cpu_s / count * 1e6)
             raw_wide.append(raw_post_receive_per_s(url, count, prefetch=PREFETCH, window=WIDE_WINDOW)[0])
             rate, cpu = raw_rpc_per_s(url, requests)
             raw_rpc.append(rate)
@@ -132,16 +140,20 @@ def bench_amqp(quick: bool) -> BenchResult:
                 send.append(hub.send_per_s)
                 post_cpu.append(hub.post_cpu_us)
                 send_cpu.append(hub.send_cpu_us)
+                hubs.append(hub)
     figures = {
         "raw_post_receive_per_s": statistics.median(raw_post),
         "raw_post_receive_wide_per_s": statistics.median(raw_wide),
         "raw_rpc_per_s": statistics.median(raw_rpc),
         "raw_post_receive_cpu_us": statistics.median(raw_post_cpu),
         "raw_rpc_cpu_us": statistics.median(raw_rpc_cpu),
+        "raw_post_receive_cores_busy": statistics.median(raw_busy),
+        "raw_post_receive_broker_cpu_us": statistics.median(raw_broker),
     }
     units = {"raw_post_receive_per_s": "messages/s", "raw_rpc_per_s": "round trips/s"}
     units |= {"raw_post_receive_wide_per_s": "messages/s"}
     units |= {"raw_post_receive_cpu_us": "µs/message", "raw_rpc_cpu_us": "µs/round trip"}
+    units |= {"raw_post_receive_cores_busy": "share of cores", "raw_post_receive_broker_cpu_us": "µs/message"}
     notes = f"N={count}, M={requests}, {rounds} round(s), medians; prefetch {PREFETCH}, confirm window {WINDOW}"
     notes += f" (wide: {WIDE_WINDOW})"
     if post:
@@ -163,6 +175,9 @@ def bench_amqp(quick: bool) -> BenchResult:
             "post_receive_cpu_us": "µs/message",
             "send_reply_cpu_us": "µs/round trip",
         }
+        floor_figures, floor_units = _floor_rows(hubs, figures, quick)
+        figures |= floor_figures
+        units |= floor_units
     else:
         notes += "; the hub's rows need the distributed hub adapter, absent from this build"
         return BenchResult("amqp", figures, units, notes)
@@ -213,6 +228,55 @@ def bench_amqp(quick: bool) -> BenchResult:
     units |= {key: "share of cores" for key in figures if "_cores_busy_" in key}
     notes += f"; {sleepers} crews woken one by one, {shared} crews shared by the worker hosts"
     return BenchResult("amqp", figures, units, notes)
+
+
+FLOOR_MESSAGES = 5_000
+"""Messages each operation of the floor is timed over (:mod:`~orkeon_actors.bench.amqp_floor`);
+a fifth of that with ``--quick``, and a fifth again for the commits of one row each."""
+
+
+def _floor_rows(
+    hubs: list[HubFigures], figures: dict[str, float], quick: bool
+) -> tuple[dict[str, float], dict[str, str]]:
+    """The hub's own rows over the post windows (cores busy, the broker's CPU, the hold
+    batch) and the floor: the mandated operations timed alone, at the batch host B's
+    durable hold reached (and at 1 for the sequential round trips), with the ratios they
+    bound if every party is bound by the CPU of the same cores."""
+    batch = max(1, round(statistics.median(hub.hold_batch for hub in hubs)))
+    messages = FLOOR_MESSAGES // 5 if quick else FLOOR_MESSAGES
+    post = floor_us(messages, batch)
+    single = floor_us(messages // 5, 1)
+    floor_post = post.wire_us + post.store_us
+    floor_send = 2 * single.wire_us + single.hold_us + single.consume_us
+    raw_rtt_us = 1e6 / figures["raw_rpc_per_s"]
+    raw_cpu_us = figures["raw_post_receive_cpu_us"]
+    rows = {
+        "post_receive_cores_busy": statistics.median(hub.post_cores_busy for hub in hubs),
+        "post_receive_broker_cpu_us": statistics.median(hub.post_broker_cpu_us for hub in hubs),
+        "post_receive_hold_batch": statistics.median(hub.hold_batch for hub in hubs),
+        "post_receive_switches": statistics.median(hub.post_switches for hub in hubs),
+        "send_reply_switches": statistics.median(hub.send_switches for hub in hubs),
+        "amqp_floor_encode_us": post.encode_us,
+        "amqp_floor_sign_us": post.sign_us,
+        "amqp_floor_verify_us": post.verify_us,
+        "amqp_floor_decode_us": post.decode_us,
+        "amqp_floor_hold_us": post.hold_us,
+        "amqp_floor_consume_us": post.consume_us,
+        "amqp_floor_processed_us": post.processed_us,
+        "amqp_floor_post_us": floor_post,
+        "amqp_floor_send_us": floor_send,
+        "amqp_floor_commit_wall_us": single.hold_wall_us,
+        "post_receive_floor_bound": raw_cpu_us / (raw_cpu_us + floor_post),
+        "send_reply_floor_bound": figures["raw_rpc_cpu_us"] / (figures["raw_rpc_cpu_us"] + floor_send),
+        "send_reply_latency_bound": raw_rtt_us / (raw_rtt_us + single.hold_wall_us),
+    }
+    units = {key: "µs/message" for key in rows if key.startswith("amqp_floor_")}
+    units |= {"amqp_floor_send_us": "µs/round trip", "amqp_floor_commit_wall_us": "µs/commit"}
+    units |= {"post_receive_cores_busy": "share of cores", "post_receive_broker_cpu_us": "µs/message"}
+    units |= {"post_receive_hold_batch": "messages/commit", "post_receive_switches": "switches/message"}
+    units |= {"send_reply_switches": "switches/round trip"}
+    units |= {key: "ratio" for key in rows if key.endswith("_bound")}
+    return rows, units
 
 
 def _fresh(scratch: Path) -> Path:

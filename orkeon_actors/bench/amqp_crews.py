@@ -5,6 +5,7 @@ wait expires at one absolute instant for every crew of it."""
 
 from __future__ import annotations
 
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -65,5 +66,23 @@ def _delivered(state: Any, crews: list[str], timeout: float = 60.0) -> dict[str,
         return {crew: DELIVERIES.at[crew][0] for crew in crews}
 
 
-HOST_OPS: dict[str, Callable[..., Any]] = {"expect": _expect, "delivered": _delivered}
+def _inbox_batches(state: Any) -> list[int]:
+    """``[batches, deliveries]`` the host's gateway handled on its inbox lane so far."""
+    gateway = state.runtime.hub.gateway
+    return [gateway.inbox_batches, gateway.inbox_deliveries]
+
+
+def _switches(_state: Any) -> int:
+    """Context switches (voluntary and involuntary) of every thread of this process so
+    far, those that ended included (``getrusage``)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+
+
+HOST_OPS: dict[str, Callable[..., Any]] = {
+    "expect": _expect,
+    "delivered": _delivered,
+    "inbox_batches": _inbox_batches,
+    "switches": _switches,
+}
 """The bench's probes, loaded into a host process with its ``load_ops`` op."""

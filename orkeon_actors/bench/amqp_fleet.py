@@ -23,12 +23,15 @@ __all__ = [
     "POST_THREADS",
     "WAKE_POST_THREADS",
     "HubFigures",
+    "MachineWatch",
+    "broker_pids",
     "WakeFigures",
     "busy_fraction",
     "cpu_seconds",
     "expiry_rate",
     "hub_rows",
     "machine_ticks",
+    "pid_cpu_seconds",
     "start_hosts",
     "wake_latency_ms",
     "wake_rate",
@@ -51,10 +54,21 @@ crews took over a minute on a 2-core machine at a load average of 12)."""
 def cpu_seconds(hosts: list[HostProcess]) -> float:
     """CPU seconds (user + system) the host processes used so far, from
     ``/proc/<pid>/stat`` (Linux; ``OSError`` elsewhere: the bench needs it)."""
+    return pid_cpu_seconds([host.pid for host in hosts if host.pid is not None], missing_ok=False)
+
+
+def pid_cpu_seconds(pids: list[int], *, missing_ok: bool = True) -> float:
+    """CPU seconds (user + system) processes ``pids`` used so far (``/proc/<pid>/stat``);
+    one that is gone counts 0 when ``missing_ok``, else raises ``OSError``."""
     total = 0
-    for host in hosts:
-        with open(f"/proc/{host.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            if not missing_ok:
+                raise
+            continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
     return total / os.sysconf("SC_CLK_TCK")
 
@@ -75,6 +89,41 @@ def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
     return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
+def broker_pids() -> list[int]:
+    """The processes of the local broker's Erlang VM (``beam.smp``), by name in ``/proc``
+    (empty if the broker runs elsewhere: its CPU is then not on this machine's cores)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as comm:
+                    if comm.read().strip() == "beam.smp":
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+class MachineWatch:
+    """Around a measured window: the share of the machine's cores busy (every process)
+    and the broker's CPU seconds (:func:`broker_pids`). :meth:`start`, then :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self._pids = broker_pids()
+        self._machine = machine_ticks()
+        self._broker = 0.0
+        self.cores_busy = 0.0
+        self.broker_cpu_s = 0.0
+
+    def start(self) -> None:
+        self._machine = machine_ticks()
+        self._broker = pid_cpu_seconds(self._pids)
+
+    def stop(self) -> None:
+        self.cores_busy = busy_fraction(self._machine, machine_ticks())
+        self.broker_cpu_s = pid_cpu_seconds(self._pids) - self._broker
+
+
 @attrs.frozen
 class HubFigures:
     """What :func:`hub_rows` measures: rates, and the CPU microseconds of hosts A and B
@@ -84,6 +133,17 @@ class HubFigures:
     send_per_s: float
     post_cpu_us: float
     send_cpu_us: float
+    post_cores_busy: float
+    """The share of the machine's cores busy over the post window."""
+    post_broker_cpu_us: float
+    """The broker's CPU microseconds per message over the post window."""
+    hold_batch: float
+    """Deliveries per inbox batch on host B over the post window (what its durable hold
+    commits at once)."""
+    post_switches: float
+    """Context switches of hosts A and B together per message over the post window."""
+    send_switches: float
+    """The same per round trip over the send/reply window."""
 
 
 def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess]:
@@ -103,6 +163,10 @@ def start_hosts(url: str, directory: Path, names: list[str]) -> list[HostProcess
     return hosts
 
 
+def _switches(hosts: list[HostProcess]) -> int:
+    return sum(int(host.call("switches")) for host in hosts)
+
+
 def _announced(observer: HostProcess, host: str, address: str) -> None:
     wait_until(lambda: [host, address] in observer.call("roster"), timeout=30, what=f"{address} on the roster")
 
@@ -115,18 +179,36 @@ def hub_rows(url: str, directory: Path, count: int, requests: int) -> HubFigures
         b.call("register", address=RESPONDER)
         _announced(a, "bench-b", SINK)
         _announced(a, "bench-b", RESPONDER)
-        cpu = cpu_seconds([a, b])
+        cpu, watch, batches = cpu_seconds([a, b]), MachineWatch(), b.call("inbox_batches")
+        switches = _switches([a, b])
+        watch.start()
         drained = b.call_async("drain", address=SINK, count=count, timeout=600)
         posted = a.call("post_many", within=600, to=SINK, count=count, threads=POST_THREADS)
         last = drained.result(600)["last_at"]
+        watch.stop()
         post_rate = count / (last - posted["started_at"])
         post_cpu = (cpu_seconds([a, b]) - cpu) / count * 1e6
-        cpu = cpu_seconds([a, b])
+        after = b.call("inbox_batches")
+        hold_batch = (after[1] - batches[1]) / max(1, after[0] - batches[0])
+        post_switches = (_switches([a, b]) - switches) / count
+        cpu, switches = cpu_seconds([a, b]), _switches([a, b])
         served = b.call_async("serve", address=RESPONDER, count=requests, crew="bench-rpc", agent="responder")
         elapsed = a.call("send_many", within=600, to=RESPONDER, count=requests, timeout=30)
         served.result(60)
         send_cpu = (cpu_seconds([a, b]) - cpu) / requests * 1e6
-        return HubFigures(post_rate, requests / elapsed, post_cpu, send_cpu)
+        send_switches = (_switches([a, b]) - switches) / requests
+        broker_us = watch.broker_cpu_s / count * 1e6
+        return HubFigures(
+            post_rate,
+            requests / elapsed,
+            post_cpu,
+            send_cpu,
+            watch.cores_busy,
+            broker_us,
+            hold_batch,
+            post_switches,
+            send_switches,
+        )
     finally:
         a.stop()
         b.stop()

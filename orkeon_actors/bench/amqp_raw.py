@@ -26,14 +26,23 @@ import multiprocessing
 import queue as queue_module
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import pika
 import pika.channel
 import pika.frame
 import pika.spec
 
-__all__ = ["declare_queue", "raw_post_receive_per_s", "raw_rpc_per_s"]
+__all__ = ["Watch", "declare_queue", "raw_post_receive_per_s", "raw_rpc_per_s"]
+
+
+class Watch(Protocol):
+    """What watches a measured window (:class:`~orkeon_actors.bench.amqp_floor.MachineWatch`)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
 
 _CONTEXT = multiprocessing.get_context("spawn")
 _BODY = b'{"order":42,"amount":"12.50","currency":"EUR"}'
@@ -241,11 +250,13 @@ def _join(processes: list[multiprocessing.process.BaseProcess]) -> None:
 
 
 def raw_post_receive_per_s(
-    url: str, count: int, *, prefetch: int, window: int, timeout: float = 120.0
+    url: str, count: int, *, prefetch: int, window: int, timeout: float = 120.0, watch: Watch | None = None
 ) -> tuple[float, float]:
     """Messages/s from a confirming publisher process to a consuming process (see the
     module docstring), and the CPU microseconds per message of both processes together
-    over the run (each measures its own, from its start signal to its last message)."""
+    over the run (each measures its own, from its start signal to its last message).
+    ``watch`` is started right before the start signal and stopped after the last
+    figure came (the machine's cores and the broker over the run)."""
     name = "bench.raw.post"
     declare_queue(url, name)
     results = _CONTEXT.Queue()
@@ -257,8 +268,12 @@ def raw_post_receive_per_s(
         consumer.start()
         publisher.start()
         _wait_ready(ready, processes, "the raw consumer", timeout)
+        if watch is not None:
+            watch.start()
         go.set()
         figures = _collect(results, {"started", "received", "consumer_cpu", "publisher_cpu"}, timeout)
+        if watch is not None:
+            watch.stop()
         cpu_us = (figures["consumer_cpu"] + figures["publisher_cpu"]) / count * 1e6
         return count / (figures["received"] - figures["started"]), cpu_us
     finally:

@@ -181,6 +181,10 @@ class Gateway:
         """How many deliveries it dead-lettered (a metric)."""
         self.duplicates = 0
         """How many duplicate deliveries it acknowledged and dropped (a metric)."""
+        self.inbox_batches = 0
+        self.inbox_deliveries = 0
+        """Inbox batches handled and the deliveries in them: their mean is the batch the
+        durable hold commits (``orkeon bench amqp``'s ``post_receive_hold_batch``)."""
         self._duplicates_counter = (
             metrics.get_meter_provider()
             .get_meter(METER_NAME)
@@ -573,6 +577,8 @@ class Gateway:
 
     def _inbox_deliveries(self, deliveries: list[Delivery]) -> None:
         """Verify each delivery, keep the verified ones in one batch, settle each."""
+        self.inbox_batches += 1  # one lane thread: no lock
+        self.inbox_deliveries += len(deliveries)
         verified: list[tuple[Delivery, tuple[wire.Envelope, MailboxAddress, bool]]] = []
         for delivery in deliveries:
             try:

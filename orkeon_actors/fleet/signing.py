@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from json.encoder import encode_basestring_ascii
 from typing import Final
 
 import attrs
@@ -59,14 +59,28 @@ SIGNATURE_HEADER: Final = "signature"
 _MIN_KEY_BYTES = 32
 
 
+_CANONICAL_ORDER: Final = tuple(sorted(SIGNED_HEADERS))
+_CANONICAL_KEYS: Final = tuple(
+    ("{" if index == 0 else ",") + encode_basestring_ascii(name) + ":" for index, name in enumerate(_CANONICAL_ORDER)
+)
+"""``{"expires_at":``, ``,"from":``, ...: the canonical JSON object's keys, sorted, once."""
+
+
 def canonical_bytes(headers: Mapping[str, object], body: bytes) -> bytes:
-    """The bytes a signature covers: the signed headers as canonical JSON, a newline,
-    the body. Raises ``SignatureError`` if a signed header is missing."""
-    missing = [name for name in SIGNED_HEADERS if name not in headers]
-    if missing:
-        raise SignatureError(f"the message lacks the signed header(s) {', '.join(missing)}: it cannot be verified")
-    signed = {name: str(headers[name]) for name in SIGNED_HEADERS}
-    return json.dumps(signed, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body
+    """The bytes a signature covers: the signed headers as canonical JSON (sorted keys,
+    no spaces, every value a string, ASCII escapes: byte for byte what
+    ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` writes, built without
+    sorting per message), a newline, the body. Raises ``SignatureError`` if a signed
+    header is missing."""
+    try:
+        values = [encode_basestring_ascii(str(headers[name])) for name in _CANONICAL_ORDER]
+    except KeyError:
+        missing = [name for name in SIGNED_HEADERS if name not in headers]
+        raise SignatureError(
+            f"the message lacks the signed header(s) {', '.join(missing)}: it cannot be verified"
+        ) from None
+    line = "".join([key + value for key, value in zip(_CANONICAL_KEYS, values, strict=True)]) + "}"
+    return line.encode() + b"\n" + body
 
 
 _DIGEST_BYTES = 16

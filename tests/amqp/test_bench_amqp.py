@@ -29,6 +29,11 @@ def test_orkeon_bench_amqp_measures_the_hub_beside_raw_pika(
     cpu = {"raw_post_receive_cpu_us", "raw_rpc_cpu_us", "post_receive_cpu_us", "send_reply_cpu_us"}
     cpu |= {"expiry_cpu_us_1_host", "expiry_cpu_us_2_hosts"}
     assert cpu <= set(figures)  # what each side costs per message, beside the rates
+    floor = {"amqp_floor_post_us", "amqp_floor_send_us", "amqp_floor_commit_wall_us", "post_receive_hold_batch"}
+    floor |= {"raw_post_receive_cores_busy", "post_receive_cores_busy", "post_receive_switches", "send_reply_switches"}
+    assert floor <= set(figures) and all(figures[key] > 0 for key in floor)
+    bounds = {"post_receive_floor_bound", "send_reply_floor_bound", "send_reply_latency_bound"}
+    assert all(0 < figures[key] < 1 for key in bounds)  # a ceiling the mandated work leaves below raw pika
     assert figures["wake_latency_p50_ms"] <= figures["wake_latency_p99_ms"]
     left = {v for v in rabbitmqctl("list_vhosts").split() if v.startswith("orkeon-bench-")} - before
     assert left == set()  # its scratch vhost deleted (other runs' vhosts may come and go)

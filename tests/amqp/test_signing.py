@@ -3,6 +3,7 @@ change, and the sender, recipient, expiry and replay checks refuse in order."""
 
 from __future__ import annotations
 
+import json
 import secrets
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orkeon_actors.errors import InvalidArgumentError, SignatureError
-from orkeon_actors.fleet.signing import SIGNED_HEADERS, HostKeys, Signer, Verifier
+from orkeon_actors.fleet.signing import SIGNED_HEADERS, HostKeys, Signer, Verifier, canonical_bytes
 
 KEYS = HostKeys({"host-a": secrets.token_bytes(32), "host-b": secrets.token_bytes(32)})
 NOW = 1_800_000_000_000
@@ -118,3 +119,12 @@ def test_keys_must_be_long_and_present() -> None:
         HostKeys({"h": b"short"})
     with pytest.raises(InvalidArgumentError, match="no signing key for this host 'host-z'"):
         Signer("host-z", KEYS)
+
+
+@given(st.dictionaries(st.sampled_from(SIGNED_HEADERS), st.text() | st.integers(), min_size=len(SIGNED_HEADERS)))
+def test_the_canonical_form_is_the_sorted_compact_json_other_hosts_sign(headers: dict[str, object]) -> None:
+    """A fleet whose hosts run different versions still verifies: the signed bytes are
+    exactly the sorted, compact JSON (ASCII escapes) of the signed headers as strings."""
+    signed = {name: str(headers[name]) for name in SIGNED_HEADERS}
+    expected = json.dumps(signed, sort_keys=True, separators=(",", ":")).encode() + b"\n" + b"body"
+    assert canonical_bytes({**headers, "signature": "ignored"}, b"body") == expected
