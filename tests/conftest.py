@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,13 @@ def _watched(rt: ok.Runtime) -> ok.Runtime:
     assert rt.studio is not None and rt.studio.feed is not None
     rt.studio.feed.attach()
     return rt
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Delete the broker tests' vhosts still being deleted or made ahead (tests/amqp/broker.py)."""
+    broker = sys.modules.get("tests.amqp.broker")
+    if broker is not None:
+        broker.drain()
 
 
 @pytest.fixture(params=sorted(ADAPTERS))

@@ -1,6 +1,6 @@
 """A real RabbitMQ (127.0.0.1:5672) for the distributed tier's tests, one fresh vhost per
-test module (created and deleted with ``rabbitmqctl``). Without a broker the tests skip
-with the reason, except under ``CI=true``, where they fail."""
+test module (made ahead and deleted behind it with ``rabbitmqctl``: ``broker.py``).
+Without a broker the tests skip with the reason, except under ``CI=true``, where they fail."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from orkeon_actors.hub.amqp.topology import InboxCaps, policy_commands
 
-from .broker import BROKER, create_vhost, delete_vhost, require_broker, url
+from .broker import BROKER, release_vhost, require_broker, take_vhost, url
 
 __all__ = ["BROKER", "apply_policies", "ready_count", "url", "vhost"]
 
@@ -21,11 +21,11 @@ __all__ = ["BROKER", "apply_policies", "ready_count", "url", "vhost"]
 @pytest.fixture(scope="module")
 def vhost() -> Iterator[str]:
     require_broker()
-    name = create_vhost()
+    name = take_vhost()
     try:
         yield name
     finally:
-        delete_vhost(name)
+        release_vhost(name)
 
 
 def apply_policies(vhost: str, caps: InboxCaps) -> None:

@@ -4,21 +4,32 @@ scratch directory behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import orkeon_actors.bench.amqp as bench_amqp
 from orkeon_actors.cli.main import main
-from orkeon_actors.fleet.broker_admin import rabbitmqctl
+from orkeon_actors.fleet.broker_admin import rabbitmqctl, scratch_vhost
 
 pytestmark = pytest.mark.rabbitmq
 
 
 def test_orkeon_bench_amqp_measures_the_hub_beside_raw_pika(
-    vhost: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    vhost: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = set(rabbitmqctl("list_vhosts").split())
+    made: list[str] = []  # the bench's own scratch vhosts (other sessions' benches may run beside it)
+
+    @contextlib.contextmanager
+    def recorded(prefix: str = "orkeon", *, user: str = "guest") -> Iterator[str]:
+        with scratch_vhost(prefix, user=user) as name:
+            made.append(name)
+            yield name
+
+    monkeypatch.setattr(bench_amqp, "scratch_vhost", recorded)
     main(["bench", "amqp", "--quick", "--json", "--dir", str(tmp_path)])
     figures = json.loads(capsys.readouterr().out)["amqp"]
     keys = {"raw_post_receive_per_s", "raw_rpc_per_s", "post_receive_per_s", "send_reply_per_s"}
@@ -35,6 +46,7 @@ def test_orkeon_bench_amqp_measures_the_hub_beside_raw_pika(
     bounds = {"post_receive_floor_bound", "send_reply_floor_bound", "send_reply_latency_bound"}
     assert all(0 < figures[key] < 1 for key in bounds)  # a ceiling the mandated work leaves below raw pika
     assert figures["wake_latency_p50_ms"] <= figures["wake_latency_p99_ms"]
-    left = {v for v in rabbitmqctl("list_vhosts").split() if v.startswith("orkeon-bench-")} - before
-    assert left == set()  # its scratch vhost deleted (other runs' vhosts may come and go)
+    assert made and all(name.startswith("orkeon-bench-") for name in made)
+    left = set(made) & set(rabbitmqctl("list_vhosts").split())
+    assert left == set()  # its scratch vhosts deleted
     assert list(tmp_path.iterdir()) == []

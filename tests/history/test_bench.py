@@ -8,7 +8,7 @@ from orkeon_actors.bench.history import agent_post_latency, catalog_reads, write
 
 
 def test_the_catalog_read_times_whole_processes_and_the_broken_box_stays_unread(tmp_path: Path) -> None:
-    figures = catalog_reads(str(tmp_path), agents=12, sends_per_agent=3, reads=2)
+    figures = catalog_reads(str(tmp_path), agents=12, sends_per_agent=3, reads=1)
     assert figures["agents"] == 12
     assert figures["sent_p95_s"] > 0 and figures["ls_p95_s"] > 0
     assert figures["unreadable_ls_refused"] == 1.0  # ls of the broken box fails, sent of its owner does not

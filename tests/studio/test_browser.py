@@ -63,14 +63,26 @@ def studio(tmp_path: Path) -> Iterator[tuple[ok.Runtime, CrewSupervisor]]:
         rt.stop()
 
 
-@contextlib.contextmanager
-def _open(url: str, screenshot: Path) -> Iterator[Any]:
-    """A Chromium tab on ``url`` once its feed is live; fails if the page logged an error."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium for the module (its launch takes seconds); each test opens its tab in
+    a fresh browser context (no cookie, storage or cache of another test)."""
     sync_playwright = sync_playwright_or_skip()
-    errors: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        tab = browser.new_page(viewport={"width": 1300, "height": 1100})
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def _open(browser: Any, url: str, screenshot: Path) -> Iterator[Any]:
+    """A Chromium tab on ``url`` once its feed is live; fails if the page logged an error."""
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1300, "height": 1100})
+    try:
+        tab = context.new_page()
         tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         tab.on("pageerror", lambda e: errors.append(str(e)))
         tab.goto(url)
@@ -79,15 +91,16 @@ def _open(url: str, screenshot: Path) -> Iterator[Any]:
             yield tab
         finally:
             tab.screenshot(path=str(screenshot), full_page=True)
-            browser.close()
+    finally:
+        context.close()
     assert errors == [], f"the page logged errors: {errors}"
 
 
 @pytest.fixture
-def page(studio: tuple[ok.Runtime, CrewSupervisor], tmp_path: Path) -> Iterator[Any]:
+def page(chromium: Any, studio: tuple[ok.Runtime, CrewSupervisor], tmp_path: Path) -> Iterator[Any]:
     rt, _ = studio
     assert rt.studio is not None
-    with _open(rt.studio.url, tmp_path / "studio.png") as tab:
+    with _open(chromium, rt.studio.url, tmp_path / "studio.png") as tab:
         yield tab
 
 
@@ -174,13 +187,13 @@ def test_the_snapshot_tree_and_posting_from_the_page(page: Any, studio: tuple[ok
     assert got.json() == {"from": "the page"} and str(got.source_crew_id) == "studio"
 
 
-def test_the_acl_graph_draws_each_link_with_its_direction(tmp_path: Path) -> None:
+def test_the_acl_graph_draws_each_link_with_its_direction(chromium: Any, tmp_path: Path) -> None:
     registry = AclRegistry()
     registry.register_crew("billing", "billing", links=[CrewLink("fraud", "bidirectional", ["fraud.check"])])
     registry.register_crew("fraud", "fraud", links=[CrewLink("audit", "outbound")])
     with ok.Runtime.start(studio=0, middleware=[AclMiddleware(registry)]) as rt:
         assert rt.studio is not None
-        with _open(rt.studio.url, tmp_path / "acl.png") as tab:
+        with _open(chromium, rt.studio.url, tmp_path / "acl.png") as tab:
             tab.wait_for_selector("#acl g.node[data-node='audit']", timeout=DEADLINE_MS)
             assert sorted(tab.locator("#acl g.node").evaluate_all("ns => ns.map(n => n.dataset.node)")) == [
                 "audit",

@@ -240,7 +240,7 @@ def test_orkeon_studio_explains_a_missing_store(tmp_path: Path) -> None:
 
 
 def test_orkeon_crew_run_serves_the_studio_until_interrupted(tmp_path: Path) -> None:
-    crew = Path(__file__).parents[2] / "examples" / "crews" / "sequential.yaml"
+    crew = Path(__file__).parents[2] / "examples" / "crews" / "autonomous.yaml"
     command = [sys.executable, "-m", "orkeon_actors.cli", "crew", "run", str(crew), "--studio"]
     command += ["--store", str(tmp_path / "run.db")]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
