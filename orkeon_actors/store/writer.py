@@ -57,7 +57,7 @@ from orkeon_actors.store import faults
 from orkeon_actors.store.damage import DAMAGE_ERRORS, as_store_error
 from orkeon_actors.store.write_queue import Key, WriteQueue
 
-__all__ = ["StoreWriter", "WriteGroup", "WriterStats", "Work"]
+__all__ = ["CUT_IN_EVERY", "StoreWriter", "WriteGroup", "WriterStats", "Work"]
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741
@@ -148,11 +148,18 @@ class WriterStats:
     failed_transactions: int = 0
     urgent_requests: int = 0
     """Requests that went into the urgent lane (overtaking queued bulk requests)."""
+    cut_in: int = 0
+    """Urgent requests written in the middle of a bulk batch (committed with its part
+    written so far, the rest queued again)."""
     batch_sizes: Counter[int] = attrs.field(factory=Counter)
 
     @property
     def mean_batch(self) -> float:
         return self.requests / self.transactions if self.transactions else 0.0
+
+
+CUT_IN_EVERY = 16
+"""Bulk requests written between two looks for urgent requests that may cut in."""
 
 
 class _Flush:
@@ -217,21 +224,9 @@ class _WriterActor(pykka.ThreadingActor):
         stats = self._writer.stats
         try:
             conn.execute("BEGIN IMMEDIATE")
-            index, size = 0, len(batch)
-            while index < size:
-                request = batch[index]
-                group = request.group
-                if group is None:
-                    self._apply(conn, request)
-                    index += 1
-                    continue
-                end = index + 1
-                while end < size and batch[end].group is group:
-                    end += 1
-                self._apply_group(conn, group, batch[index:end])
-                index = end
+            self._write(conn, batch)
             faults.hit("writer.before_commit")
-            urgent = batch[0].urgent
+            urgent = batch[-1].urgent  # urgent requests come first, or cut in at the end
             if not urgent:  # an urgent batch commits first; the callers of the last one wait
                 self._wake_deferred()
             conn.execute("COMMIT")
@@ -265,6 +260,40 @@ class _WriterActor(pykka.ThreadingActor):
         else:
             for request in batch:
                 request.settle()
+
+    def _write(self, conn: apsw.Connection, batch: list[_Request[Any]]) -> None:
+        """Run ``batch``'s requests in the open transaction; ``batch`` is left holding
+        what was written (what its commit or its failure settles). Between
+        the statements of a bulk batch (every :data:`CUT_IN_EVERY` requests, after the
+        first), urgent requests queued meanwhile may cut in
+        (:meth:`~orkeon_actors.store.write_queue.WriteQueue.cut_in`): they are written
+        instead of the rest, which goes back to the queue, and commit with what was
+        written so far. A woken crew's post then waits for part of a batch, not for a
+        whole one and a transaction of its own."""
+        writer = self._writer
+        stats = writer.stats
+        index, size = 0, len(batch)
+        bulk = not batch[0].urgent
+        while index < size:
+            if bulk and index and writer.urgent_waiting():
+                joining = writer.cut_in(batch[index:], writer.max_batch - index)
+                if joining:
+                    stats.cut_in += len(joining)
+                    del batch[index:]  # queued again
+                    batch.extend(joining)
+                    self._write(conn, joining)
+                    return
+            request = batch[index]
+            group = request.group
+            if group is None:
+                self._apply(conn, request)
+                index += 1
+                continue
+            end = index + 1
+            while end < size and batch[end].group is group and (not bulk or end - index < CUT_IN_EVERY):
+                end += 1
+            self._apply_group(conn, group, batch[index:end])
+            index = end
 
     @staticmethod
     def _apply_group(conn: apsw.Connection, group: WriteGroup[Any, Any], members: list[_Request[Any]]) -> None:
@@ -373,6 +402,16 @@ class StoreWriter:
     def has_queued(self) -> bool:
         """Whether requests wait to be written (the writer actor's read)."""
         return bool(self._queue)
+
+    def urgent_waiting(self) -> bool:
+        """Whether an urgent request is queued (the writer actor's read, without the lock)."""
+        return self._queue.urgent_waiting()
+
+    def cut_in(self, rest: list[_Request[Any]], room: int) -> list[_Request[Any]]:
+        """The urgent requests that cut into the batch in progress, whose ``rest`` is not
+        written yet (queued again if any cut in); the writer actor's call."""
+        with self._lock:
+            return self._queue.cut_in(rest, room)
 
     def take_batch(self) -> tuple[list[_Request[Any]], bool]:
         """(the next batch, whether more requests remain queued after it): the writer
