@@ -23,6 +23,10 @@ Guarantees:
   uses this to hand messages to live mailboxes in exactly their durable order; a
   mailbox's posts carry its address as their key, so they stay in order). An urgent
   batch's callers are woken right after its commit, before those of the batch before.
+  Urgent requests may also cut into a bulk batch in progress (:meth:`_WriterActor._write`):
+  they commit with the part written so far, the rest is queued again.
+* The open makes one commit that changes nothing before the first request
+  (:func:`_first_commit`), so the first request does not pay the WAL's restart.
 * A request that raises is rolled back alone (it runs under a ``SAVEPOINT``) and fails
   with its own error; the rest of its batch commits. ``single_statement=True`` skips the
   savepoint for a request made of one statement, which SQLite already rolls back alone.
@@ -159,7 +163,8 @@ class WriterStats:
 
 
 CUT_IN_EVERY = 16
-"""Bulk requests written between two looks for urgent requests that may cut in."""
+"""Requests of a group written with one statement between two looks for urgent
+requests that may cut in (requests applied alone are followed by a look each)."""
 
 
 class _Flush:
@@ -263,9 +268,10 @@ class _WriterActor(pykka.ThreadingActor):
 
     def _write(self, conn: apsw.Connection, batch: list[_Request[Any]]) -> None:
         """Run ``batch``'s requests in the open transaction; ``batch`` is left holding
-        what was written (what its commit or its failure settles). Between
-        the statements of a bulk batch (every :data:`CUT_IN_EVERY` requests, after the
-        first), urgent requests queued meanwhile may cut in
+        what was written (what its commit or its failure settles). Between the
+        statements of a bulk batch (after each request applied alone, and every
+        :data:`CUT_IN_EVERY` of a group; never before the first), urgent requests queued
+        meanwhile may cut in
         (:meth:`~orkeon_actors.store.write_queue.WriteQueue.cut_in`): they are written
         instead of the rest, which goes back to the queue, and commit with what was
         written so far. A woken crew's post then waits for part of a batch, not for a
