@@ -218,10 +218,14 @@ class CrewLoad:
     def __init__(self) -> None:
         self.stop = threading.Event()
         self.ops = itertools.count()
+        self.going: set[str] = set()
+        """The crews that finished an operation (their mailboxes registered, their
+        first turn done): a set's ``add`` is atomic under the GIL."""
 
     def policy(self, request: ModelRequest) -> ModelResponse:
         if request.turn > 0:
             next(self.ops)  # one operation done (itertools.count is atomic under the GIL)
+            self.going.add(request.crew_id)
         if self.stop.is_set():
             return respond("done")
         if request.turn % 2 == 0:
@@ -236,14 +240,17 @@ class CrewLoad:
 def crew_loaded_latencies(rt: Runtime, sup: CrewSupervisor, crews: list[str]) -> tuple[list[float], float]:
     """Wake ``crews`` one at a time while ``LOAD_CREWS`` live crews under ``sup`` post
     (one blocking ``post_message`` at a time each: the tool waits for its commit) and
-    publish as fast as their turns go; the latencies, and the load's operations/s. Every
-    load crew then completes."""
+    publish as fast as their turns go, once every one of them has finished an operation;
+    the latencies, and the load's operations/s. Every load crew then completes."""
     load = CrewLoad()
     sup.register_factory(LOADER_NAME, load.blueprint())
     loaders = [f"load-crew-{i}" for i in range(LOAD_CREWS)]
     with _drained_sink(rt):
         for crew in loaders:
             sup.spawn(LOADER_NAME, crew)
+        # The steady load, not the spawns: their mailbox registrations are writes that
+        # order against every other (no key), and a wake's post queued behind one waits.
+        wait_until(lambda: len(load.going) == LOAD_CREWS, timeout=300, what="every load crew posting")
         first = next(load.ops)
         started = time.perf_counter()
         try:
