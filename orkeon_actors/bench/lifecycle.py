@@ -387,10 +387,10 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
             raise RuntimeError(f"{sup.booted_asleep} crews asleep at boot, expected {count}")
         order = bench_crew_ids(count)
         random.Random(8).shuffle(order)
-        chosen, loaded = order[:samples], order[samples : 2 * samples]
+        chosen, loaded, crew_loaded = (order[i * samples : (i + 1) * samples] for i in range(3))
         single, pipelined = (50, 300) if quick else (2_000, 19_500)
-        burst_one = order[2 * samples : 2 * samples + single]
-        burst_many = order[2 * samples + single : 2 * samples + single + pipelined]
+        burst_one = order[3 * samples : 3 * samples + single]
+        burst_many = order[3 * samples + single : 3 * samples + single + pipelined]
         client = rt.hub.bind("bench", "poster")
         latencies = []
         for crew in chosen:
@@ -400,9 +400,11 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
             if not delivered.wait(30):
                 raise RuntimeError(f"crew {crew} was not woken by its post")
             latencies.append(DELIVERIES.at[crew][0] - started)
-        progress(f"{samples} wakes under load")
+        progress(f"{samples} wakes under the load of {scale.LOAD_CREWS:,} client ids")
         under_load, load_rate = scale.loaded_latencies(rt, loaded)
-        for crew in chosen + loaded:
+        progress(f"{samples} wakes under the load of {scale.LOAD_CREWS:,} live crews")
+        under_crews, crew_rate = scale.crew_loaded_latencies(rt, sup, crew_loaded)
+        for crew in chosen + loaded + crew_loaded:
             wait_until(
                 lambda c=crew: sup.state(c) is LifecycleState.COMPLETED,  # type: ignore[misc]
                 timeout=60,
@@ -415,6 +417,9 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
                 "wake_loaded_p50_ms": _pct(under_load, 0.5) * 1000,
                 "wake_loaded_p99_ms": _pct(under_load, 0.99) * 1000,
                 "wake_load_ops_per_s": load_rate,
+                "wake_crew_loaded_p50_ms": _pct(under_crews, 0.5) * 1000,
+                "wake_crew_loaded_p99_ms": _pct(under_crews, 0.99) * 1000,
+                "wake_crew_load_ops_per_s": crew_rate,
             }
         )
         return latencies, more
@@ -506,9 +511,10 @@ def bench_lifecycle(quick: bool) -> BenchResult:
     notes = (
         f"{sleeps} real sleeps; boot of {boot_crews:,} sleeping crews in a child process "
         f"(store written in {populate_s:.1f} s); {samples} sequential wakes (post -> agent) among "
-        f"{wake_crews:,} asleep, then as many under the load of {scale.LOAD_CREWS:,} crews posting and "
-        f"publishing, then a burst; {expiring:,} crews of two agents whose finite waits expire at one "
-        "instant; a memory child; logging at INFO"
+        f"{wake_crews:,} asleep, then as many under the load of {scale.LOAD_CREWS:,} client ids posting and "
+        f"publishing, as many under the load of {scale.LOAD_CREWS:,} live crews doing so, then a burst; "
+        f"{expiring:,} crews of two agents whose finite waits expire at one instant; a memory child; "
+        "logging at INFO"
     )
     return BenchResult("lifecycle", {k: figures[k] for k in units}, units, notes=notes)
 

@@ -16,6 +16,8 @@ resident set around a mass sleep (figures defined in docs/bench.md).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -24,6 +26,7 @@ import threading
 import time
 import tracemalloc
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, wait
 from typing import Any
 
@@ -31,15 +34,26 @@ from loguru import logger
 
 from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.bench.lifecycle import DELIVERIES, FACTORIES, FOREVER_NAME
-from orkeon_actors.crew import CrewStatus
+from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, respond
 from orkeon_actors.errors import CancelledError
-from orkeon_actors.lifecycle import CrewSupervisor, give_back_memory
+from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, give_back_memory
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.message import Message
+from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.testing import wait_until
 
-__all__ = ["LOAD_CREWS", "UNITS", "burst", "disk_bytes_per_crew", "loaded_latencies", "memory", "memory_child"]
+__all__ = [
+    "LOAD_CREWS",
+    "UNITS",
+    "CrewLoad",
+    "burst",
+    "crew_loaded_latencies",
+    "disk_bytes_per_crew",
+    "loaded_latencies",
+    "memory",
+    "memory_child",
+]
 
 LOAD_CREWS = 1_000
 """The crews whose posts and publishes load the machine during the loaded wakes."""
@@ -53,6 +67,9 @@ UNITS = {
     "wake_loaded_p50_ms": "ms",
     "wake_loaded_p99_ms": "ms",
     "wake_load_ops_per_s": "ops/s",
+    "wake_crew_loaded_p50_ms": "ms",
+    "wake_crew_loaded_p99_ms": "ms",
+    "wake_crew_load_ops_per_s": "ops/s",
     "burst_one_at_a_time_posts": "posts",
     "burst_one_at_a_time_per_s": "wakes/s",
     "burst_pipelined_posts": "posts",
@@ -110,29 +127,19 @@ def burst(rt: Runtime, one_at_a_time: list[str], pipelined: list[str]) -> dict[s
     }
 
 
-def loaded_latencies(rt: Runtime, crews: list[str]) -> tuple[list[float], float]:
-    """Wake ``crews`` one at a time (as ``wake_latency``) while ``LOAD_CREWS`` other crews
-    post and publish from two threads; the latencies, and the load's operations/s."""
-    sink = "agent://bench-load/sink"
-    reader = rt.hub.register_mailbox(sink).reader()
-    clients = [rt.hub.bind(f"load-{i}", "a") for i in range(LOAD_CREWS)]
-    stop = threading.Event()
-    token = CancelToken()
-    done = [0, 0]
+LOAD_SINK = "agent://bench-load/sink"
+"""The mailbox the load posts to (a reader drains it)."""
 
-    def load(index: int) -> None:
-        mine = clients[index::2]
-        in_flight: deque[Future[Message]] = deque()
-        i = 0
-        while not stop.is_set():
-            client = mine[i % len(mine)]
-            in_flight.append(client.post_nowait(sink, b"load"))  # pipelined: as fast as the writer takes them
-            client.publish("bench.load", b"load")
-            if len(in_flight) > IN_FLIGHT:
-                in_flight.popleft().result()
-            i += 1
-        wait(in_flight)
-        done[index] = i * 2
+LOADER_NAME = "bench-loader"
+"""The name the load crews are spawned under."""
+
+
+@contextlib.contextmanager
+def _drained_sink(rt: Runtime) -> Iterator[None]:
+    """:data:`LOAD_SINK` registered and drained by a reader thread while the block runs."""
+    registration = rt.hub.register_mailbox(LOAD_SINK)
+    reader = registration.reader()
+    token = CancelToken()
 
     def drain() -> None:
         try:
@@ -141,29 +148,120 @@ def loaded_latencies(rt: Runtime, crews: list[str]) -> tuple[list[float], float]
         except CancelledError:
             return
 
-    threads = [threading.Thread(target=load, args=(i,), daemon=True) for i in (0, 1)]
-    threads.append(threading.Thread(target=drain, daemon=True))
-    for thread in threads:
-        thread.start()
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        token.cancel()
+        thread.join(30)
+        reader.close()
+        registration.close()
+
+
+def _wake_each(rt: Runtime, crews: list[str], what: str) -> list[float]:
+    """Wake ``crews`` one at a time by a post; post -> the agent given it, per crew."""
     poster = rt.hub.bind("bench", "poster")
     latencies: list[float] = []
-    started = time.perf_counter()
-    try:
-        for crew in crews:
-            delivered = DELIVERIES.expect(crew)
-            before = time.perf_counter()
-            poster.post(f"agent://{crew}/a", {"wake": crew})
-            if not delivered.wait(60):
-                raise RuntimeError(f"crew {crew} was not woken by its post under load")
-            latencies.append(DELIVERIES.at[crew][0] - before)
-    finally:
-        stop.set()
-        for thread in threads[:2]:
-            thread.join(30)
-        token.cancel()
-        threads[2].join(30)
-        reader.close()
-    return latencies, sum(done) / (time.perf_counter() - started)
+    for crew in crews:
+        delivered = DELIVERIES.expect(crew)
+        before = time.perf_counter()
+        poster.post(f"agent://{crew}/a", {"wake": crew})
+        if not delivered.wait(60):
+            raise RuntimeError(f"crew {crew} was not woken by its post {what}")
+        latencies.append(DELIVERIES.at[crew][0] - before)
+    return latencies
+
+
+def loaded_latencies(rt: Runtime, crews: list[str]) -> tuple[list[float], float]:
+    """Wake ``crews`` one at a time (as ``wake_latency``) while clients bound to
+    ``LOAD_CREWS`` crew ids post and publish from two threads; the latencies, and the
+    load's operations/s."""
+    clients = [rt.hub.bind(f"load-{i}", "a") for i in range(LOAD_CREWS)]
+    stop = threading.Event()
+    done = [0, 0]
+
+    def load(index: int) -> None:
+        mine = clients[index::2]
+        in_flight: deque[Future[Message]] = deque()
+        i = 0
+        while not stop.is_set():
+            client = mine[i % len(mine)]
+            in_flight.append(client.post_nowait(LOAD_SINK, b"load"))  # pipelined: as fast as the writer takes them
+            client.publish("bench.load", b"load")
+            if len(in_flight) > IN_FLIGHT:
+                in_flight.popleft().result()
+            i += 1
+        wait(in_flight)
+        done[index] = i * 2
+
+    with _drained_sink(rt):
+        threads = [threading.Thread(target=load, args=(i,), daemon=True) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        started = time.perf_counter()
+        try:
+            latencies = _wake_each(rt, crews, "under the load of clients")
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(30)
+        return latencies, sum(done) / (time.perf_counter() - started)
+
+
+class CrewLoad:
+    """The model of the load crews: each turn after the first follows one finished
+    operation; turns alternate a ``post_message`` to :data:`LOAD_SINK` and a
+    ``publish_event``, until :attr:`stop` is set (then the agent answers, its crew
+    completes)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.ops = itertools.count()
+        self.going: set[str] = set()
+        """The crews that finished an operation (their mailboxes registered, their
+        first turn done): a set's ``add`` is atomic under the GIL."""
+
+    def policy(self, request: ModelRequest) -> ModelResponse:
+        if request.turn > 0:
+            next(self.ops)  # one operation done (itertools.count is atomic under the GIL)
+            self.going.add(request.crew_id)
+        if self.stop.is_set():
+            return respond("done")
+        if request.turn % 2 == 0:
+            return call("post_message", {"target_mailbox": LOAD_SINK, "payload": "load"})
+        return call("publish_event", {"topic": "bench.load", "payload": "load"})
+
+    def blueprint(self) -> CrewBlueprint:
+        agent = Agent("a", ScriptedModel(policy=self.policy), max_turns=2**31, max_conversation=4)
+        return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("load", agent.agent_id)]))
+
+
+def crew_loaded_latencies(rt: Runtime, sup: CrewSupervisor, crews: list[str]) -> tuple[list[float], float]:
+    """Wake ``crews`` one at a time while ``LOAD_CREWS`` live crews under ``sup`` post
+    (one blocking ``post_message`` at a time each: the tool waits for its commit) and
+    publish as fast as their turns go, once every one of them has finished an operation;
+    the latencies, and the load's operations/s. Every load crew then completes."""
+    load = CrewLoad()
+    sup.register_factory(LOADER_NAME, load.blueprint())
+    loaders = [f"load-crew-{i}" for i in range(LOAD_CREWS)]
+    with _drained_sink(rt):
+        for crew in loaders:
+            sup.spawn(LOADER_NAME, crew)
+        # The steady load, not the spawns: their mailbox registrations are writes that
+        # order against every other (no key), and a wake's post queued behind one waits.
+        wait_until(lambda: len(load.going) == LOAD_CREWS, timeout=300, what="every load crew posting")
+        first = next(load.ops)
+        started = time.perf_counter()
+        try:
+            latencies = _wake_each(rt, crews, "under the load of crews")
+        finally:
+            load.stop.set()
+            ops = next(load.ops) - first
+            elapsed = time.perf_counter() - started
+            for crew in loaders:
+                sup.wait_finished(crew, timeout=120)
+    return latencies, ops / elapsed
 
 
 def _rss_kb() -> int:

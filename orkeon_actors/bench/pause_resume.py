@@ -14,10 +14,15 @@ process, one after the other, at ``N`` paused (2,000 and 20,000; ``--quick``: 20
   copied per thread, as above); a resume is ``invoke(Command(resume=...))``, done when
   it returns (the resumed checkpoint committed).
 
-Figures per ``N``: ``resume_per_s`` (``T`` resumes back to back from one thread: orkeon
-posts them pipelined with ``post_nowait``, LangGraph invokes one after the other),
-``resume_p99_ms`` (``L`` resumes one at a time), ``disk_bytes_per_paused`` (the store's
-file and WAL over ``N``, before any resume), and their ratios orkeon / LangGraph.
+Figures per ``N``: ``resume_p99_ms`` (``R`` rounds of ``L`` resumes one at a time, each
+round on a freshly started side: a new runtime and supervisor, a new connection and
+compiled graph; the rounds of the two sides interleaved so that both see the same
+moments of a loaded machine: the median of the rounds' p99, with their least and
+greatest), ``first_resume_ms`` (the first resume after each restart, median),
+``resume_per_s`` (``T`` resumes back to back from one thread: orkeon posts them
+pipelined with ``post_nowait``, LangGraph invokes one after the other),
+``disk_bytes_per_paused`` (the store's file and WAL over ``N``, before any resume), and
+the ratios orkeon / LangGraph (the p99 ratio: the median of the rounds' ratios).
 LangGraph comes with the ``bench`` extra (``pip install 'orkeon-actors[bench]'``);
 without it the peer figures are left out and the notes say so.
 """
@@ -28,8 +33,8 @@ import importlib.util
 import os
 import shutil
 import sqlite3
+import statistics
 import time
-from collections.abc import Callable
 from concurrent.futures import wait
 from typing import Any
 
@@ -69,35 +74,52 @@ def _disk(path: str) -> int:
 # -- orkeon ---------------------------------------------------------------------------
 
 
-def _orkeon(directory: str, paused: int, samples: int, burst: int) -> dict[str, float]:
-    template = capture_template(os.path.join(directory, f"template-{paused}.db"), FOREVER_NAME)
-    db = os.path.join(directory, f"orkeon-{paused}.db")
-    crews = bench_crew_ids(paused)
-    populate(db, template, crews)
-    disk = _disk(db) / paused
-    rt = Runtime.start(store=db)
-    sup = CrewSupervisor(rt, factories=FACTORIES)
-    try:
-        client = rt.hub.bind("bench", "resumer")
-        latencies = []
-        for crew in crews[:samples]:
+class _Orkeon:
+    """``paused`` crews asleep in a store; each :meth:`round` a restart (a new runtime
+    and supervisor on the store) timing resumes one at a time."""
+
+    name = "orkeon"
+
+    def __init__(self, directory: str, paused: int) -> None:
+        template = capture_template(os.path.join(directory, f"template-{paused}.db"), FOREVER_NAME)
+        self.db = os.path.join(directory, f"orkeon-{paused}.db")
+        self.ids = bench_crew_ids(paused)
+        populate(self.db, template, self.ids)
+        self.disk = _disk(self.db) / paused
+
+    def round(self, crews: list[str]) -> list[float]:
+        rt = Runtime.start(store=self.db)
+        sup = CrewSupervisor(rt, factories=FACTORIES)
+        try:
+            client = rt.hub.bind("bench", "resumer")
+            latencies = []
+            for crew in crews:
+                started = time.perf_counter()
+                client.post(f"agent://{crew}/a", {"resume": crew})
+                sup.wait_finished(crew, timeout=60)
+                latencies.append(time.perf_counter() - started)
+            return latencies
+        finally:
+            sup.stop()
+            rt.stop()
+
+    def burst(self, crews: list[str]) -> float:
+        """Resumes per second, ``crews`` posted with ``post_nowait`` from one thread."""
+        rt = Runtime.start(store=self.db)
+        sup = CrewSupervisor(rt, factories=FACTORIES)
+        try:
+            client = rt.hub.bind("bench", "resumer")
+            delivered = DELIVERIES.expect_all(crews)
             started = time.perf_counter()
-            client.post(f"agent://{crew}/a", {"resume": crew})
-            sup.wait_finished(crew, timeout=60)
-            latencies.append(time.perf_counter() - started)
-        batch = crews[samples : samples + burst]
-        delivered = DELIVERIES.expect_all(batch)
-        started = time.perf_counter()
-        wait([client.post_nowait(f"agent://{crew}/a", {"resume": crew}) for crew in batch])
-        if not delivered.wait(600):
-            raise RuntimeError(f"{burst} resumed crews did not all get their message within 600 s")
-        for crew in batch:
-            sup.wait_finished(crew, timeout=60)
-        elapsed = time.perf_counter() - started
-    finally:
-        sup.stop()
-        rt.stop()
-    return {"resume_per_s": burst / elapsed, "resume_p99_ms": _pct(latencies, 0.99) * 1000, "disk": disk}
+            wait([client.post_nowait(f"agent://{crew}/a", {"resume": crew}) for crew in crews])
+            if not delivered.wait(600):
+                raise RuntimeError(f"{len(crews)} resumed crews did not all get their message within 600 s")
+            for crew in crews:
+                sup.wait_finished(crew, timeout=60)
+            return len(crews) / (time.perf_counter() - started)
+        finally:
+            sup.stop()
+            rt.stop()
 
 
 # -- langgraph ------------------------------------------------------------------------
@@ -141,77 +163,113 @@ def _copy_thread(conn: sqlite3.Connection, threads: list[str]) -> None:
         )
 
 
-def _langgraph(directory: str, paused: int, samples: int, burst: int) -> dict[str, float]:
-    from langgraph.types import Command
+class _LangGraph:
+    """``paused`` threads paused at ``interrupt()`` in a ``SqliteSaver`` store; each
+    :meth:`round` a restart (a new connection and compiled graph) timing resumes."""
 
-    db = os.path.join(directory, f"langgraph-{paused}.db")
-    conn = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        app = _graph(conn)
-        app.invoke({"value": ""}, {"configurable": {"thread_id": _TEMPLATE_THREAD}})
-        threads = [f"t{i:07d}" for i in range(paused)]
-        conn.execute("BEGIN")
-        _copy_thread(conn, threads)
-        conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (_TEMPLATE_THREAD,))
-        conn.execute("DELETE FROM writes WHERE thread_id = ?", (_TEMPLATE_THREAD,))
-        conn.execute("COMMIT")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        disk = _disk(db) / paused
+    name = "langgraph"
 
-        def resume(thread: str) -> None:
-            result = app.invoke(Command(resume="go"), {"configurable": {"thread_id": thread}})
-            if result.get("value") != "go":
-                raise RuntimeError(f"thread {thread} resumed to {result!r}")
+    def __init__(self, directory: str, paused: int) -> None:
+        self.db = os.path.join(directory, f"langgraph-{paused}.db")
+        self.ids = [f"t{i:07d}" for i in range(paused)]
+        conn = sqlite3.connect(self.db, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            app = _graph(conn)
+            app.invoke({"value": ""}, {"configurable": {"thread_id": _TEMPLATE_THREAD}})
+            conn.execute("BEGIN")
+            _copy_thread(conn, self.ids)
+            conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (_TEMPLATE_THREAD,))
+            conn.execute("DELETE FROM writes WHERE thread_id = ?", (_TEMPLATE_THREAD,))
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        self.disk = _disk(self.db) / paused
 
-        latencies = []
-        for thread in threads[:samples]:
-            started = time.perf_counter()
-            resume(thread)
-            latencies.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        for thread in threads[samples : samples + burst]:
-            resume(thread)
-        elapsed = time.perf_counter() - started
-    finally:
-        conn.close()
-    return {"resume_per_s": burst / elapsed, "resume_p99_ms": _pct(latencies, 0.99) * 1000, "disk": disk}
+    def _timed(self, threads: list[str]) -> list[float]:
+        from langgraph.types import Command
+
+        conn = sqlite3.connect(self.db, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous = FULL")
+            app = _graph(conn)
+            latencies = []
+            for thread in threads:
+                started = time.perf_counter()
+                result = app.invoke(Command(resume="go"), {"configurable": {"thread_id": thread}})
+                latencies.append(time.perf_counter() - started)
+                if result.get("value") != "go":
+                    raise RuntimeError(f"thread {thread} resumed to {result!r}")
+            return latencies
+        finally:
+            conn.close()
+
+    def round(self, threads: list[str]) -> list[float]:
+        return self._timed(threads)
+
+    def burst(self, threads: list[str]) -> float:
+        """Resumes per second, one ``invoke`` after the other."""
+        return len(threads) / sum(self._timed(threads))
 
 
 # -- the suite ------------------------------------------------------------------------
 
 
-def _side(name: str, run: Callable[[], dict[str, float]], figures: dict[str, float], paused: int) -> None:
-    progress(f"{name} with {paused:,} paused")
-    result = run()
-    figures[f"{name}_resume_per_s_{paused}"] = result["resume_per_s"]
-    figures[f"{name}_resume_p99_ms_{paused}"] = result["resume_p99_ms"]
-    figures[f"{name}_disk_bytes_per_paused_{paused}"] = result["disk"]
+def _measure(sides: list[Any], paused: int, samples: int, burst: int, rounds: int) -> dict[str, float]:
+    """The rounds of every side interleaved (side A's round, side B's, then A's again),
+    so that both see the same moments of a loaded machine; the ratios are taken per
+    round and their median reported."""
+    p99s: dict[str, list[float]] = {side.name: [] for side in sides}
+    firsts: dict[str, list[float]] = {side.name: [] for side in sides}
+    ratios: list[float] = []
+    for round_ in range(rounds):
+        for side in sides:
+            progress(f"{side.name} with {paused:,} paused: round {round_ + 1} of {rounds}")
+            latencies = side.round(side.ids[round_ * samples : (round_ + 1) * samples])
+            p99s[side.name].append(_pct(latencies, 0.99) * 1000)
+            firsts[side.name].append(latencies[0] * 1000)
+        if len(sides) == 2:
+            ratios.append(p99s["orkeon"][-1] / p99s["langgraph"][-1])
+    figures: dict[str, float] = {}
+    for side in sides:
+        name, rest = side.name, side.ids[rounds * samples : rounds * samples + burst]
+        progress(f"{name} with {paused:,} paused: {burst:,} back to back")
+        figures[f"{name}_resume_per_s_{paused}"] = side.burst(rest)
+        figures[f"{name}_resume_p99_ms_{paused}"] = statistics.median(p99s[name])
+        figures[f"{name}_resume_p99_min_ms_{paused}"] = min(p99s[name])
+        figures[f"{name}_resume_p99_max_ms_{paused}"] = max(p99s[name])
+        figures[f"{name}_first_resume_ms_{paused}"] = statistics.median(firsts[name])
+        figures[f"{name}_disk_bytes_per_paused_{paused}"] = side.disk
+    if ratios:
+        figures[f"resume_throughput_vs_langgraph_{paused}"] = (
+            figures[f"orkeon_resume_per_s_{paused}"] / figures[f"langgraph_resume_per_s_{paused}"]
+        )
+        figures[f"resume_p99_vs_langgraph_{paused}"] = statistics.median(ratios)
+        figures[f"resume_p99_vs_langgraph_min_{paused}"] = min(ratios)
+        figures[f"resume_p99_vs_langgraph_max_{paused}"] = max(ratios)
+        figures[f"disk_per_paused_vs_langgraph_{paused}"] = (
+            figures[f"orkeon_disk_bytes_per_paused_{paused}"] / figures[f"langgraph_disk_bytes_per_paused_{paused}"]
+        )
+    return figures
 
 
 @register("pauseresume")
 def bench_pause_resume(quick: bool) -> BenchResult:
-    sizes, samples, burst = ((200, 1_000), 50, 100) if quick else ((2_000, 20_000), 300, 1_000)
+    sizes, samples, burst, rounds = ((200, 1_000), 30, 100, 3) if quick else ((2_000, 20_000), 200, 1_000, 5)
+    if rounds * samples + burst > min(sizes):
+        raise ValueError(f"{rounds} rounds of {samples} resumes and a burst of {burst} need more paused crews")
     peer = langgraph_available()
     figures: dict[str, float] = {}
     directory = scratch_directory("orkeon-bench-pauseresume-")
     try:
         with info_logging():
             for paused in sizes:
-                _side("orkeon", lambda n=paused: _orkeon(directory, n, samples, burst), figures, paused)  # type: ignore[misc]
+                sides: list[Any] = [_Orkeon(directory, paused)]
                 if peer:
-                    _side("langgraph", lambda n=paused: _langgraph(directory, n, samples, burst), figures, paused)  # type: ignore[misc]
-                    figures[f"resume_throughput_vs_langgraph_{paused}"] = (
-                        figures[f"orkeon_resume_per_s_{paused}"] / figures[f"langgraph_resume_per_s_{paused}"]
-                    )
-                    figures[f"resume_p99_vs_langgraph_{paused}"] = (
-                        figures[f"orkeon_resume_p99_ms_{paused}"] / figures[f"langgraph_resume_p99_ms_{paused}"]
-                    )
-                    figures[f"disk_per_paused_vs_langgraph_{paused}"] = (
-                        figures[f"orkeon_disk_bytes_per_paused_{paused}"]
-                        / figures[f"langgraph_disk_bytes_per_paused_{paused}"]
-                    )
+                    sides.append(_LangGraph(directory, paused))
+                figures.update(_measure(sides, paused, samples, burst, rounds))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     units = {}
@@ -220,8 +278,9 @@ def bench_pause_resume(quick: bool) -> BenchResult:
             "resumes/s" if "_per_s_" in key else "ms" if "_ms_" in key else "bytes" if "bytes" in key else "ratio"
         )
     notes = (
-        f"{samples} resumes one at a time, then {burst:,} back to back, at {' and '.join(f'{n:,}' for n in sizes)} "
-        "paused; SQLite WAL, synchronous=FULL on both sides"
+        f"{rounds} rounds (each a restart, the two sides' rounds interleaved) of {samples} resumes one at a time "
+        f"(p99: the rounds' median; the ratio: the median of the rounds' ratios), then {burst:,} back to back, at "
+        f"{' and '.join(f'{n:,}' for n in sizes)} paused; SQLite WAL, synchronous=FULL on both sides"
     )
     if not peer:
         notes += (

@@ -16,10 +16,17 @@ sleeping crew, the wake's read of its kept events). The writer takes its batches
 * **Urgent first, bulk never starved.** A batch starts with the urgent lane (at most
   ``max_batch``). While bulk requests wait, a batch of urgent requests alone is followed
   by one that keeps room for bulk requests: a bulk request waits for the urgent
-  requests that arrived before it and for at most one batch of later ones.
+  requests that arrived before it and, for each batch taking the bulk requests ahead of
+  it, at most one batch of later ones.
 * **Bounded bulk batches.** A batch takes at most ``bulk_batch`` bulk requests, so a
   batch in progress holds an urgent request that arrives meanwhile for a bounded time
   (its statements, its commit and its callbacks).
+* **Cutting in.** An urgent request that arrives while a bulk batch is being written
+  may join it (:meth:`WriteQueue.cut_in`): the writer stops before the batch's next
+  statements, writes the urgent requests and commits; the bulk requests it had not
+  written go back to the head of the bulk lane, in their order. Only urgent requests
+  sharing no key with those requests (none of which may be keyless) cut in, in their
+  lane's order, so the rules above hold as if the batch had been that shorter one.
 
 The queue is plain data, not thread-safe: the writer holds its lock around every call.
 """
@@ -95,6 +102,8 @@ class WriteQueue(Generic[Q]):
         """The next batch (empty if nothing is queued), in the order to run it."""
         urgent, bulk = self._urgent, self._bulk
         owed = min(len(bulk), self.bulk_batch) if self._bulk_waited else 0  # room kept for bulk
+        if owed >= self.max_batch and urgent and bulk[0][0] > urgent[0][0]:
+            owed = self.max_batch - 1  # no bulk request may run before that urgent one: take it
         batch = [urgent.popleft()[1] for _ in range(min(len(urgent), self.max_batch - owed))]
         if batch and bulk and not owed:
             self._bulk_waited = True
@@ -118,6 +127,45 @@ class WriteQueue(Generic[Q]):
                 else:
                     counts[k] -= 1
             batch.append(request)
+        return batch
+
+    def urgent_waiting(self) -> bool:
+        """Whether an urgent request is queued (a read the writer may make without the
+        lock: a stale answer only delays the cut-in to the next check)."""
+        return bool(self._urgent)
+
+    def cut_in(self, rest: list[Q], room: int) -> list[Q]:
+        """At most ``room`` urgent requests that may run now, in the middle of a bulk
+        batch whose requests ``rest`` (taken from the bulk lane, in order) are not
+        written yet; if there are any, ``rest`` goes back to the head of the bulk lane
+        (empty list: nothing cut in, ``rest`` is still the caller's). See the module
+        docstring."""
+        urgent = self._urgent
+        if not urgent:
+            return []
+        keys: set[str] = set()
+        for request in rest:
+            key = request.key
+            if not key:
+                return []  # a keyless request orders against every later one
+            keys.update((key,) if isinstance(key, str) else key)
+        for _, request in urgent:
+            key = request.key
+            if not key or any(k in keys for k in ((key,) if isinstance(key, str) else key)):
+                # It must follow one of ``rest``: once they are queued again it would
+                # overtake it from the urgent lane, so nothing cuts in.
+                return []
+        batch = [urgent.popleft()[1] for _ in range(min(len(urgent), room))]
+        if rest:
+            # Back at the head, as if never taken: they arrived before every request
+            # still queued in the bulk lane and before every urgent one (take()).
+            first = self._bulk[0][0] if self._bulk else self._arrivals + 1
+            arrival = urgent[0][0] if urgent else first
+            start = min(first, arrival) - len(rest)
+            self._bulk.extendleft(reversed([(start + i, request) for i, request in enumerate(rest)]))
+            for request in rest:
+                key = request.key
+                self._bulk_keys.update((key,) if isinstance(key, str) else key or ())
         return batch
 
     def take_all(self) -> list[Q]:

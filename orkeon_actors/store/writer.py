@@ -23,6 +23,10 @@ Guarantees:
   uses this to hand messages to live mailboxes in exactly their durable order; a
   mailbox's posts carry its address as their key, so they stay in order). An urgent
   batch's callers are woken right after its commit, before those of the batch before.
+  Urgent requests may also cut into a bulk batch in progress (:meth:`_WriterActor._write`):
+  they commit with the part written so far, the rest is queued again.
+* The open makes one commit that changes nothing before the first request
+  (:func:`_first_commit`), so the first request does not pay the WAL's restart.
 * A request that raises is rolled back alone (it runs under a ``SAVEPOINT``) and fails
   with its own error; the rest of its batch commits. ``single_statement=True`` skips the
   savepoint for a request made of one statement, which SQLite already rolls back alone.
@@ -57,7 +61,7 @@ from orkeon_actors.store import faults
 from orkeon_actors.store.damage import DAMAGE_ERRORS, as_store_error
 from orkeon_actors.store.write_queue import Key, WriteQueue
 
-__all__ = ["StoreWriter", "WriteGroup", "WriterStats", "Work"]
+__all__ = ["CUT_IN_EVERY", "StoreWriter", "WriteGroup", "WriterStats", "Work"]
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741
@@ -148,11 +152,19 @@ class WriterStats:
     failed_transactions: int = 0
     urgent_requests: int = 0
     """Requests that went into the urgent lane (overtaking queued bulk requests)."""
+    cut_in: int = 0
+    """Urgent requests written in the middle of a bulk batch (committed with its part
+    written so far, the rest queued again)."""
     batch_sizes: Counter[int] = attrs.field(factory=Counter)
 
     @property
     def mean_batch(self) -> float:
         return self.requests / self.transactions if self.transactions else 0.0
+
+
+CUT_IN_EVERY = 16
+"""Requests of a group written with one statement between two looks for urgent
+requests that may cut in (requests applied alone are followed by a look each)."""
 
 
 class _Flush:
@@ -217,21 +229,9 @@ class _WriterActor(pykka.ThreadingActor):
         stats = self._writer.stats
         try:
             conn.execute("BEGIN IMMEDIATE")
-            index, size = 0, len(batch)
-            while index < size:
-                request = batch[index]
-                group = request.group
-                if group is None:
-                    self._apply(conn, request)
-                    index += 1
-                    continue
-                end = index + 1
-                while end < size and batch[end].group is group:
-                    end += 1
-                self._apply_group(conn, group, batch[index:end])
-                index = end
+            self._write(conn, batch)
             faults.hit("writer.before_commit")
-            urgent = batch[0].urgent
+            urgent = batch[-1].urgent  # urgent requests come first, or cut in at the end
             if not urgent:  # an urgent batch commits first; the callers of the last one wait
                 self._wake_deferred()
             conn.execute("COMMIT")
@@ -265,6 +265,41 @@ class _WriterActor(pykka.ThreadingActor):
         else:
             for request in batch:
                 request.settle()
+
+    def _write(self, conn: apsw.Connection, batch: list[_Request[Any]]) -> None:
+        """Run ``batch``'s requests in the open transaction; ``batch`` is left holding
+        what was written (what its commit or its failure settles). Between the
+        statements of a bulk batch (after each request applied alone, and every
+        :data:`CUT_IN_EVERY` of a group; never before the first), urgent requests queued
+        meanwhile may cut in
+        (:meth:`~orkeon_actors.store.write_queue.WriteQueue.cut_in`): they are written
+        instead of the rest, which goes back to the queue, and commit with what was
+        written so far. A woken crew's post then waits for part of a batch, not for a
+        whole one and a transaction of its own."""
+        writer = self._writer
+        stats = writer.stats
+        index, size = 0, len(batch)
+        bulk = not batch[0].urgent
+        while index < size:
+            if bulk and index and writer.urgent_waiting():
+                joining = writer.cut_in(batch[index:], writer.max_batch - index)
+                if joining:
+                    stats.cut_in += len(joining)
+                    del batch[index:]  # queued again
+                    batch.extend(joining)
+                    self._write(conn, joining)
+                    return
+            request = batch[index]
+            group = request.group
+            if group is None:
+                self._apply(conn, request)
+                index += 1
+                continue
+            end = index + 1
+            while end < size and batch[end].group is group and (not bulk or end - index < CUT_IN_EVERY):
+                end += 1
+            self._apply_group(conn, group, batch[index:end])
+            index = end
 
     @staticmethod
     def _apply_group(conn: apsw.Connection, group: WriteGroup[Any, Any], members: list[_Request[Any]]) -> None:
@@ -341,6 +376,17 @@ class _WriterActor(pykka.ThreadingActor):
             request.settle()
 
 
+def _first_commit(conn: apsw.Connection) -> None:
+    """Commit one write that changes nothing (the header's ``user_version`` set to
+    itself) before the first request. The first commit on a newly opened connection
+    restarts the WAL and syncs its header: ≈ 7 ms more than the next ones on this
+    machine (median of 12 restarts: 9.2 against 2.1 ms), which the first wake after
+    every restart paid. The open pays it instead."""
+    with conn:  # a transaction: BEGIN ... COMMIT (or ROLLBACK if it raises)
+        version = int(str(conn.execute("PRAGMA user_version").fetchall()[0][0]))
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
 class StoreWriter:
     """The write side of the store. Thread-safe; see the module docstring."""
 
@@ -356,6 +402,7 @@ class StoreWriter:
         self._closed = False
         self.on_rollback: list[Callable[[apsw.Connection], None]] = []
         """Run on the writer thread after a failed transaction was rolled back."""
+        _first_commit(conn)
         self._ref = _WriterActor.start(self, conn)
 
     def _enqueue(self, request: _Request[Any]) -> None:
@@ -373,6 +420,16 @@ class StoreWriter:
     def has_queued(self) -> bool:
         """Whether requests wait to be written (the writer actor's read)."""
         return bool(self._queue)
+
+    def urgent_waiting(self) -> bool:
+        """Whether an urgent request is queued (the writer actor's read, without the lock)."""
+        return self._queue.urgent_waiting()
+
+    def cut_in(self, rest: list[_Request[Any]], room: int) -> list[_Request[Any]]:
+        """The urgent requests that cut into the batch in progress, whose ``rest`` is not
+        written yet (queued again if any cut in); the writer actor's call."""
+        with self._lock:
+            return self._queue.cut_in(rest, room)
 
     def take_batch(self) -> tuple[list[_Request[Any]], bool]:
         """(the next batch, whether more requests remain queued after it): the writer

@@ -38,6 +38,7 @@ def test_orkeon_bench_lifecycle_measures_every_figure(
     expected |= {"wake_latency_p50_ms", "wake_latency_p99_ms", "expiries_per_s", "expiry_cpu_us"}
     expected |= {"boot_disk_bytes_per_crew", "wake_disk_bytes_per_crew", "wake_loaded_p50_ms", "wake_loaded_p99_ms"}
     expected |= {"wake_load_ops_per_s", "burst_one_at_a_time_per_s", "burst_pipelined_per_s"}
+    expected |= {"wake_crew_loaded_p50_ms", "wake_crew_loaded_p99_ms", "wake_crew_load_ops_per_s"}
     expected |= {"burst_pipelined_commit_per_s", "parked_crew_kb", "parked_crew_start_ms", "mass_sleep_rss_live_mb"}
     assert expected <= set(figures)
     assert all(figures[key] > 0 for key in expected - {"boot_rss_mb"})
@@ -229,7 +230,12 @@ def test_orkeon_bench_pauseresume_measures_both_sides_or_says_why_not(
     main(["bench", "pauseresume", "--quick"])
     table = capsys.readouterr().out
     for paused in (200, 1_000):
-        for figure in ("orkeon_resume_per_s", "orkeon_resume_p99_ms", "orkeon_disk_bytes_per_paused"):
+        for figure in (
+            "orkeon_resume_per_s",
+            "orkeon_resume_p99_ms",
+            "orkeon_first_resume_ms",
+            "orkeon_disk_bytes_per_paused",
+        ):
             assert f"{figure}_{paused} " in table
         assert (f"resume_throughput_vs_langgraph_{paused} " in table) is langgraph_available()
     assert ("LangGraph rows SKIPPED" in table) is not langgraph_available()

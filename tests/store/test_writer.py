@@ -153,6 +153,45 @@ def test_an_urgent_request_never_overtakes_a_keyless_one(writer: StoreWriter) ->
     assert writer.stats.urgent_requests == 0
 
 
+def _bulk_batch_in_progress(writer: StoreWriter, order: list[int]) -> tuple[threading.Event, list[object]]:
+    """A bulk batch whose first request (key ``h``, row 100) holds the writer until the
+    returned event is set, followed by 39 bulk inserts keyed ``m0``-``m3``."""
+    release = _block(writer)
+    entered, go = threading.Event(), threading.Event()
+
+    def first(conn: apsw.Connection) -> int:
+        entered.set()
+        go.wait()
+        return _insert(100)(conn)
+
+    waiters: list[object] = [writer.submit(first, after_commit=order.append, key="h")]
+    waiters += [writer.submit(_insert(n), after_commit=order.append, key=f"m{n % 4}") for n in range(1, 40)]
+    release.set()
+    assert entered.wait(10), "the bulk batch started"
+    return go, waiters
+
+
+def test_an_urgent_request_cuts_into_a_bulk_batch_in_progress(writer: StoreWriter) -> None:
+    order: list[int] = []
+    go, bulk = _bulk_batch_in_progress(writer, order)
+    urgent = writer.submit(_insert(200), after_commit=order.append, key="w", urgent=True)
+    go.set()
+    assert urgent.wait() == 200 and [w.wait() for w in bulk] == [100, *range(1, 40)]  # type: ignore[attr-defined]
+    assert order == [100, 200, *range(1, 40)], "committed with the part written so far, the rest after it"
+    assert writer.stats.cut_in == 1
+    assert _rows(writer) == [*range(1, 40), 100, 200]
+
+
+def test_an_urgent_request_does_not_cut_in_ahead_of_a_request_of_its_key(writer: StoreWriter) -> None:
+    order: list[int] = []
+    go, bulk = _bulk_batch_in_progress(writer, order)
+    urgent = writer.submit(_insert(200), after_commit=order.append, key="m3", urgent=True)  # as the last one
+    go.set()
+    assert urgent.wait() == 200 and [w.wait() for w in bulk] == [100, *range(1, 40)]  # type: ignore[attr-defined]
+    assert order == [100, *range(1, 40), 200], "the batch's requests keyed m3 first"
+    assert writer.stats.cut_in == 0
+
+
 def test_bulk_batches_are_bounded(tmp_path: Path) -> None:
     conn = open_connection(StoreConfig(str(tmp_path / "b.db")))
     conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
