@@ -188,41 +188,41 @@ class CrewActor(PooledActor):
     # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
     # subclass's): ~40 attributes would make that dict a 1.6 KB unshared table.
     __slots__ = (
-        "_agents",
         "_awaiting_handover",
         "_closing",
-        "_crew_pump",
-        "_crew_pump_token",
-        "_crew_registration",
         "_cursors_open_to",
         "_deferred",
         "_durable_cursors",
-        "_finish_watches",
         "_held",
-        "_on_activity",
         "_on_cursor",
         "_passivated",
         "_release_order",
         "_snapshot_held",
-        "_subscriptions",
-        "_unname",
         "activity",
         "address",
         "bindings",
         "client",
         "crew_id",
         "crew_name",
+        "crew_pump",
+        "crew_pump_token",
+        "crew_registration",
         "definitions",
         "failure",
+        "finish_watches",
         "gate",
         "hub",
         "idle_timeout_seconds",
         "links_declared",
         "observer",
+        "on_activity",
         "orchestration",
         "orchestrator",
         "result",
+        "runtimes",
         "status",
+        "subscriptions",
+        "unname",
     )
 
     name: ClassVar[str] = "crew"
@@ -276,15 +276,15 @@ class CrewActor(PooledActor):
         self.gate = gate
         self.client: HubClient = hub.bind(self.crew_id)
         self.address = MailboxAddress.crew(self.crew_id)
-        self._agents: dict[AgentId, AgentRuntime] = {}
-        self._crew_registration: MailboxRegistration | None = None
-        self._unname: Callable[[], None] = lambda: None
+        self.runtimes: dict[AgentId, AgentRuntime] = {}
+        self.crew_registration: MailboxRegistration | None = None
+        self.unname: Callable[[], None] = lambda: None
         """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
-        self._crew_pump: AsyncWait | None = None
-        self._crew_pump_token: WaitTeller | None = None
-        self._subscriptions: tuple[PushSubscription, ...] = ()
+        self.crew_pump: AsyncWait | None = None
+        self.crew_pump_token: WaitTeller | None = None
+        self.subscriptions: tuple[PushSubscription, ...] = ()
         self._deferred: tuple[Callable[[], None], ...] = ()
-        self._on_activity = on_activity
+        self.on_activity = on_activity
         self._on_cursor = on_cursor
         self._durable_cursors: frozenset[CursorFilter] = _NONE
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
@@ -301,7 +301,7 @@ class CrewActor(PooledActor):
         catch-up, and the activity after it, come later)."""
         self._held: list[Any] | None = None
         """Actor messages received while awaiting the handover, replayed after it."""
-        self._finish_watches: tuple[WatchFinish, ...] = ()
+        self.finish_watches: tuple[WatchFinish, ...] = ()
         """Told the outcome as the crew finishes (``orkeon_actors.crew.wait_finished``)."""
 
     # -- public API (call through the actor ref) ---------------------------------------
@@ -325,9 +325,9 @@ class CrewActor(PooledActor):
         """The agent that receives mail sent to ``crew://{id}``: the ``agent`` metadata
         entry when it names one of the crew's agents, else the first agent."""
         wanted = message.metadata.get("agent")
-        if wanted is not None and wanted in self._agents:
+        if wanted is not None and wanted in self.runtimes:
             return AgentId(wanted)
-        return next(iter(self._agents))
+        return next(iter(self.runtimes))
 
     def on_message(self, agent_id: AgentId, message: Message) -> None:
         """Mail reached idle ``agent_id`` and the orchestration did not consume it. By
@@ -348,10 +348,10 @@ class CrewActor(PooledActor):
 
     def on_start(self) -> None:
         for agent in self.definitions.values():
-            self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
+            self.runtimes[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
-        watches, self._finish_watches = self._finish_watches, ()
+        watches, self.finish_watches = self.finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
             self._tell_watch(watch, None)
         if self._passivated:
@@ -378,10 +378,10 @@ class CrewActor(PooledActor):
         if isinstance(message, WatchFinish):
             return self._watch_finish(message)
         if isinstance(message, Unwatch):
-            if message.watch in self._finish_watches:
-                watches = list(self._finish_watches)
+            if message.watch in self.finish_watches:
+                watches = list(self.finish_watches)
                 watches.remove(message.watch)
-                self._finish_watches = tuple(watches)
+                self.finish_watches = tuple(watches)
             return None
         if isinstance(message, Passivate):
             self._passivate(message)
@@ -435,11 +435,11 @@ class CrewActor(PooledActor):
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
             # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
-            self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
-        if self._on_activity is not None:
-            self._on_activity(self.crew_id, self.status)
+            self.set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
+        if self.on_activity is not None:
+            self.on_activity(self.crew_id, self.status)
         supervision, self._cursors_open_to = self._cursors_open_to, None
         if supervision is not None:
             supervision.tell(CursorsOpen(self.crew_id))
@@ -491,30 +491,30 @@ class CrewActor(PooledActor):
     def _begin(self) -> None:
         if self.status is not CrewStatus.CREATED:
             return
-        self._set_status(CrewStatus.RUNNING)
+        self.set_status(CrewStatus.RUNNING)
         self._register_mailboxes()
         for binding in self.bindings:
             self._subscribe(binding)
         self._arm_crew_pump()
-        self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+        self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
         self.orchestrator.start(self)
-        for agent_id, runtime in self._agents.items():
+        for agent_id, runtime in self.runtimes.items():
             if runtime.state.status is AgentStatus.IDLE:
                 self._arm_pump(agent_id)
 
     def _register_mailboxes(self) -> None:
         """The crew's mailbox and every agent's, in one call (one store round trip on
         the durable hub; each reloads what was kept for it)."""
-        runtimes = list(self._agents.values())
-        self._unname()
-        self._unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
+        runtimes = list(self.runtimes.values())
+        self.unname()
+        self.unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
         # Not waiting for the durable registration's commit (its write goes ahead of any
         # later write of these mailboxes; a failed one ends the crew): a crew's first
         # turn held a pool thread for a commit, so a burst of spawns grew the pool by a
         # thread per crew in flight.
         with registrations_unwaited(self._registration_failed):
             crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
-        self._crew_registration = crew
+        self.crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
             runtime.registration = registration
 
@@ -550,22 +550,22 @@ class CrewActor(PooledActor):
         self.result = snapshot.result
         self._durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
         for state in snapshot.agents:
-            runtime = self._agents.get(state.agent_id)
+            runtime = self.runtimes.get(state.agent_id)
             if runtime is None:
                 definition = self.orchestrator.restore_agent(self, state)
                 self.definitions[definition.agent_id] = definition
                 runtime = AgentRuntime(definition, self.hub, self.crew_id)
-                self._agents[definition.agent_id] = runtime
+                self.runtimes[definition.agent_id] = runtime
             runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
             runtime.restore_cursors(state.cursors)
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
-        self._set_status(CrewStatus.RUNNING)
+        self.set_status(CrewStatus.RUNNING)
         self._register_mailboxes()
         for binding in self.bindings:
             self._subscribe(binding)
         self._arm_crew_pump()
-        self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+        self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
 
     def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
         """The lifecycle's handover: every cursor catches up on the ``messages`` it
@@ -574,7 +574,7 @@ class CrewActor(PooledActor):
         ``wait_for_event`` resolves with its cursor's oldest event) and the actor
         messages held meanwhile are handled, in order. ``missed``: what the store
         dropped per cursor while the crew slept (reported by the cursor's next read)."""
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             for cursor in runtime.open_cursors():
                 topic, match = cursor.key
                 cursor.carried_missed += missed.get((topic, match or None), 0)
@@ -586,9 +586,9 @@ class CrewActor(PooledActor):
     def _rearm_all(self) -> None:
         """Re-arm the hub wait of every parked agent (and the pumps of idle agents) that
         has none; a wait whose ``expires_at`` passed gets its timeout message now."""
-        if self._crew_pump is None and self._crew_registration is not None:
+        if self.crew_pump is None and self.crew_registration is not None:
             self._arm_crew_pump()
-        for agent_id, runtime in list(self._agents.items()):
+        for agent_id, runtime in list(self.runtimes.items()):
             state = runtime.state
             if state.status is AgentStatus.IDLE:
                 self._serve_inbox_or_pump(agent_id)
@@ -640,7 +640,7 @@ class CrewActor(PooledActor):
         ignores a message it already handed out or holds). The other agents' cursors it
         matches buffer it too, as their subscriptions would have had the crew been
         awake. A message nothing matches any more is dropped."""
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             pending = runtime.state.pending
             if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
                 continue
@@ -654,9 +654,9 @@ class CrewActor(PooledActor):
                     continue  # its live wait already took a message: that one wins
                 runtime.wait = None
                 self._wait_done_now(runtime, message)
-            self._offer_to_cursors(message, [rt for rt in self._agents.values() if rt is not runtime])
+            self._offer_to_cursors(message, [rt for rt in self.runtimes.values() if rt is not runtime])
             return
-        if not self._offer_to_cursors(message, list(self._agents.values())):
+        if not self._offer_to_cursors(message, list(self.runtimes.values())):
             logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
 
     # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
@@ -678,7 +678,7 @@ class CrewActor(PooledActor):
         outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
         the waits are re-armed by the :class:`Resume` that follows."""
         supervision = message.supervision
-        busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+        busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
         if self._awaiting_handover:
             supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
             return
@@ -691,16 +691,16 @@ class CrewActor(PooledActor):
             frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered) or _NONE
         )
         consumed = message.consumed.view() if message.consumed is not None else ()
-        taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
+        taken = [i for rt in self.runtimes.values() for c in rt.open_cursors() for i in c.taken_ids()]
         reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
         supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
         in_flight = False
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             in_flight = runtime.withdraw() or in_flight
-        if self._crew_pump is not None:
-            if not self._crew_pump.cancel():
+        if self.crew_pump is not None:
+            if not self.crew_pump.cancel():
                 in_flight = True
-            self._crew_pump = None
+            self.crew_pump = None
         if in_flight or not self.actor_inbox.empty():
             supervision.tell(SleepRefused(self.crew_id, "a message reached the crew while it was being snapshotted"))
         else:
@@ -711,7 +711,7 @@ class CrewActor(PooledActor):
         each message once, cursor by cursor in arrival order."""
         seen: set[object] = set(self._snapshot_held)
         out: list[Message] = []
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             runtime.unread(seen, out)
         return out
 
@@ -722,13 +722,13 @@ class CrewActor(PooledActor):
         sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
         leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
         self._release_waits()
-        registrations = [rt.registration for rt in self._agents.values()]
-        registrations.append(self._crew_registration)
+        registrations = [rt.registration for rt in self.runtimes.values()]
+        registrations.append(self.crew_registration)
         self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             runtime.registration = None
-        self._crew_registration = None
-        self._unname()
+        self.crew_registration = None
+        self.unname()
         if order is not None and order.supervision is not None:
             order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
 
@@ -737,7 +737,7 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             return
         self.result = result
-        self._set_status(CrewStatus.COMPLETED)
+        self.set_status(CrewStatus.COMPLETED)
         self.trace(None, "crew", f"completed result={short(result)}")
         self._release_waits()
         self._close_if_unsupervised()
@@ -748,7 +748,7 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             return
         self.failure = CrewFailure(error_type, message, agent_id)
-        self._set_status(CrewStatus.FAILED)
+        self.set_status(CrewStatus.FAILED)
         self.trace(agent_id, "crew", f"failed {self.failure}")
         self._release_waits()
         self._close_if_unsupervised()
@@ -763,7 +763,7 @@ class CrewActor(PooledActor):
         supervised one does once its outcome is durable): a later post is refused with
         ``MailboxNotFoundError`` saying the crew finished, instead of being kept for
         nobody. The actor stays up for queries until ``ref.stop()``."""
-        if self._on_activity is None:
+        if self.on_activity is None:
             self._release()
             note_crew_finished(self.hub, self.crew_id, self.status.value)
 
@@ -773,11 +773,11 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
         else:
-            self._finish_watches = (*self._finish_watches, watch)
+            self.finish_watches = (*self.finish_watches, watch)
         return self.crew_id
 
     def _tell_finished(self) -> None:
-        watches, self._finish_watches = self._finish_watches, ()
+        watches, self.finish_watches = self.finish_watches, ()
         if watches:
             outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
             for watch in watches:
@@ -789,39 +789,40 @@ class CrewActor(PooledActor):
         except Exception:  # one broken watcher must not keep the outcome from the others
             logger.opt(exception=True).error("a wait_finished callback of crew {} failed", self.crew_id)
 
-    def _set_status(self, status: CrewStatus) -> None:
+    def set_status(self, status: CrewStatus) -> None:
+        """Set the crew's :class:`CrewStatus` (unchanged if it already is)."""
         if status is not self.status:
             self.status = status
 
     def _release_waits(self) -> None:
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             runtime.release()
-        if self._crew_pump is not None:
-            self._crew_pump.cancel()
-            self._crew_pump = None
-        for sub in self._subscriptions:
+        if self.crew_pump is not None:
+            self.crew_pump.cancel()
+            self.crew_pump = None
+        for sub in self.subscriptions:
             sub.close()
-        self._subscriptions = ()
+        self.subscriptions = ()
 
     def _release(self) -> None:
         self._release_waits()
-        held = [rt.registration for rt in self._agents.values() if rt.registration is not None]
-        if self._crew_registration is not None:
-            held.append(self._crew_registration)
+        held = [rt.registration for rt in self.runtimes.values() if rt.registration is not None]
+        if self.crew_registration is not None:
+            held.append(self.crew_registration)
         if held:
             self.hub.close_mailboxes(held)  # one store round trip on the durable hub
-        for runtime in self._agents.values():
+        for runtime in self.runtimes.values():
             runtime.registration = None
-        self._crew_registration = None
-        self._unname()
+        self.crew_registration = None
+        self.unname()
 
     def _after_finish(self, message: Any) -> None:
         """A late outcome for a finished crew: nothing to do (waits were withdrawn; a
         message taken meanwhile stays recorded in the agent's inbox)."""
         outcome = getattr(message, "outcome", None)
         agent_id = getattr(message, "agent_id", None)
-        if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self._agents:
-            runtime = self._agents[agent_id]
+        if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self.runtimes:
+            runtime = self.runtimes[agent_id]
             if isinstance(message, Mail):
                 runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
 
@@ -831,16 +832,16 @@ class CrewActor(PooledActor):
         """Replace the orchestration state (a transition, recorded in the trace)."""
         self.orchestration = state
         self.trace(None, "transition", reason)
-        if self._on_activity is not None:
-            self._on_activity(self.crew_id, self.status)
+        if self.on_activity is not None:
+            self.on_activity(self.crew_id, self.status)
 
     def agent_state(self, agent_id: AgentId) -> AgentState:
-        return self._agents[agent_id].state
+        return self.runtimes[agent_id].state
 
     def assign(self, agent_id: AgentId | str, task_id: str, prompt: str, *, origin: str = "orchestration") -> None:
         """Give ``agent_id`` a task: the prompt is appended to its conversation and its
         loop runs until it answers or parks. The agent must be idle."""
-        runtime = self._agents[AgentId(agent_id)]
+        runtime = self.runtimes[AgentId(agent_id)]
         if runtime.state.status not in (AgentStatus.IDLE, AgentStatus.DONE):
             raise OrchestrationError(
                 f"agent {agent_id} is busy ({runtime.state.status.value}); cannot assign {task_id}"
@@ -854,7 +855,7 @@ class CrewActor(PooledActor):
 
     def cancel_agent(self, agent_id: AgentId) -> None:
         """Stop ``agent_id``'s current task (its wait is withdrawn); it becomes idle."""
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
@@ -866,18 +867,18 @@ class CrewActor(PooledActor):
 
     def add_agent(self, agent: Agent) -> None:
         """Add an agent while running (autonomous spawning): its mailbox is registered."""
-        if agent.agent_id in self._agents:
+        if agent.agent_id in self.runtimes:
             raise OrchestrationError(f"an agent {agent.agent_id!r} already exists in crew {self.crew_id}")
         self.definitions[agent.agent_id] = agent
         runtime = AgentRuntime(agent, self.hub, self.crew_id)
         runtime.registration = self.hub.register_mailbox(runtime.address)
-        self._agents[agent.agent_id] = runtime
+        self.runtimes[agent.agent_id] = runtime
         self.trace(agent.agent_id, "agent", f"spawned role={agent.role}")
 
     def resume_with(self, agent_id: AgentId, call_id: str, result: Mapping[str, Any]) -> None:
         """Inject ``result`` as the answer of ``agent_id``'s parked call ``call_id``
         (delegations) and let the agent go on."""
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         pending = runtime.state.pending
         if pending is None or pending.call.id != call_id:
             raise OrchestrationError(f"agent {agent_id} is not parked on call {call_id}")
@@ -889,7 +890,7 @@ class CrewActor(PooledActor):
         self._deferred = (*self._deferred, action)
 
     def agent_ids(self) -> list[AgentId]:
-        return list(self._agents)
+        return list(self.runtimes)
 
     def trace(self, agent_id: str | None, kind: str, detail: str) -> None:
         if self.observer is not None:
@@ -1048,7 +1049,7 @@ class CrewActor(PooledActor):
         self._on_cursor(self.crew_id, key)
 
     def _wait_done(self, message: WaitDone) -> None:
-        runtime = self._agents.get(message.agent_id)
+        runtime = self.runtimes.get(message.agent_id)
         if runtime is None:
             return
         pending = runtime.state.pending
@@ -1086,7 +1087,7 @@ class CrewActor(PooledActor):
     # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
 
     def _arm_pump(self, agent_id: AgentId) -> None:
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         if runtime.pump is not None or runtime.registration is None:
             return
         token = WaitTeller(self, Mail, agent_id)
@@ -1095,11 +1096,11 @@ class CrewActor(PooledActor):
 
     def _arm_crew_pump(self) -> None:
         token = WaitTeller(self, Mail, None)
-        self._crew_pump_token = token
-        self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, token)
+        self.crew_pump_token = token
+        self.crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, token)
 
     def _serve_inbox_or_pump(self, agent_id: AgentId) -> None:
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         if runtime.state.inbox:
             first, *rest = runtime.state.inbox
             runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
@@ -1110,10 +1111,10 @@ class CrewActor(PooledActor):
     def _mail(self, message: Mail) -> None:
         outcome = message.outcome
         if message.agent_id is None:
-            if self._crew_pump_token != message.wait_id:
+            if self.crew_pump_token != message.wait_id:
                 return  # a withdrawn pump's late outcome
-            self._crew_pump = None
-            self._crew_pump_token = None
+            self.crew_pump = None
+            self.crew_pump_token = None
             if isinstance(outcome, BaseException):
                 raise outcome
             self.trace(None, "message", f"crew mailbox {describe_message(outcome)}")
@@ -1121,7 +1122,7 @@ class CrewActor(PooledActor):
             deliver_to_mailbox(self.hub, outcome, MailboxAddress.agent(self.crew_id, target))
             self._arm_crew_pump()
             return
-        runtime = self._agents[message.agent_id]
+        runtime = self.runtimes[message.agent_id]
         if runtime.pump_token == message.wait_id:
             runtime.pump = None
             runtime.pump_token = None
@@ -1139,7 +1140,7 @@ class CrewActor(PooledActor):
         if not self.orchestrator.on_agent_mail(self, agent_id, message):
             self.on_message(agent_id, message)
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            runtime = self._agents[agent_id]
+            runtime = self.runtimes[agent_id]
             if runtime.state.status is AgentStatus.IDLE:
                 self._serve_inbox_or_pump(agent_id)
 
@@ -1148,10 +1149,10 @@ class CrewActor(PooledActor):
             self.tell(Bound(binding, message))
 
         subscription = push_subscription(self.hub, self.client.caller, binding.topic, on_message)
-        self._subscriptions = (*self._subscriptions, subscription)
+        self.subscriptions = (*self.subscriptions, subscription)
 
     def _bound(self, message: Bound) -> None:
-        sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
+        sub = next((s for s in self.subscriptions if s.pattern == message.binding.topic), None)
         consumed = sub.consume(message.message) if sub is not None else message.message
         if consumed is None:
             return
@@ -1163,7 +1164,7 @@ class CrewActor(PooledActor):
     def snapshot(self) -> CrewSnapshot:
         """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
         ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
-        agents = tuple(rt.state_with_cursors() for rt in self._agents.values())
+        agents = tuple(rt.state_with_cursors() for rt in self.runtimes.values())
         waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
         mailboxes = tuple(
             MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox
