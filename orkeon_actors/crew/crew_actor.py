@@ -49,7 +49,7 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, waiting_call
+from orkeon_actors.crew import agent_step, finishing, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
 from orkeon_actors.crew.delivery import (
@@ -91,7 +91,7 @@ from orkeon_actors.crew.protocol import (
     SnapshotTaken,
     Supervision,
 )
-from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
+from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import (
     AgentState,
     AgentStatus,
@@ -121,7 +121,6 @@ from orkeon_actors.hub.async_wait import (
 )
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.collaborators import registrations_unwaited
-from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
@@ -353,12 +352,12 @@ class CrewActor(PooledActor):
     def on_stop(self) -> None:
         watches, self.finish_watches = self.finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
-            self._tell_watch(watch, None)
+            finishing.tell_watch(self, watch, None)
         if self._passivated:
             self._park_mailboxes()
             return
         try:
-            self._release()
+            finishing.release_mailboxes(self)
         finally:  # the supervisor forgets the crew only on this report: send it even if the close failed
             closing, self._closing = self._closing, None
             if closing is not None:
@@ -376,7 +375,7 @@ class CrewActor(PooledActor):
         if isinstance(message, Query):
             return self._query(message.what)
         if isinstance(message, WatchFinish):
-            return self._watch_finish(message)
+            return finishing.watch_finish(self, message)
         if isinstance(message, Unwatch):
             if message.watch in self.finish_watches:
                 watches = list(self.finish_watches)
@@ -393,7 +392,7 @@ class CrewActor(PooledActor):
             return None
         if isinstance(message, CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                final = self._final_json() if message.keep_final else None
+                final = finishing.final_json(self) if message.keep_final else None
                 self._closing = (message.supervision, CrewOutcome(self.status, self.result, self.failure, final))
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
@@ -407,7 +406,7 @@ class CrewActor(PooledActor):
                 return None
             self._awaiting_handover = False
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            self._after_finish(message)
+            finishing.after_finish(self, message)
             return None
         try:
             if isinstance(message, Start):
@@ -452,15 +451,6 @@ class CrewActor(PooledActor):
                     if self.activity is not None:
                         self.activity.end()
         return None
-
-    def _final_json(self) -> str | None:
-        """The finished crew's final state for its outcome; ``None`` (logged) if it
-        cannot be encoded: the outcome is reported either way."""
-        try:
-            return to_json(self.snapshot())
-        except (TypeError, ValueError) as exc:
-            logger.warning("crew {}: its final state could not be encoded for its outcome: {}", self.crew_id, exc)
-            return None
 
     def _query(self, what: str) -> Any:
         if what == "snapshot":
@@ -721,7 +711,7 @@ class CrewActor(PooledActor):
         order = self._release_order
         sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
         leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
-        self._release_waits()
+        finishing.release_waits(self)
         registrations = [rt.registration for rt in self.runtimes.values()]
         registrations.append(self.crew_registration)
         self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
@@ -734,97 +724,16 @@ class CrewActor(PooledActor):
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            return
-        self.result = result
-        self.set_status(CrewStatus.COMPLETED)
-        self.trace(None, "crew", f"completed result={short(result)}")
-        self._release_waits()
-        self._close_if_unsupervised()
-        self._tell_finished()
+        finishing.complete(self, result)
 
     def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
         """Mark the crew failed with its cause (idempotent: the first cause wins)."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            return
-        self.failure = CrewFailure(error_type, message, agent_id)
-        self.set_status(CrewStatus.FAILED)
-        self.trace(agent_id, "crew", f"failed {self.failure}")
-        self._release_waits()
-        self._close_if_unsupervised()
-        self._tell_finished()
-        try:
-            self.on_crew_failed(self.failure)
-        except Exception:
-            logger.opt(exception=True).error("on_crew_failed hook of crew {} raised", self.crew_id)
-
-    def _close_if_unsupervised(self) -> None:
-        """A crew run without a supervisor closes its mailboxes as it finishes (a
-        supervised one does once its outcome is durable): a later post is refused with
-        ``MailboxNotFoundError`` saying the crew finished, instead of being kept for
-        nobody. The actor stays up for queries until ``ref.stop()``."""
-        if self.on_activity is None:
-            self._release()
-            note_crew_finished(self.hub, self.crew_id, self.status.value)
-
-    def _watch_finish(self, watch: WatchFinish) -> CrewId:
-        """Register ``watch`` (told at once if the crew already finished); the answer
-        names the crew."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
-        else:
-            self.finish_watches = (*self.finish_watches, watch)
-        return self.crew_id
-
-    def _tell_finished(self) -> None:
-        watches, self.finish_watches = self.finish_watches, ()
-        if watches:
-            outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
-            for watch in watches:
-                self._tell_watch(watch, outcome)
-
-    def _tell_watch(self, watch: WatchFinish, outcome: CrewOutcome | None) -> None:
-        try:
-            watch.callback(outcome)
-        except Exception:  # one broken watcher must not keep the outcome from the others
-            logger.opt(exception=True).error("a wait_finished callback of crew {} failed", self.crew_id)
+        finishing.fail(self, error_type, message, agent_id)
 
     def set_status(self, status: CrewStatus) -> None:
         """Set the crew's :class:`CrewStatus` (unchanged if it already is)."""
         if status is not self.status:
             self.status = status
-
-    def _release_waits(self) -> None:
-        for runtime in self.runtimes.values():
-            runtime.release()
-        if self.crew_pump is not None:
-            self.crew_pump.cancel()
-            self.crew_pump = None
-        for sub in self.subscriptions:
-            sub.close()
-        self.subscriptions = ()
-
-    def _release(self) -> None:
-        self._release_waits()
-        held = [rt.registration for rt in self.runtimes.values() if rt.registration is not None]
-        if self.crew_registration is not None:
-            held.append(self.crew_registration)
-        if held:
-            self.hub.close_mailboxes(held)  # one store round trip on the durable hub
-        for runtime in self.runtimes.values():
-            runtime.registration = None
-        self.crew_registration = None
-        self.unname()
-
-    def _after_finish(self, message: Any) -> None:
-        """A late outcome for a finished crew: nothing to do (waits were withdrawn; a
-        message taken meanwhile stays recorded in the agent's inbox)."""
-        outcome = getattr(message, "outcome", None)
-        agent_id = getattr(message, "agent_id", None)
-        if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self.runtimes:
-            runtime = self.runtimes[agent_id]
-            if isinstance(message, Mail):
-                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
 
     # -- orchestration API ---------------------------------------------------------------
 
