@@ -49,7 +49,7 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, finishing, waiting_call
+from orkeon_actors.crew import agent_step, finishing, mail_routing, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
 from orkeon_actors.crew.delivery import (
@@ -114,8 +114,6 @@ from orkeon_actors.errors import (
 from orkeon_actors.hub.async_wait import (
     AsyncWait,
     PushSubscription,
-    deliver_to_mailbox,
-    push_subscription,
     receive_async,
     wait_async,
 )
@@ -130,7 +128,6 @@ from orkeon_actors.model.options import (
     FiniteWaitTimeout,
     ForeverWaitTimeout,
     WaitDescriptor,
-    WaitOnMailbox,
     WaitTimeout,
 )
 from orkeon_actors.tools import (
@@ -315,7 +312,7 @@ class CrewActor(PooledActor):
             )
         self.bindings = (*self.bindings, binding)
         if self.status is not CrewStatus.CREATED:
-            self._subscribe(binding)
+            mail_routing.subscribe(self, binding)
         return binding
 
     # -- hooks -------------------------------------------------------------------------
@@ -414,9 +411,9 @@ class CrewActor(PooledActor):
             elif isinstance(message, WaitDone):
                 self._wait_done(message)
             elif isinstance(message, Mail):
-                self._mail(message)
+                mail_routing.mail_arrived(self, message)
             elif isinstance(message, Bound):
-                self._bound(message)
+                mail_routing.bound_event(self, message)
             elif isinstance(message, Restore):
                 self._restore(message.snapshot, message.supervision)
             elif isinstance(message, Deliver):
@@ -484,13 +481,13 @@ class CrewActor(PooledActor):
         self.set_status(CrewStatus.RUNNING)
         self._register_mailboxes()
         for binding in self.bindings:
-            self._subscribe(binding)
-        self._arm_crew_pump()
+            mail_routing.subscribe(self, binding)
+        mail_routing.arm_crew_pump(self)
         self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
         self.orchestrator.start(self)
         for agent_id, runtime in self.runtimes.items():
             if runtime.state.status is AgentStatus.IDLE:
-                self._arm_pump(agent_id)
+                mail_routing.arm_pump(self, agent_id)
 
     def _register_mailboxes(self) -> None:
         """The crew's mailbox and every agent's, in one call (one store round trip on
@@ -553,8 +550,8 @@ class CrewActor(PooledActor):
         self.set_status(CrewStatus.RUNNING)
         self._register_mailboxes()
         for binding in self.bindings:
-            self._subscribe(binding)
-        self._arm_crew_pump()
+            mail_routing.subscribe(self, binding)
+        mail_routing.arm_crew_pump(self)
         self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
 
     def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
@@ -577,11 +574,11 @@ class CrewActor(PooledActor):
         """Re-arm the hub wait of every parked agent (and the pumps of idle agents) that
         has none; a wait whose ``expires_at`` passed gets its timeout message now."""
         if self.crew_pump is None and self.crew_registration is not None:
-            self._arm_crew_pump()
+            mail_routing.arm_crew_pump(self)
         for agent_id, runtime in list(self.runtimes.items()):
             state = runtime.state
             if state.status is AgentStatus.IDLE:
-                self._serve_inbox_or_pump(agent_id)
+                mail_routing.serve_inbox_or_pump(self, agent_id)
                 continue
             pending = state.pending
             if state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
@@ -837,7 +834,7 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             return
         if runtime.state.status is AgentStatus.IDLE:
-            self._serve_inbox_or_pump(agent_id)
+            mail_routing.serve_inbox_or_pump(self, agent_id)
 
     def _agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
         runtime.state = agent_step.failed(runtime.state, exc, self._budget_snapshot(runtime))
@@ -994,79 +991,6 @@ class CrewActor(PooledActor):
         self._run(runtime)
 
     # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
-
-    def _arm_pump(self, agent_id: AgentId) -> None:
-        runtime = self.runtimes[agent_id]
-        if runtime.pump is not None or runtime.registration is None:
-            return
-        token = WaitTeller(self, Mail, agent_id)
-        runtime.pump_token = token
-        runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, token)
-
-    def _arm_crew_pump(self) -> None:
-        token = WaitTeller(self, Mail, None)
-        self.crew_pump_token = token
-        self.crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, token)
-
-    def _serve_inbox_or_pump(self, agent_id: AgentId) -> None:
-        runtime = self.runtimes[agent_id]
-        if runtime.state.inbox:
-            first, *rest = runtime.state.inbox
-            runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
-            self._handle_mail(agent_id, first)
-        elif runtime.state.status is AgentStatus.IDLE:
-            self._arm_pump(agent_id)
-
-    def _mail(self, message: Mail) -> None:
-        outcome = message.outcome
-        if message.agent_id is None:
-            if self.crew_pump_token != message.wait_id:
-                return  # a withdrawn pump's late outcome
-            self.crew_pump = None
-            self.crew_pump_token = None
-            if isinstance(outcome, BaseException):
-                raise outcome
-            self.trace(None, "message", f"crew mailbox {describe_message(outcome)}")
-            target = self.route(outcome)
-            deliver_to_mailbox(self.hub, outcome, MailboxAddress.agent(self.crew_id, target))
-            self._arm_crew_pump()
-            return
-        runtime = self.runtimes[message.agent_id]
-        if runtime.pump_token == message.wait_id:
-            runtime.pump = None
-            runtime.pump_token = None
-        elif not isinstance(outcome, Message):
-            return  # a withdrawn pump's late error
-        if isinstance(outcome, BaseException):
-            raise outcome
-        if runtime.state.status is not AgentStatus.IDLE:
-            runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
-            return
-        self._handle_mail(message.agent_id, outcome)
-
-    def _handle_mail(self, agent_id: AgentId, message: Message) -> None:
-        self.trace(agent_id, "message", describe_message(message))
-        if not self.orchestrator.on_agent_mail(self, agent_id, message):
-            self.on_message(agent_id, message)
-        if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            runtime = self.runtimes[agent_id]
-            if runtime.state.status is AgentStatus.IDLE:
-                self._serve_inbox_or_pump(agent_id)
-
-    def _subscribe(self, binding: EventBinding) -> None:
-        def on_message(message: Message) -> None:
-            self.tell(Bound(binding, message))
-
-        subscription = push_subscription(self.hub, self.client.caller, binding.topic, on_message)
-        self.subscriptions = (*self.subscriptions, subscription)
-
-    def _bound(self, message: Bound) -> None:
-        sub = next((s for s in self.subscriptions if s.pattern == message.binding.topic), None)
-        consumed = sub.consume(message.message) if sub is not None else message.message
-        if consumed is None:
-            return
-        self.trace(None, "event", f"{consumed.topic} -> {message.binding.deliver_to}")
-        deliver_to_mailbox(self.hub, consumed, message.binding.deliver_to)
 
     # -- snapshot ----------------------------------------------------------------------
 
