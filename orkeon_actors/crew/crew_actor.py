@@ -188,9 +188,7 @@ class CrewActor(PooledActor):
         "_closing",
         "_cursors_open_to",
         "_deferred",
-        "_durable_cursors",
         "_held",
-        "_on_cursor",
         "_passivated",
         "_release_order",
         "_snapshot_held",
@@ -204,6 +202,7 @@ class CrewActor(PooledActor):
         "crew_pump_token",
         "crew_registration",
         "definitions",
+        "durable_cursors",
         "failure",
         "finish_watches",
         "gate",
@@ -212,6 +211,7 @@ class CrewActor(PooledActor):
         "links_declared",
         "observer",
         "on_activity",
+        "on_cursor",
         "orchestration",
         "orchestrator",
         "result",
@@ -281,8 +281,8 @@ class CrewActor(PooledActor):
         self.subscriptions: tuple[PushSubscription, ...] = ()
         self._deferred: tuple[Callable[[], None], ...] = ()
         self.on_activity = on_activity
-        self._on_cursor = on_cursor
-        self._durable_cursors: frozenset[CursorFilter] = _NONE
+        self.on_cursor = on_cursor
+        self.durable_cursors: frozenset[CursorFilter] = _NONE
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self._release_order: Release | None = None
@@ -535,7 +535,7 @@ class CrewActor(PooledActor):
             raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
         self.orchestration = snapshot.orchestration
         self.result = snapshot.result
-        self._durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
+        self.durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
         for state in snapshot.agents:
             runtime = self.runtimes.get(state.agent_id)
             if runtime is None:
@@ -757,7 +757,7 @@ class CrewActor(PooledActor):
             runtime.pump = None
         runtime.state = agent_step.begin_task(runtime.state, runtime.agent, TaskAssignment(task_id, prompt, origin))
         self.trace(runtime.agent.agent_id, "task", f"{task_id}: {short(prompt)}")
-        self._run(runtime)
+        self.run_agent(runtime)
 
     def cancel_agent(self, agent_id: AgentId) -> None:
         """Stop ``agent_id``'s current task (its wait is withdrawn); it becomes idle."""
@@ -804,7 +804,7 @@ class CrewActor(PooledActor):
 
     # -- the agent loop ----------------------------------------------------------------
 
-    def _run(self, runtime: AgentRuntime) -> None:
+    def run_agent(self, runtime: AgentRuntime) -> None:
         """Drive ``runtime`` until it answers its task, parks, or fails (the agent step,
         :func:`~orkeon_actors.crew.agent_step.run`; the hooks an answer runs fail the
         agent too)."""
@@ -820,11 +820,11 @@ class CrewActor(PooledActor):
             if isinstance(outcome, agent_step.Answered):
                 self._finish_task(runtime, outcome.text)
         except Exception as exc:
-            self._agent_failed(runtime, exc)
+            self.agent_failed(runtime, exc)
 
     def _finish_task(self, runtime: AgentRuntime, output: str) -> None:
         task = runtime.state.task
-        runtime.state = agent_step.answered(runtime.state, self._budget_snapshot(runtime))
+        runtime.state = agent_step.answered(runtime.state, self.budget_snapshot(runtime))
         agent_id = runtime.agent.agent_id
         self.trace(agent_id, "answer", short(output))
         if task is not None and task.origin == "orchestration":
@@ -836,15 +836,17 @@ class CrewActor(PooledActor):
         if runtime.state.status is AgentStatus.IDLE:
             mail_routing.serve_inbox_or_pump(self, agent_id)
 
-    def _agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
-        runtime.state = agent_step.failed(runtime.state, exc, self._budget_snapshot(runtime))
+    def agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
+        """``runtime``'s agent failed with ``exc``: its wait is withdrawn and the crew fails."""
+        runtime.state = agent_step.failed(runtime.state, exc, self.budget_snapshot(runtime))
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
         self.trace(runtime.agent.agent_id, "agent", f"failed {runtime.state.failure}")
         self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
 
-    def _budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
+    def budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
+        """The budget ``runtime`` has used so far, as data."""
         return agent_step.budget_snapshot(runtime.state, runtime.budget, self.hub.clock)
 
     def _tool_definitions(self, runtime: AgentRuntime) -> list[Mapping[str, Any]]:
@@ -855,7 +857,8 @@ class CrewActor(PooledActor):
         defs.extend(self.orchestrator.tool_definitions(runtime.agent.agent_id))
         return defs
 
-    def _append_tool_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+    def append_tool_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        """Append ``call``'s ``result`` to ``runtime``'s conversation (traced)."""
         runtime.state = agent_step.with_tool_result(runtime.state, call, result)
         self._traced_result(runtime, call, result)
 
@@ -935,7 +938,7 @@ class CrewActor(PooledActor):
             runtime.state,
             status=AgentStatus.WAITING,
             pending=PendingToolCall(call, PendingWait(wait.wait_id, wait.started_at, expires, kind)),
-            budget=self._budget_snapshot(runtime),
+            budget=self.budget_snapshot(runtime),
         )
         self.trace(agent_id, "park", f"{call.name} on {describe_wait(descriptor)}")
         self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
@@ -945,14 +948,14 @@ class CrewActor(PooledActor):
         """An agent parks on ``cursor``: one its crew's last snapshot does not hold (and
         that the agent did not opt out of, ``Agent.volatile_cursors``) is told once to
         ``on_cursor`` (the supervisor makes it durable with a checkpoint)."""
-        if self._on_cursor is None:
+        if self.on_cursor is None:
             return
         topic, match = cursor.key
         key: CursorFilter = (topic, match or None)
-        if key in self._durable_cursors or topic in runtime.agent.volatile_cursors:
+        if key in self.durable_cursors or topic in runtime.agent.volatile_cursors:
             return
-        self._durable_cursors = self._durable_cursors | {key}  # rare: a crew's first park on a cursor
-        self._on_cursor(self.crew_id, key)
+        self.durable_cursors = self.durable_cursors | {key}  # rare: a crew's first park on a cursor
+        self.on_cursor(self.crew_id, key)
 
     def _wait_done(self, message: WaitDone) -> None:
         runtime = self.runtimes.get(message.agent_id)
@@ -970,7 +973,7 @@ class CrewActor(PooledActor):
         runtime.wait_token = None
         call = pending.call
         if isinstance(outcome, agent_step.FATAL):
-            self._agent_failed(runtime, outcome)
+            self.agent_failed(runtime, outcome)
             return
         missed = 0
         cursor = runtime.cursor_of(pending.wait)
@@ -986,9 +989,9 @@ class CrewActor(PooledActor):
 
     def _inject(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
         runtime.state = attrs.evolve(runtime.state, status=AgentStatus.RUNNING, pending=None)
-        self._append_tool_result(runtime, call, result)
+        self.append_tool_result(runtime, call, result)
         self.orchestrator.on_agent_status(self, runtime.agent.agent_id, AgentStatus.RUNNING)
-        self._run(runtime)
+        self.run_agent(runtime)
 
     # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
 
