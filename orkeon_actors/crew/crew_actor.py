@@ -25,16 +25,20 @@ Guarantees:
 * :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
   agents' cursors (and what they hold) included; a restore reopens them.
 
-This module is the actor only: its turns, hooks, routing and state. What it is built
-from lives beside it: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
+This module is the actor: its shared state, its message dispatch, its hooks and the
+turns others call (``begin``, ``complete``, ``fail``, the orchestration API, the agent
+loop and its tools, snapshot, sleep and wake). Cohesive groups of turns live beside it
+as plain functions taking the actor explicitly, run only in its turns (they import it
+for typing only, and one another one way): mail to idle agents, ``crew://`` and event
+bindings (:mod:`~orkeon_actors.crew.mail_routing`); parked waits, their outcomes and
+their re-arming after a wake (:mod:`~orkeon_actors.crew.parked_waits`, which uses
+mail_routing); completing, failing and closing (:mod:`~orkeon_actors.crew.finishing`).
+What it is built from: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
 agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
 (:mod:`~orkeon_actors.crew.waiting_call`, :mod:`~orkeon_actors.crew.waits`), the
 lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
-(:mod:`~orkeon_actors.crew.delivery`) and its trace texts. It stays over 600 lines
-because its turns (start, mail, waits, sleep and wake, snapshot) all read and write
-one state that only this actor may touch; splitting them further would spread that
-state over modules.
+(:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
 """
 
 from __future__ import annotations
@@ -49,9 +53,9 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, finishing, mail_routing, waiting_call
+from orkeon_actors.crew import agent_step, finishing, mail_routing, parked_waits, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
-from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
+from orkeon_actors.crew.agent_runtime import AgentRuntime
 from orkeon_actors.crew.delivery import (
     Activity,
     Bound,
@@ -99,23 +103,18 @@ from orkeon_actors.crew.state import (
     CrewFailure,
     CrewStatus,
     MailboxContent,
-    OnReply,
     PendingToolCall,
-    PendingWait,
     TaskAssignment,
 )
-from orkeon_actors.crew.trace_format import describe_message, describe_wait, redact, redact_arguments, short
-from orkeon_actors.crew.waits import descriptor_of, kind_of, timed_out_message, wait_matches
+from orkeon_actors.crew.trace_format import describe_message, redact, redact_arguments, short
+from orkeon_actors.crew.waits import timed_out_message, wait_matches
 from orkeon_actors.errors import (
     EventHubError,
     ToolValidationError,
-    UnknownCorrelationError,
 )
 from orkeon_actors.hub.async_wait import (
     AsyncWait,
     PushSubscription,
-    receive_async,
-    wait_async,
 )
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.collaborators import registrations_unwaited
@@ -123,23 +122,14 @@ from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
-from orkeon_actors.model.options import (
-    FOREVER,
-    FiniteWaitTimeout,
-    ForeverWaitTimeout,
-    WaitDescriptor,
-    WaitTimeout,
-)
 from orkeon_actors.tools import (
     EventHubTools,
 )
 from orkeon_actors.tools.converter import unstructure
-from orkeon_actors.tools.cursors import Cursor
 from orkeon_actors.tools.waiting import (
     WAITING_TOOLS,
     error_result,
     refused_result,
-    wait_result,
 )
 
 __all__ = [
@@ -409,7 +399,7 @@ class CrewActor(PooledActor):
             if isinstance(message, Start):
                 self._begin()
             elif isinstance(message, WaitDone):
-                self._wait_done(message)
+                parked_waits.wait_done(self, message)
             elif isinstance(message, Mail):
                 mail_routing.mail_arrived(self, message)
             elif isinstance(message, Bound):
@@ -417,11 +407,11 @@ class CrewActor(PooledActor):
             elif isinstance(message, Restore):
                 self._restore(message.snapshot, message.supervision)
             elif isinstance(message, Deliver):
-                self._deliver(message.message)
+                parked_waits.deliver(self, message.message)
             elif isinstance(message, CatchUp):
                 self._handover(message.messages, message.missed)
             elif isinstance(message, Resume):
-                self._rearm_all()
+                parked_waits.rearm_all(self)
             elif isinstance(message, End):
                 self.fail(message.error_type, message.reason)
             while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
@@ -528,7 +518,7 @@ class CrewActor(PooledActor):
                 self._awaiting_handover = True
                 self._cursors_open_to = supervision
         if not self._awaiting_handover:
-            self._rearm_all()
+            parked_waits.rearm_all(self)
 
     def _restore_state(self, snapshot: CrewSnapshot) -> None:
         if snapshot.id != self.crew_id:
@@ -568,93 +558,7 @@ class CrewActor(PooledActor):
                 matching = for_cursor(cursor.key, self.crew_id, messages)
                 if matching:
                     runtime.tools.topic_cursors.catch_up(cursor, matching)
-        self._rearm_all()
-
-    def _rearm_all(self) -> None:
-        """Re-arm the hub wait of every parked agent (and the pumps of idle agents) that
-        has none; a wait whose ``expires_at`` passed gets its timeout message now."""
-        if self.crew_pump is None and self.crew_registration is not None:
-            mail_routing.arm_crew_pump(self)
-        for agent_id, runtime in list(self.runtimes.items()):
-            state = runtime.state
-            if state.status is AgentStatus.IDLE:
-                mail_routing.serve_inbox_or_pump(self, agent_id)
-                continue
-            pending = state.pending
-            if state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
-                continue
-            if runtime.wait is not None:
-                continue
-            wait = pending.wait
-            now = self.hub.clock.now()
-            if wait.expires_at is not None and wait.expires_at <= now:
-                self._wait_done_now(runtime, timed_out_message(self.crew_id, wait, now))
-                continue
-            timeout: WaitTimeout = (
-                FOREVER if wait.expires_at is None else FiniteWaitTimeout((wait.expires_at - now).total_seconds())
-            )
-            self._rearm(runtime, wait, timeout)
-
-    def _rearm(self, runtime: AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
-        descriptor = descriptor_of(wait.kind)
-        token = on_done = WaitTeller(self, WaitDone, runtime.agent.agent_id)
-        cursor = runtime.cursor_of(wait, open_it=True)
-        try:
-            if cursor is not None:
-                ready = cursor.poll()
-                if ready is not None:  # the cursor holds events: the wait resolves now
-                    self._wait_done_now(runtime, ready)
-                    return
-                new = receive_async(
-                    self.hub, cursor.subscription, timeout, runtime.wait_cancel(), recording(cursor, on_done)
-                )
-            else:
-                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
-        except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
-            self._wait_done_now(runtime, exc)
-            return
-        runtime.wait = new
-        runtime.wait_token = token
-
-    def _wait_done_now(self, runtime: AgentRuntime, outcome: Message | BaseException) -> None:
-        token = object()
-        runtime.wait_token = token
-        self._wait_done(WaitDone(runtime.agent.agent_id, token, outcome))
-
-    def _deliver(self, message: Message) -> None:
-        """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
-        that agent's live wait; a ``wait_for_event`` gets it through its cursor, which
-        ignores a message it already handed out or holds). The other agents' cursors it
-        matches buffer it too, as their subscriptions would have had the crew been
-        awake. A message nothing matches any more is dropped."""
-        for runtime in self.runtimes.values():
-            pending = runtime.state.pending
-            if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
-                continue
-            if not wait_matches(pending.wait, self.crew_id, message):
-                continue
-            cursor = runtime.cursor_of(pending.wait)
-            if cursor is not None and runtime.wait is not None:
-                cursor.offer(message)  # the live wait on the cursor takes it (or already has)
-            else:
-                if runtime.wait is not None and not runtime.wait.cancel():
-                    continue  # its live wait already took a message: that one wins
-                runtime.wait = None
-                self._wait_done_now(runtime, message)
-            self._offer_to_cursors(message, [rt for rt in self.runtimes.values() if rt is not runtime])
-            return
-        if not self._offer_to_cursors(message, list(self.runtimes.values())):
-            logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
-
-    # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
-
-    def _offer_to_cursors(self, message: Message, runtimes: Sequence[AgentRuntime]) -> bool:
-        """Buffer ``message`` (one that reached the crew another way than through these
-        cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
-        taken = False
-        for runtime in runtimes:
-            taken = runtime.offer(message) or taken
-        return taken
+        parked_waits.rearm_all(self)
 
     def _passivate(self, message: Passivate) -> None:
         """Sleep request. Refused (:class:`SleepRefused`) unless the crew is waiting
@@ -718,6 +622,8 @@ class CrewActor(PooledActor):
         self.unname()
         if order is not None and order.supervision is not None:
             order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
+
+    # -- finishing (crew/finishing.py) -------------------------------------------------
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
@@ -788,7 +694,7 @@ class CrewActor(PooledActor):
         pending = runtime.state.pending
         if pending is None or pending.call.id != call_id:
             raise OrchestrationError(f"agent {agent_id} is not parked on call {call_id}")
-        self._inject(runtime, pending.call, dict(result))
+        parked_waits.inject(self, runtime, pending.call, dict(result))
 
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` on this crew's thread once the current step is over (a mode
@@ -902,98 +808,11 @@ class CrewActor(PooledActor):
                 if step.event is not None:
                     self.trace(runtime.agent.agent_id, "message", describe_message(step.event))
                 return step.result
-            return self._park(runtime, call, step.descriptor, step.timeout, step.cursor)
+            return parked_waits.park(self, runtime, call, step.descriptor, step.timeout, step.cursor)
         except agent_step.FATAL:
             raise
         except (EventHubError, ValueError) as exc:
             return refused_result(call.name, exc)
-
-    def _park(
-        self,
-        runtime: AgentRuntime,
-        call: ToolCall,
-        descriptor: WaitDescriptor,
-        timeout: WaitTimeout,
-        cursor: Cursor | None = None,
-    ) -> Any:
-        """Park the agent on ``descriptor`` (on ``cursor``'s subscription for a
-        ``wait_for_event``: what the cursor receives from now on resolves it)."""
-        agent_id = runtime.agent.agent_id
-        token = on_done = WaitTeller(self, WaitDone, agent_id)
-        # The outcome may arrive before wait_async returns: it is told to this actor and
-        # handled after this call, once runtime.wait_token is set.
-        if cursor is not None:
-            self._cursor_parked(runtime, cursor)
-            taken = recording(cursor, on_done)
-            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.wait_cancel(), taken)
-        else:
-            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
-        runtime.wait = wait
-        runtime.wait_token = token
-        expires = (
-            None if isinstance(timeout, ForeverWaitTimeout) else wait.started_at + timedelta(seconds=timeout.seconds)
-        )
-        kind = kind_of(descriptor, self.crew_id)
-        runtime.state = attrs.evolve(
-            runtime.state,
-            status=AgentStatus.WAITING,
-            pending=PendingToolCall(call, PendingWait(wait.wait_id, wait.started_at, expires, kind)),
-            budget=self.budget_snapshot(runtime),
-        )
-        self.trace(agent_id, "park", f"{call.name} on {describe_wait(descriptor)}")
-        self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
-        return PARKED
-
-    def _cursor_parked(self, runtime: AgentRuntime, cursor: Cursor) -> None:
-        """An agent parks on ``cursor``: one its crew's last snapshot does not hold (and
-        that the agent did not opt out of, ``Agent.volatile_cursors``) is told once to
-        ``on_cursor`` (the supervisor makes it durable with a checkpoint)."""
-        if self.on_cursor is None:
-            return
-        topic, match = cursor.key
-        key: CursorFilter = (topic, match or None)
-        if key in self.durable_cursors or topic in runtime.agent.volatile_cursors:
-            return
-        self.durable_cursors = self.durable_cursors | {key}  # rare: a crew's first park on a cursor
-        self.on_cursor(self.crew_id, key)
-
-    def _wait_done(self, message: WaitDone) -> None:
-        runtime = self.runtimes.get(message.agent_id)
-        if runtime is None:
-            return
-        pending = runtime.state.pending
-        outcome = message.outcome
-        if pending is None or pending.wait is None or runtime.wait_token != message.wait_id:
-            if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
-                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
-            elif isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox is None:
-                self._offer_to_cursors(outcome, [runtime])  # a withdrawn cursor wait's late message: back
-            return
-        runtime.wait = None
-        runtime.wait_token = None
-        call = pending.call
-        if isinstance(outcome, agent_step.FATAL):
-            self.agent_failed(runtime, outcome)
-            return
-        missed = 0
-        cursor = runtime.cursor_of(pending.wait)
-        if cursor is not None:
-            if isinstance(outcome, Message) and not outcome.is_timeout:
-                cursor.handed_out(outcome)
-            missed = cursor.take_missed()
-        if isinstance(outcome, Message) and self.observer is not None:
-            self.trace(runtime.agent.agent_id, "message", describe_message(outcome))
-        kind = pending.wait.kind
-        correlation = kind.correlation if isinstance(kind, OnReply) else None
-        self._inject(runtime, call, wait_result(call.name, outcome, correlation_id=correlation, missed=missed))
-
-    def _inject(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
-        runtime.state = attrs.evolve(runtime.state, status=AgentStatus.RUNNING, pending=None)
-        self.append_tool_result(runtime, call, result)
-        self.orchestrator.on_agent_status(self, runtime.agent.agent_id, AgentStatus.RUNNING)
-        self.run_agent(runtime)
-
-    # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
 
     # -- snapshot ----------------------------------------------------------------------
 
