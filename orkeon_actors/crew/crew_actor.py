@@ -174,16 +174,12 @@ class CrewActor(PooledActor):
     # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
     # subclass's): ~40 attributes would make that dict a 1.6 KB unshared table.
     __slots__ = (
-        "_awaiting_handover",
         "_closing",
-        "_cursors_open_to",
-        "_deferred",
         "_held",
         "_passivated",
-        "_release_order",
-        "_snapshot_held",
         "activity",
         "address",
+        "awaiting_handover",
         "bindings",
         "client",
         "crew_id",
@@ -191,6 +187,8 @@ class CrewActor(PooledActor):
         "crew_pump",
         "crew_pump_token",
         "crew_registration",
+        "cursors_open_to",
+        "deferred",
         "definitions",
         "durable_cursors",
         "failure",
@@ -204,8 +202,10 @@ class CrewActor(PooledActor):
         "on_cursor",
         "orchestration",
         "orchestrator",
+        "release_order",
         "result",
         "runtimes",
+        "snapshot_held",
         "status",
         "subscriptions",
         "unname",
@@ -269,20 +269,20 @@ class CrewActor(PooledActor):
         self.crew_pump: AsyncWait | None = None
         self.crew_pump_token: WaitTeller | None = None
         self.subscriptions: tuple[PushSubscription, ...] = ()
-        self._deferred: tuple[Callable[[], None], ...] = ()
+        self.deferred: tuple[Callable[[], None], ...] = ()
         self.on_activity = on_activity
         self.on_cursor = on_cursor
         self.durable_cursors: frozenset[CursorFilter] = _NONE
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
-        self._release_order: Release | None = None
+        self.release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self._snapshot_held: frozenset[MessageId] = _NONE
+        self.snapshot_held: frozenset[MessageId] = _NONE
         """Ids the cursors held when the last sleep snapshot was taken."""
-        self._awaiting_handover = False
-        self._cursors_open_to: Supervision | None = None
+        self.awaiting_handover = False
+        self.cursors_open_to: Supervision | None = None
         """Told :class:`CursorsOpen` once the restore's activity was reported (so the
         catch-up, and the activity after it, come later)."""
         self._held: list[Any] | None = None
@@ -374,7 +374,7 @@ class CrewActor(PooledActor):
             return None
         if isinstance(message, Release):
             self._passivated = True
-            self._release_order = message  # reported by on_stop, once the mailboxes are parked
+            self.release_order = message  # reported by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
             return None
         if isinstance(message, CloseMailboxes):
@@ -383,7 +383,7 @@ class CrewActor(PooledActor):
                 self._closing = (message.supervision, CrewOutcome(self.status, self.result, self.failure, final))
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
-        if self._awaiting_handover:
+        if self.awaiting_handover:
             if not isinstance(message, CatchUp):
                 if self._held is None:
                     self._held = []
@@ -391,7 +391,7 @@ class CrewActor(PooledActor):
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
                 return None
-            self._awaiting_handover = False
+            self.awaiting_handover = False
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             finishing.after_finish(self, message)
             return None
@@ -414,8 +414,8 @@ class CrewActor(PooledActor):
                 parked_waits.rearm_all(self)
             elif isinstance(message, End):
                 self.fail(message.error_type, message.reason)
-            while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                action, self._deferred = self._deferred[0], self._deferred[1:]
+            while self.deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                action, self.deferred = self.deferred[0], self.deferred[1:]
                 action()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
@@ -423,10 +423,10 @@ class CrewActor(PooledActor):
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
             # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
-            self.set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
+            self.set_status(CrewStatus.RUNNING if busy or self.awaiting_handover else CrewStatus.WAITING)
         if self.on_activity is not None:
             self.on_activity(self.crew_id, self.status)
-        supervision, self._cursors_open_to = self._cursors_open_to, None
+        supervision, self.cursors_open_to = self.cursors_open_to, None
         if supervision is not None:
             supervision.tell(CursorsOpen(self.crew_id))
         if isinstance(message, CatchUp):
@@ -469,7 +469,7 @@ class CrewActor(PooledActor):
         if self.status is not CrewStatus.CREATED:
             return
         self.set_status(CrewStatus.RUNNING)
-        self._register_mailboxes()
+        self.register_mailboxes()
         for binding in self.bindings:
             mail_routing.subscribe(self, binding)
         mail_routing.arm_crew_pump(self)
@@ -479,7 +479,7 @@ class CrewActor(PooledActor):
             if runtime.state.status is AgentStatus.IDLE:
                 mail_routing.arm_pump(self, agent_id)
 
-    def _register_mailboxes(self) -> None:
+    def register_mailboxes(self) -> None:
         """The crew's mailbox and every agent's, in one call (one store round trip on
         the durable hub; each reloads what was kept for it)."""
         runtimes = list(self.runtimes.values())
@@ -515,9 +515,9 @@ class CrewActor(PooledActor):
             self._restore_state(snapshot)
         finally:
             if supervision is not None:
-                self._awaiting_handover = True
-                self._cursors_open_to = supervision
-        if not self._awaiting_handover:
+                self.awaiting_handover = True
+                self.cursors_open_to = supervision
+        if not self.awaiting_handover:
             parked_waits.rearm_all(self)
 
     def _restore_state(self, snapshot: CrewSnapshot) -> None:
@@ -538,7 +538,7 @@ class CrewActor(PooledActor):
             runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
             runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
         self.set_status(CrewStatus.RUNNING)
-        self._register_mailboxes()
+        self.register_mailboxes()
         for binding in self.bindings:
             mail_routing.subscribe(self, binding)
         mail_routing.arm_crew_pump(self)
@@ -570,20 +570,20 @@ class CrewActor(PooledActor):
         the waits are re-armed by the :class:`Resume` that follows."""
         supervision = message.supervision
         busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
-        if self._awaiting_handover:
+        if self.awaiting_handover:
             supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
             return
-        if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
+        if self.status is not CrewStatus.WAITING or busy or self.deferred or not self.actor_inbox.empty():
             reason = f"crew is {self.status.value}" + (" with work queued" if not busy else "")
             supervision.tell(SleepRefused(self.crew_id, reason))
             return
         snapshot = self.snapshot()
-        self._snapshot_held = (
+        self.snapshot_held = (
             frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered) or _NONE
         )
         consumed = message.consumed.view() if message.consumed is not None else ()
         taken = [i for rt in self.runtimes.values() for c in rt.open_cursors() for i in c.taken_ids()]
-        reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
+        reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self.snapshot_held)]))
         supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
         in_flight = False
         for runtime in self.runtimes.values():
@@ -600,7 +600,7 @@ class CrewActor(PooledActor):
     def _cursor_leftovers(self) -> list[Message]:
         """What the cursors received after the sleep snapshot was taken (not in it),
         each message once, cursor by cursor in arrival order."""
-        seen: set[object] = set(self._snapshot_held)
+        seen: set[object] = set(self.snapshot_held)
         out: list[Message] = []
         for runtime in self.runtimes.values():
             runtime.unread(seen, out)
@@ -609,7 +609,7 @@ class CrewActor(PooledActor):
     def _park_mailboxes(self) -> None:
         """Passivated stop: release waits and subscriptions; the mailboxes stay durably
         registered (their messages are kept in the store until the crew wakes)."""
-        order = self._release_order
+        order = self.release_order
         sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
         leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
         finishing.release_waits(self)
@@ -699,7 +699,7 @@ class CrewActor(PooledActor):
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` on this crew's thread once the current step is over (a mode
         starting work from inside a tool call, before the caller parked)."""
-        self._deferred = (*self._deferred, action)
+        self.deferred = (*self.deferred, action)
 
     def agent_ids(self) -> list[AgentId]:
         return list(self.runtimes)
