@@ -27,12 +27,13 @@ Guarantees:
 
 This module is the actor: its shared state, its message dispatch, its hooks and the
 turns others call (``begin``, ``complete``, ``fail``, the orchestration API, the agent
-loop and its tools, snapshot, sleep and wake). Cohesive groups of turns live beside it
+loop and its tools, ``snapshot``). Cohesive groups of turns live beside it
 as plain functions taking the actor explicitly, run only in its turns (they import it
 for typing only, and one another one way): mail to idle agents, ``crew://`` and event
 bindings (:mod:`~orkeon_actors.crew.mail_routing`); parked waits, their outcomes and
 their re-arming after a wake (:mod:`~orkeon_actors.crew.parked_waits`, which uses
-mail_routing); completing, failing and closing (:mod:`~orkeon_actors.crew.finishing`).
+mail_routing); going to sleep and waking up (:mod:`~orkeon_actors.crew.sleep_wake`);
+completing, failing and closing (:mod:`~orkeon_actors.crew.finishing`).
 What it is built from: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
 agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
 (:mod:`~orkeon_actors.crew.waiting_call`, :mod:`~orkeon_actors.crew.waits`), the
@@ -53,7 +54,7 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, finishing, mail_routing, parked_waits, waiting_call
+from orkeon_actors.crew import agent_step, finishing, mail_routing, parked_waits, sleep_wake, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
 from orkeon_actors.crew.agent_runtime import AgentRuntime
 from orkeon_actors.crew.delivery import (
@@ -73,7 +74,7 @@ from orkeon_actors.crew.delivery import (
     start_crew,
 )
 from orkeon_actors.crew.finished import Unwatch, WatchFinish
-from orkeon_actors.crew.handover import CursorFilter, for_cursor, snapshot_cursors
+from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
 from orkeon_actors.crew.model import ToolCall
@@ -85,16 +86,12 @@ from orkeon_actors.crew.protocol import (
     Deliver,
     End,
     Passivate,
-    Passivated,
     Release,
-    Released,
-    ReleasePurpose,
     Restore,
     Resume,
-    SleepRefused,
-    SnapshotTaken,
     Supervision,
 )
+from orkeon_actors.crew.sleep_wake import EMPTY_SET
 from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import (
     AgentState,
@@ -148,11 +145,6 @@ __all__ = [
 
 _TASK_MESSAGE_FIELDS: Final = ("topic", "source_crew_id", "source_agent_id", "correlation_id", "payload")
 """The fields of a message a crew's default ``on_message`` task shows the agent."""
-
-
-_NONE: Final[frozenset[Any]] = frozenset()
-"""The empty set every crew starts its bookkeeping sets with: ``frozenset()`` is a new
-216-byte object each call (CPython keeps no empty singleton)."""
 
 
 class CrewActor(PooledActor):
@@ -272,14 +264,14 @@ class CrewActor(PooledActor):
         self.deferred: tuple[Callable[[], None], ...] = ()
         self.on_activity = on_activity
         self.on_cursor = on_cursor
-        self.durable_cursors: frozenset[CursorFilter] = _NONE
+        self.durable_cursors: frozenset[CursorFilter] = EMPTY_SET
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
         self.release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self.snapshot_held: frozenset[MessageId] = _NONE
+        self.snapshot_held: frozenset[MessageId] = EMPTY_SET
         """Ids the cursors held when the last sleep snapshot was taken."""
         self.awaiting_handover = False
         self.cursors_open_to: Supervision | None = None
@@ -341,7 +333,7 @@ class CrewActor(PooledActor):
         for watch in watches:  # stopped unfinished (a finished crew told them already)
             finishing.tell_watch(self, watch, None)
         if self._passivated:
-            self._park_mailboxes()
+            sleep_wake.park_mailboxes(self)
             return
         try:
             finishing.release_mailboxes(self)
@@ -370,7 +362,7 @@ class CrewActor(PooledActor):
                 self.finish_watches = tuple(watches)
             return None
         if isinstance(message, Passivate):
-            self._passivate(message)
+            sleep_wake.passivate(self, message)
             return None
         if isinstance(message, Release):
             self._passivated = True
@@ -405,11 +397,11 @@ class CrewActor(PooledActor):
             elif isinstance(message, Bound):
                 mail_routing.bound_event(self, message)
             elif isinstance(message, Restore):
-                self._restore(message.snapshot, message.supervision)
+                sleep_wake.restore(self, message.snapshot, message.supervision)
             elif isinstance(message, Deliver):
                 parked_waits.deliver(self, message.message)
             elif isinstance(message, CatchUp):
-                self._handover(message.messages, message.missed)
+                sleep_wake.handover(self, message.messages, message.missed)
             elif isinstance(message, Resume):
                 parked_waits.rearm_all(self)
             elif isinstance(message, End):
@@ -501,127 +493,6 @@ class CrewActor(PooledActor):
         self.tell(End(type(error).__name__, f"the crew's mailboxes could not be registered in the store: {error}"))
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
-
-    def _restore(self, snapshot: CrewSnapshot, supervision: Supervision | None = None) -> None:
-        """Recompose the crew from ``snapshot`` (its definitions come from the factory
-        that built this actor): agent states, orchestration state, budgets used; then
-        register the mailboxes (the durable hub reloads what was kept for them, oldest
-        first), re-arm every parked agent's wait with its remaining time, and deliver
-        the timeout message of a wait that expired meanwhile. With a ``supervision``
-        the re-arming waits for the :class:`CatchUp` (see :meth:`_handover`)."""
-        if self.status is not CrewStatus.CREATED:
-            return
-        try:
-            self._restore_state(snapshot)
-        finally:
-            if supervision is not None:
-                self.awaiting_handover = True
-                self.cursors_open_to = supervision
-        if not self.awaiting_handover:
-            parked_waits.rearm_all(self)
-
-    def _restore_state(self, snapshot: CrewSnapshot) -> None:
-        if snapshot.id != self.crew_id:
-            raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
-        self.orchestration = snapshot.orchestration
-        self.result = snapshot.result
-        self.durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
-        for state in snapshot.agents:
-            runtime = self.runtimes.get(state.agent_id)
-            if runtime is None:
-                definition = self.orchestrator.restore_agent(self, state)
-                self.definitions[definition.agent_id] = definition
-                runtime = AgentRuntime(definition, self.hub, self.crew_id)
-                self.runtimes[definition.agent_id] = runtime
-            runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
-            runtime.restore_cursors(state.cursors)
-            runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
-            runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
-        self.set_status(CrewStatus.RUNNING)
-        self.register_mailboxes()
-        for binding in self.bindings:
-            mail_routing.subscribe(self, binding)
-        mail_routing.arm_crew_pump(self)
-        self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
-
-    def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
-        """The lifecycle's handover: every cursor catches up on the ``messages`` it
-        matches and did not receive (published before it reopened; see
-        :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
-        ``wait_for_event`` resolves with its cursor's oldest event) and the actor
-        messages held meanwhile are handled, in order. ``missed``: what the store
-        dropped per cursor while the crew slept (reported by the cursor's next read)."""
-        for runtime in self.runtimes.values():
-            for cursor in runtime.open_cursors():
-                topic, match = cursor.key
-                cursor.carried_missed += missed.get((topic, match or None), 0)
-                matching = for_cursor(cursor.key, self.crew_id, messages)
-                if matching:
-                    runtime.tools.topic_cursors.catch_up(cursor, matching)
-        parked_waits.rearm_all(self)
-
-    def _passivate(self, message: Passivate) -> None:
-        """Sleep request. Refused (:class:`SleepRefused`) unless the crew is waiting
-        for a message: every agent idle or parked, nothing queued for this actor. Else
-        :class:`SnapshotTaken` is reported *before* the live waits are withdrawn (its
-        cursors stay open until the release, so a topic message published meanwhile is
-        in them or kept by the supervisor), then :class:`Passivated`; if a wait's
-        outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
-        the waits are re-armed by the :class:`Resume` that follows."""
-        supervision = message.supervision
-        busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
-        if self.awaiting_handover:
-            supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
-            return
-        if self.status is not CrewStatus.WAITING or busy or self.deferred or not self.actor_inbox.empty():
-            reason = f"crew is {self.status.value}" + (" with work queued" if not busy else "")
-            supervision.tell(SleepRefused(self.crew_id, reason))
-            return
-        snapshot = self.snapshot()
-        self.snapshot_held = (
-            frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered) or _NONE
-        )
-        consumed = message.consumed.view() if message.consumed is not None else ()
-        taken = [i for rt in self.runtimes.values() for c in rt.open_cursors() for i in c.taken_ids()]
-        reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self.snapshot_held)]))
-        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
-        in_flight = False
-        for runtime in self.runtimes.values():
-            in_flight = runtime.withdraw() or in_flight
-        if self.crew_pump is not None:
-            if not self.crew_pump.cancel():
-                in_flight = True
-            self.crew_pump = None
-        if in_flight or not self.actor_inbox.empty():
-            supervision.tell(SleepRefused(self.crew_id, "a message reached the crew while it was being snapshotted"))
-        else:
-            supervision.tell(Passivated(self.crew_id))
-
-    def _cursor_leftovers(self) -> list[Message]:
-        """What the cursors received after the sleep snapshot was taken (not in it),
-        each message once, cursor by cursor in arrival order."""
-        seen: set[object] = set(self.snapshot_held)
-        out: list[Message] = []
-        for runtime in self.runtimes.values():
-            runtime.unread(seen, out)
-        return out
-
-    def _park_mailboxes(self) -> None:
-        """Passivated stop: release waits and subscriptions; the mailboxes stay durably
-        registered (their messages are kept in the store until the crew wakes)."""
-        order = self.release_order
-        sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
-        leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
-        finishing.release_waits(self)
-        registrations = [rt.registration for rt in self.runtimes.values()]
-        registrations.append(self.crew_registration)
-        self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
-        for runtime in self.runtimes.values():
-            runtime.registration = None
-        self.crew_registration = None
-        self.unname()
-        if order is not None and order.supervision is not None:
-            order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
 
     # -- finishing (crew/finishing.py) -------------------------------------------------
 
