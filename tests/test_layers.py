@@ -94,6 +94,26 @@ def test_the_lifecycle_modules_import_one_another_without_a_cycle() -> None:
     graphlib.TopologicalSorter(graph).prepare()  # CycleError names the modules of a cycle
 
 
+def _crew_modules_imported(path: Path) -> set[str]:
+    """The ``orkeon_actors.crew`` modules ``path`` imports at run time, including those
+    named by ``from orkeon_actors.crew import module``."""
+    modules = {m.rsplit(".", 1)[1] for m in _runtime_imports(path) if m.startswith("orkeon_actors.crew.")}
+    if "orkeon_actors.crew" in _runtime_imports(path):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "orkeon_actors.crew":
+                modules.update(alias.name for alias in node.names if (PACKAGE / "crew" / f"{alias.name}.py").exists())
+    return modules
+
+
+def test_the_crew_modules_import_one_another_without_a_cycle() -> None:
+    """The crew actor's turn modules import each other one way and the actor only for
+    typing (crew/crew_actor.py), so each imports alone, whatever the order."""
+    graph = {path.stem: _crew_modules_imported(path) for path in (PACKAGE / "crew").glob("*.py")}
+    assert {"mail_routing", "parked_waits", "finishing", "sleep_wake"} <= graph["crew_actor"]
+    assert not any("crew_actor" in graph[name] for name in ("mail_routing", "parked_waits", "finishing", "sleep_wake"))
+    graphlib.TopologicalSorter(graph).prepare()  # CycleError names the modules of a cycle
+
+
 def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> None:
     from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
     from orkeon_actors.hub.port import DurableEventHub

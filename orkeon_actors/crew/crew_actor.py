@@ -25,16 +25,21 @@ Guarantees:
 * :meth:`CrewActor.snapshot` returns the whole crew as a :class:`CrewSnapshot`, the
   agents' cursors (and what they hold) included; a restore reopens them.
 
-This module is the actor only: its turns, hooks, routing and state. What it is built
-from lives beside it: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
+This module is the actor: its shared state, its message dispatch, its hooks and the
+turns others call (``begin``, ``complete``, ``fail``, the orchestration API, the agent
+loop and its tools, ``snapshot``). Cohesive groups of turns live beside it
+as plain functions taking the actor explicitly, run only in its turns (they import it
+for typing only, and one another one way): mail to idle agents, ``crew://`` and event
+bindings (:mod:`~orkeon_actors.crew.mail_routing`); parked waits, their outcomes and
+their re-arming after a wake (:mod:`~orkeon_actors.crew.parked_waits`, which uses
+mail_routing); going to sleep and waking up (:mod:`~orkeon_actors.crew.sleep_wake`);
+completing, failing and closing (:mod:`~orkeon_actors.crew.finishing`).
+What it is built from: the agent loop (:mod:`~orkeon_actors.crew.agent_step`), one
 agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
 (:mod:`~orkeon_actors.crew.waiting_call`, :mod:`~orkeon_actors.crew.waits`), the
 lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
-(:mod:`~orkeon_actors.crew.delivery`) and its trace texts. It stays over 600 lines
-because its turns (start, mail, waits, sleep and wake, snapshot) all read and write
-one state that only this actor may touch; splitting them further would spread that
-state over modules.
+(:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
 """
 
 from __future__ import annotations
@@ -49,9 +54,9 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, waiting_call
+from orkeon_actors.crew import agent_step, finishing, mail_routing, parked_waits, sleep_wake, waiting_call
 from orkeon_actors.crew.agent import Agent, agents_by_id
-from orkeon_actors.crew.agent_runtime import AgentRuntime, recording
+from orkeon_actors.crew.agent_runtime import AgentRuntime
 from orkeon_actors.crew.delivery import (
     Activity,
     Bound,
@@ -69,7 +74,7 @@ from orkeon_actors.crew.delivery import (
     start_crew,
 )
 from orkeon_actors.crew.finished import Unwatch, WatchFinish
-from orkeon_actors.crew.handover import CursorFilter, for_cursor, snapshot_cursors
+from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
 from orkeon_actors.crew.model import ToolCall
@@ -81,17 +86,13 @@ from orkeon_actors.crew.protocol import (
     Deliver,
     End,
     Passivate,
-    Passivated,
     Release,
-    Released,
-    ReleasePurpose,
     Restore,
     Resume,
-    SleepRefused,
-    SnapshotTaken,
     Supervision,
 )
-from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot, to_json
+from orkeon_actors.crew.sleep_wake import EMPTY_SET
+from orkeon_actors.crew.snapshot import CrewOutcome, CrewSnapshot
 from orkeon_actors.crew.state import (
     AgentState,
     AgentStatus,
@@ -99,51 +100,33 @@ from orkeon_actors.crew.state import (
     CrewFailure,
     CrewStatus,
     MailboxContent,
-    OnReply,
     PendingToolCall,
-    PendingWait,
     TaskAssignment,
 )
-from orkeon_actors.crew.trace_format import describe_message, describe_wait, redact, redact_arguments, short
-from orkeon_actors.crew.waits import descriptor_of, kind_of, timed_out_message, wait_matches
+from orkeon_actors.crew.trace_format import describe_message, redact, redact_arguments, short
+from orkeon_actors.crew.waits import timed_out_message, wait_matches
 from orkeon_actors.errors import (
     EventHubError,
     ToolValidationError,
-    UnknownCorrelationError,
 )
 from orkeon_actors.hub.async_wait import (
     AsyncWait,
     PushSubscription,
-    deliver_to_mailbox,
-    push_subscription,
-    receive_async,
-    wait_async,
 )
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.collaborators import registrations_unwaited
-from orkeon_actors.hub.memory import note_crew_finished
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
-from orkeon_actors.model.options import (
-    FOREVER,
-    FiniteWaitTimeout,
-    ForeverWaitTimeout,
-    WaitDescriptor,
-    WaitOnMailbox,
-    WaitTimeout,
-)
 from orkeon_actors.tools import (
     EventHubTools,
 )
 from orkeon_actors.tools.converter import unstructure
-from orkeon_actors.tools.cursors import Cursor
 from orkeon_actors.tools.waiting import (
     WAITING_TOOLS,
     error_result,
     refused_result,
-    wait_result,
 )
 
 __all__ = [
@@ -162,11 +145,6 @@ __all__ = [
 
 _TASK_MESSAGE_FIELDS: Final = ("topic", "source_crew_id", "source_agent_id", "correlation_id", "payload")
 """The fields of a message a crew's default ``on_message`` task shows the agent."""
-
-
-_NONE: Final[frozenset[Any]] = frozenset()
-"""The empty set every crew starts its bookkeeping sets with: ``frozenset()`` is a new
-216-byte object each call (CPython keeps no empty singleton)."""
 
 
 class CrewActor(PooledActor):
@@ -188,41 +166,41 @@ class CrewActor(PooledActor):
     # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
     # subclass's): ~40 attributes would make that dict a 1.6 KB unshared table.
     __slots__ = (
-        "_agents",
-        "_awaiting_handover",
         "_closing",
-        "_crew_pump",
-        "_crew_pump_token",
-        "_crew_registration",
-        "_cursors_open_to",
-        "_deferred",
-        "_durable_cursors",
-        "_finish_watches",
         "_held",
-        "_on_activity",
-        "_on_cursor",
         "_passivated",
-        "_release_order",
-        "_snapshot_held",
-        "_subscriptions",
-        "_unname",
         "activity",
         "address",
+        "awaiting_handover",
         "bindings",
         "client",
         "crew_id",
         "crew_name",
+        "crew_pump",
+        "crew_pump_token",
+        "crew_registration",
+        "cursors_open_to",
+        "deferred",
         "definitions",
+        "durable_cursors",
         "failure",
+        "finish_watches",
         "gate",
         "hub",
         "idle_timeout_seconds",
         "links_declared",
         "observer",
+        "on_activity",
+        "on_cursor",
         "orchestration",
         "orchestrator",
+        "release_order",
         "result",
+        "runtimes",
+        "snapshot_held",
         "status",
+        "subscriptions",
+        "unname",
     )
 
     name: ClassVar[str] = "crew"
@@ -276,32 +254,32 @@ class CrewActor(PooledActor):
         self.gate = gate
         self.client: HubClient = hub.bind(self.crew_id)
         self.address = MailboxAddress.crew(self.crew_id)
-        self._agents: dict[AgentId, AgentRuntime] = {}
-        self._crew_registration: MailboxRegistration | None = None
-        self._unname: Callable[[], None] = lambda: None
+        self.runtimes: dict[AgentId, AgentRuntime] = {}
+        self.crew_registration: MailboxRegistration | None = None
+        self.unname: Callable[[], None] = lambda: None
         """Withdraws the crew's name from the hub (told while its mailboxes are live)."""
-        self._crew_pump: AsyncWait | None = None
-        self._crew_pump_token: WaitTeller | None = None
-        self._subscriptions: tuple[PushSubscription, ...] = ()
-        self._deferred: tuple[Callable[[], None], ...] = ()
-        self._on_activity = on_activity
-        self._on_cursor = on_cursor
-        self._durable_cursors: frozenset[CursorFilter] = _NONE
+        self.crew_pump: AsyncWait | None = None
+        self.crew_pump_token: WaitTeller | None = None
+        self.subscriptions: tuple[PushSubscription, ...] = ()
+        self.deferred: tuple[Callable[[], None], ...] = ()
+        self.on_activity = on_activity
+        self.on_cursor = on_cursor
+        self.durable_cursors: frozenset[CursorFilter] = EMPTY_SET
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
-        self._release_order: Release | None = None
+        self.release_order: Release | None = None
         """The :class:`Release` being carried out (its report is told by ``on_stop``)."""
         self._closing: tuple[Supervision, CrewOutcome] | None = None
         """Where the finished crew's outcome is reported once it stopped (see :class:`CloseMailboxes`)."""
-        self._snapshot_held: frozenset[MessageId] = _NONE
+        self.snapshot_held: frozenset[MessageId] = EMPTY_SET
         """Ids the cursors held when the last sleep snapshot was taken."""
-        self._awaiting_handover = False
-        self._cursors_open_to: Supervision | None = None
+        self.awaiting_handover = False
+        self.cursors_open_to: Supervision | None = None
         """Told :class:`CursorsOpen` once the restore's activity was reported (so the
         catch-up, and the activity after it, come later)."""
         self._held: list[Any] | None = None
         """Actor messages received while awaiting the handover, replayed after it."""
-        self._finish_watches: tuple[WatchFinish, ...] = ()
+        self.finish_watches: tuple[WatchFinish, ...] = ()
         """Told the outcome as the crew finishes (``orkeon_actors.crew.wait_finished``)."""
 
     # -- public API (call through the actor ref) ---------------------------------------
@@ -316,7 +294,7 @@ class CrewActor(PooledActor):
             )
         self.bindings = (*self.bindings, binding)
         if self.status is not CrewStatus.CREATED:
-            self._subscribe(binding)
+            mail_routing.subscribe(self, binding)
         return binding
 
     # -- hooks -------------------------------------------------------------------------
@@ -325,9 +303,9 @@ class CrewActor(PooledActor):
         """The agent that receives mail sent to ``crew://{id}``: the ``agent`` metadata
         entry when it names one of the crew's agents, else the first agent."""
         wanted = message.metadata.get("agent")
-        if wanted is not None and wanted in self._agents:
+        if wanted is not None and wanted in self.runtimes:
             return AgentId(wanted)
-        return next(iter(self._agents))
+        return next(iter(self.runtimes))
 
     def on_message(self, agent_id: AgentId, message: Message) -> None:
         """Mail reached idle ``agent_id`` and the orchestration did not consume it. By
@@ -348,17 +326,17 @@ class CrewActor(PooledActor):
 
     def on_start(self) -> None:
         for agent in self.definitions.values():
-            self._agents[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
+            self.runtimes[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
-        watches, self._finish_watches = self._finish_watches, ()
+        watches, self.finish_watches = self.finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
-            self._tell_watch(watch, None)
+            finishing.tell_watch(self, watch, None)
         if self._passivated:
-            self._park_mailboxes()
+            sleep_wake.park_mailboxes(self)
             return
         try:
-            self._release()
+            finishing.release_mailboxes(self)
         finally:  # the supervisor forgets the crew only on this report: send it even if the close failed
             closing, self._closing = self._closing, None
             if closing is not None:
@@ -376,28 +354,28 @@ class CrewActor(PooledActor):
         if isinstance(message, Query):
             return self._query(message.what)
         if isinstance(message, WatchFinish):
-            return self._watch_finish(message)
+            return finishing.watch_finish(self, message)
         if isinstance(message, Unwatch):
-            if message.watch in self._finish_watches:
-                watches = list(self._finish_watches)
+            if message.watch in self.finish_watches:
+                watches = list(self.finish_watches)
                 watches.remove(message.watch)
-                self._finish_watches = tuple(watches)
+                self.finish_watches = tuple(watches)
             return None
         if isinstance(message, Passivate):
-            self._passivate(message)
+            sleep_wake.passivate(self, message)
             return None
         if isinstance(message, Release):
             self._passivated = True
-            self._release_order = message  # reported by on_stop, once the mailboxes are parked
+            self.release_order = message  # reported by on_stop, once the mailboxes are parked
             self.actor_ref.stop(block=False)
             return None
         if isinstance(message, CloseMailboxes):
             if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                final = self._final_json() if message.keep_final else None
+                final = finishing.final_json(self) if message.keep_final else None
                 self._closing = (message.supervision, CrewOutcome(self.status, self.result, self.failure, final))
                 self.actor_ref.stop(block=False)  # on_stop releases and reports
             return None
-        if self._awaiting_handover:
+        if self.awaiting_handover:
             if not isinstance(message, CatchUp):
                 if self._held is None:
                     self._held = []
@@ -405,42 +383,42 @@ class CrewActor(PooledActor):
                 if self.activity is not None:
                     self.activity.begin()  # it stays in flight until replayed
                 return None
-            self._awaiting_handover = False
+            self.awaiting_handover = False
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            self._after_finish(message)
+            finishing.after_finish(self, message)
             return None
         try:
             if isinstance(message, Start):
                 self._begin()
             elif isinstance(message, WaitDone):
-                self._wait_done(message)
+                parked_waits.wait_done(self, message)
             elif isinstance(message, Mail):
-                self._mail(message)
+                mail_routing.mail_arrived(self, message)
             elif isinstance(message, Bound):
-                self._bound(message)
+                mail_routing.bound_event(self, message)
             elif isinstance(message, Restore):
-                self._restore(message.snapshot, message.supervision)
+                sleep_wake.restore(self, message.snapshot, message.supervision)
             elif isinstance(message, Deliver):
-                self._deliver(message.message)
+                parked_waits.deliver(self, message.message)
             elif isinstance(message, CatchUp):
-                self._handover(message.messages, message.missed)
+                sleep_wake.handover(self, message.messages, message.missed)
             elif isinstance(message, Resume):
-                self._rearm_all()
+                parked_waits.rearm_all(self)
             elif isinstance(message, End):
                 self.fail(message.error_type, message.reason)
-            while self._deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-                action, self._deferred = self._deferred[0], self._deferred[1:]
+            while self.deferred and self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
+                action, self.deferred = self.deferred[0], self.deferred[1:]
                 action()
         except Exception as exc:  # supervision: a crew failure is recorded, never lost
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
+            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
             # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
-            self._set_status(CrewStatus.RUNNING if busy or self._awaiting_handover else CrewStatus.WAITING)
-        if self._on_activity is not None:
-            self._on_activity(self.crew_id, self.status)
-        supervision, self._cursors_open_to = self._cursors_open_to, None
+            self.set_status(CrewStatus.RUNNING if busy or self.awaiting_handover else CrewStatus.WAITING)
+        if self.on_activity is not None:
+            self.on_activity(self.crew_id, self.status)
+        supervision, self.cursors_open_to = self.cursors_open_to, None
         if supervision is not None:
             supervision.tell(CursorsOpen(self.crew_id))
         if isinstance(message, CatchUp):
@@ -452,15 +430,6 @@ class CrewActor(PooledActor):
                     if self.activity is not None:
                         self.activity.end()
         return None
-
-    def _final_json(self) -> str | None:
-        """The finished crew's final state for its outcome; ``None`` (logged) if it
-        cannot be encoded: the outcome is reported either way."""
-        try:
-            return to_json(self.snapshot())
-        except (TypeError, ValueError) as exc:
-            logger.warning("crew {}: its final state could not be encoded for its outcome: {}", self.crew_id, exc)
-            return None
 
     def _query(self, what: str) -> Any:
         if what == "snapshot":
@@ -491,30 +460,30 @@ class CrewActor(PooledActor):
     def _begin(self) -> None:
         if self.status is not CrewStatus.CREATED:
             return
-        self._set_status(CrewStatus.RUNNING)
-        self._register_mailboxes()
+        self.set_status(CrewStatus.RUNNING)
+        self.register_mailboxes()
         for binding in self.bindings:
-            self._subscribe(binding)
-        self._arm_crew_pump()
-        self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self._agents)}")
+            mail_routing.subscribe(self, binding)
+        mail_routing.arm_crew_pump(self)
+        self.trace(None, "crew", f"started mode={self.orchestrator.mode} agents={','.join(self.runtimes)}")
         self.orchestrator.start(self)
-        for agent_id, runtime in self._agents.items():
+        for agent_id, runtime in self.runtimes.items():
             if runtime.state.status is AgentStatus.IDLE:
-                self._arm_pump(agent_id)
+                mail_routing.arm_pump(self, agent_id)
 
-    def _register_mailboxes(self) -> None:
+    def register_mailboxes(self) -> None:
         """The crew's mailbox and every agent's, in one call (one store round trip on
         the durable hub; each reloads what was kept for it)."""
-        runtimes = list(self._agents.values())
-        self._unname()
-        self._unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
+        runtimes = list(self.runtimes.values())
+        self.unname()
+        self.unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
         # Not waiting for the durable registration's commit (its write goes ahead of any
         # later write of these mailboxes; a failed one ends the crew): a crew's first
         # turn held a pool thread for a commit, so a burst of spawns grew the pool by a
         # thread per crew in flight.
         with registrations_unwaited(self._registration_failed):
             crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
-        self._crew_registration = crew
+        self.crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
             runtime.registration = registration
 
@@ -525,305 +494,20 @@ class CrewActor(PooledActor):
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 
-    def _restore(self, snapshot: CrewSnapshot, supervision: Supervision | None = None) -> None:
-        """Recompose the crew from ``snapshot`` (its definitions come from the factory
-        that built this actor): agent states, orchestration state, budgets used; then
-        register the mailboxes (the durable hub reloads what was kept for them, oldest
-        first), re-arm every parked agent's wait with its remaining time, and deliver
-        the timeout message of a wait that expired meanwhile. With a ``supervision``
-        the re-arming waits for the :class:`CatchUp` (see :meth:`_handover`)."""
-        if self.status is not CrewStatus.CREATED:
-            return
-        try:
-            self._restore_state(snapshot)
-        finally:
-            if supervision is not None:
-                self._awaiting_handover = True
-                self._cursors_open_to = supervision
-        if not self._awaiting_handover:
-            self._rearm_all()
-
-    def _restore_state(self, snapshot: CrewSnapshot) -> None:
-        if snapshot.id != self.crew_id:
-            raise ValueError(f"snapshot of crew {snapshot.id} cannot restore crew {self.crew_id}")
-        self.orchestration = snapshot.orchestration
-        self.result = snapshot.result
-        self._durable_cursors = frozenset(snapshot_cursors(snapshot)) or _NONE
-        for state in snapshot.agents:
-            runtime = self._agents.get(state.agent_id)
-            if runtime is None:
-                definition = self.orchestrator.restore_agent(self, state)
-                self.definitions[definition.agent_id] = definition
-                runtime = AgentRuntime(definition, self.hub, self.crew_id)
-                self._agents[definition.agent_id] = runtime
-            runtime.state = attrs.evolve(state, cursors=())  # the live cursors hold them from now on
-            runtime.restore_cursors(state.cursors)
-            runtime.budget.consume(tokens=state.budget.tokens_used, cost=state.budget.cost_used)
-            runtime.budget.consume(tool_calls=state.budget.tool_calls_used)
-        self._set_status(CrewStatus.RUNNING)
-        self._register_mailboxes()
-        for binding in self.bindings:
-            self._subscribe(binding)
-        self._arm_crew_pump()
-        self.trace(None, "crew", f"woke mode={self.orchestrator.mode} agents={','.join(self._agents)}")
-
-    def _handover(self, messages: Sequence[Message], missed: Mapping[CursorFilter, int]) -> None:
-        """The lifecycle's handover: every cursor catches up on the ``messages`` it
-        matches and did not receive (published before it reopened; see
-        :meth:`TopicCursors.catch_up`), then the waits are re-armed (a parked
-        ``wait_for_event`` resolves with its cursor's oldest event) and the actor
-        messages held meanwhile are handled, in order. ``missed``: what the store
-        dropped per cursor while the crew slept (reported by the cursor's next read)."""
-        for runtime in self._agents.values():
-            for cursor in runtime.open_cursors():
-                topic, match = cursor.key
-                cursor.carried_missed += missed.get((topic, match or None), 0)
-                matching = for_cursor(cursor.key, self.crew_id, messages)
-                if matching:
-                    runtime.tools.topic_cursors.catch_up(cursor, matching)
-        self._rearm_all()
-
-    def _rearm_all(self) -> None:
-        """Re-arm the hub wait of every parked agent (and the pumps of idle agents) that
-        has none; a wait whose ``expires_at`` passed gets its timeout message now."""
-        if self._crew_pump is None and self._crew_registration is not None:
-            self._arm_crew_pump()
-        for agent_id, runtime in list(self._agents.items()):
-            state = runtime.state
-            if state.status is AgentStatus.IDLE:
-                self._serve_inbox_or_pump(agent_id)
-                continue
-            pending = state.pending
-            if state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
-                continue
-            if runtime.wait is not None:
-                continue
-            wait = pending.wait
-            now = self.hub.clock.now()
-            if wait.expires_at is not None and wait.expires_at <= now:
-                self._wait_done_now(runtime, timed_out_message(self.crew_id, wait, now))
-                continue
-            timeout: WaitTimeout = (
-                FOREVER if wait.expires_at is None else FiniteWaitTimeout((wait.expires_at - now).total_seconds())
-            )
-            self._rearm(runtime, wait, timeout)
-
-    def _rearm(self, runtime: AgentRuntime, wait: PendingWait, timeout: WaitTimeout) -> None:
-        descriptor = descriptor_of(wait.kind)
-        token = on_done = WaitTeller(self, WaitDone, runtime.agent.agent_id)
-        cursor = runtime.cursor_of(wait, open_it=True)
-        try:
-            if cursor is not None:
-                ready = cursor.poll()
-                if ready is not None:  # the cursor holds events: the wait resolves now
-                    self._wait_done_now(runtime, ready)
-                    return
-                new = receive_async(
-                    self.hub, cursor.subscription, timeout, runtime.wait_cancel(), recording(cursor, on_done)
-                )
-            else:
-                new = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
-        except UnknownCorrelationError as exc:  # the request is gone (another process): it timed out
-            self._wait_done_now(runtime, exc)
-            return
-        runtime.wait = new
-        runtime.wait_token = token
-
-    def _wait_done_now(self, runtime: AgentRuntime, outcome: Message | BaseException) -> None:
-        token = object()
-        runtime.wait_token = token
-        self._wait_done(WaitDone(runtime.agent.agent_id, token, outcome))
-
-    def _deliver(self, message: Message) -> None:
-        """Hand ``message`` to the first parked agent whose wait it matches (withdrawing
-        that agent's live wait; a ``wait_for_event`` gets it through its cursor, which
-        ignores a message it already handed out or holds). The other agents' cursors it
-        matches buffer it too, as their subscriptions would have had the crew been
-        awake. A message nothing matches any more is dropped."""
-        for runtime in self._agents.values():
-            pending = runtime.state.pending
-            if runtime.state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:
-                continue
-            if not wait_matches(pending.wait, self.crew_id, message):
-                continue
-            cursor = runtime.cursor_of(pending.wait)
-            if cursor is not None and runtime.wait is not None:
-                cursor.offer(message)  # the live wait on the cursor takes it (or already has)
-            else:
-                if runtime.wait is not None and not runtime.wait.cancel():
-                    continue  # its live wait already took a message: that one wins
-                runtime.wait = None
-                self._wait_done_now(runtime, message)
-            self._offer_to_cursors(message, [rt for rt in self._agents.values() if rt is not runtime])
-            return
-        if not self._offer_to_cursors(message, list(self._agents.values())):
-            logger.debug("crew {}: trigger {} matched no parked agent any more", self.crew_id, message.id)
-
-    # -- wait_for_event cursors (spec §5.2; orkeon_actors.tools.cursors) -----------------
-
-    def _offer_to_cursors(self, message: Message, runtimes: Sequence[AgentRuntime]) -> bool:
-        """Buffer ``message`` (one that reached the crew another way than through these
-        cursors) in every cursor of ``runtimes`` it matches; whether one took it."""
-        taken = False
-        for runtime in runtimes:
-            taken = runtime.offer(message) or taken
-        return taken
-
-    def _passivate(self, message: Passivate) -> None:
-        """Sleep request. Refused (:class:`SleepRefused`) unless the crew is waiting
-        for a message: every agent idle or parked, nothing queued for this actor. Else
-        :class:`SnapshotTaken` is reported *before* the live waits are withdrawn (its
-        cursors stay open until the release, so a topic message published meanwhile is
-        in them or kept by the supervisor), then :class:`Passivated`; if a wait's
-        outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
-        the waits are re-armed by the :class:`Resume` that follows."""
-        supervision = message.supervision
-        busy = any(rt.state.status is AgentStatus.RUNNING for rt in self._agents.values())
-        if self._awaiting_handover:
-            supervision.tell(SleepRefused(self.crew_id, "crew is still waking (its cursors are catching up)"))
-            return
-        if self.status is not CrewStatus.WAITING or busy or self._deferred or not self.actor_inbox.empty():
-            reason = f"crew is {self.status.value}" + (" with work queued" if not busy else "")
-            supervision.tell(SleepRefused(self.crew_id, reason))
-            return
-        snapshot = self.snapshot()
-        self._snapshot_held = (
-            frozenset(m.id for state in snapshot.agents for c in state.cursors for m in c.buffered) or _NONE
-        )
-        consumed = message.consumed.view() if message.consumed is not None else ()
-        taken = [i for rt in self._agents.values() for c in rt.open_cursors() for i in c.taken_ids()]
-        reflected = tuple(dict.fromkeys([*taken, *(str(i) for i in self._snapshot_held)]))
-        supervision.tell(SnapshotTaken(self.crew_id, snapshot, consumed, reflected))
-        in_flight = False
-        for runtime in self._agents.values():
-            in_flight = runtime.withdraw() or in_flight
-        if self._crew_pump is not None:
-            if not self._crew_pump.cancel():
-                in_flight = True
-            self._crew_pump = None
-        if in_flight or not self.actor_inbox.empty():
-            supervision.tell(SleepRefused(self.crew_id, "a message reached the crew while it was being snapshotted"))
-        else:
-            supervision.tell(Passivated(self.crew_id))
-
-    def _cursor_leftovers(self) -> list[Message]:
-        """What the cursors received after the sleep snapshot was taken (not in it),
-        each message once, cursor by cursor in arrival order."""
-        seen: set[object] = set(self._snapshot_held)
-        out: list[Message] = []
-        for runtime in self._agents.values():
-            runtime.unread(seen, out)
-        return out
-
-    def _park_mailboxes(self) -> None:
-        """Passivated stop: release waits and subscriptions; the mailboxes stay durably
-        registered (their messages are kept in the store until the crew wakes)."""
-        order = self._release_order
-        sleeping = order is not None and order.purpose is ReleasePurpose.SLEEP
-        leftovers = tuple(self._cursor_leftovers()) if sleeping else ()
-        self._release_waits()
-        registrations = [rt.registration for rt in self._agents.values()]
-        registrations.append(self._crew_registration)
-        self.hub.park_mailboxes([registration for registration in registrations if registration is not None])
-        for runtime in self._agents.values():
-            runtime.registration = None
-        self._crew_registration = None
-        self._unname()
-        if order is not None and order.supervision is not None:
-            order.supervision.tell(Released(self.crew_id, order.purpose, leftovers))
+    # -- finishing (crew/finishing.py) -------------------------------------------------
 
     def complete(self, result: str) -> None:
         """The orchestration finished: record ``result``, release waits and mailboxes."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            return
-        self.result = result
-        self._set_status(CrewStatus.COMPLETED)
-        self.trace(None, "crew", f"completed result={short(result)}")
-        self._release_waits()
-        self._close_if_unsupervised()
-        self._tell_finished()
+        finishing.complete(self, result)
 
     def fail(self, error_type: str, message: str, agent_id: AgentId | None = None) -> None:
         """Mark the crew failed with its cause (idempotent: the first cause wins)."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            return
-        self.failure = CrewFailure(error_type, message, agent_id)
-        self._set_status(CrewStatus.FAILED)
-        self.trace(agent_id, "crew", f"failed {self.failure}")
-        self._release_waits()
-        self._close_if_unsupervised()
-        self._tell_finished()
-        try:
-            self.on_crew_failed(self.failure)
-        except Exception:
-            logger.opt(exception=True).error("on_crew_failed hook of crew {} raised", self.crew_id)
+        finishing.fail(self, error_type, message, agent_id)
 
-    def _close_if_unsupervised(self) -> None:
-        """A crew run without a supervisor closes its mailboxes as it finishes (a
-        supervised one does once its outcome is durable): a later post is refused with
-        ``MailboxNotFoundError`` saying the crew finished, instead of being kept for
-        nobody. The actor stays up for queries until ``ref.stop()``."""
-        if self._on_activity is None:
-            self._release()
-            note_crew_finished(self.hub, self.crew_id, self.status.value)
-
-    def _watch_finish(self, watch: WatchFinish) -> CrewId:
-        """Register ``watch`` (told at once if the crew already finished); the answer
-        names the crew."""
-        if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            self._tell_watch(watch, CrewOutcome(self.status, self.result, self.failure, self._final_json()))
-        else:
-            self._finish_watches = (*self._finish_watches, watch)
-        return self.crew_id
-
-    def _tell_finished(self) -> None:
-        watches, self._finish_watches = self._finish_watches, ()
-        if watches:
-            outcome = CrewOutcome(self.status, self.result, self.failure, self._final_json())
-            for watch in watches:
-                self._tell_watch(watch, outcome)
-
-    def _tell_watch(self, watch: WatchFinish, outcome: CrewOutcome | None) -> None:
-        try:
-            watch.callback(outcome)
-        except Exception:  # one broken watcher must not keep the outcome from the others
-            logger.opt(exception=True).error("a wait_finished callback of crew {} failed", self.crew_id)
-
-    def _set_status(self, status: CrewStatus) -> None:
+    def set_status(self, status: CrewStatus) -> None:
+        """Set the crew's :class:`CrewStatus` (unchanged if it already is)."""
         if status is not self.status:
             self.status = status
-
-    def _release_waits(self) -> None:
-        for runtime in self._agents.values():
-            runtime.release()
-        if self._crew_pump is not None:
-            self._crew_pump.cancel()
-            self._crew_pump = None
-        for sub in self._subscriptions:
-            sub.close()
-        self._subscriptions = ()
-
-    def _release(self) -> None:
-        self._release_waits()
-        held = [rt.registration for rt in self._agents.values() if rt.registration is not None]
-        if self._crew_registration is not None:
-            held.append(self._crew_registration)
-        if held:
-            self.hub.close_mailboxes(held)  # one store round trip on the durable hub
-        for runtime in self._agents.values():
-            runtime.registration = None
-        self._crew_registration = None
-        self._unname()
-
-    def _after_finish(self, message: Any) -> None:
-        """A late outcome for a finished crew: nothing to do (waits were withdrawn; a
-        message taken meanwhile stays recorded in the agent's inbox)."""
-        outcome = getattr(message, "outcome", None)
-        agent_id = getattr(message, "agent_id", None)
-        if isinstance(outcome, Message) and not outcome.is_timeout and agent_id in self._agents:
-            runtime = self._agents[agent_id]
-            if isinstance(message, Mail):
-                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
 
     # -- orchestration API ---------------------------------------------------------------
 
@@ -831,16 +515,16 @@ class CrewActor(PooledActor):
         """Replace the orchestration state (a transition, recorded in the trace)."""
         self.orchestration = state
         self.trace(None, "transition", reason)
-        if self._on_activity is not None:
-            self._on_activity(self.crew_id, self.status)
+        if self.on_activity is not None:
+            self.on_activity(self.crew_id, self.status)
 
     def agent_state(self, agent_id: AgentId) -> AgentState:
-        return self._agents[agent_id].state
+        return self.runtimes[agent_id].state
 
     def assign(self, agent_id: AgentId | str, task_id: str, prompt: str, *, origin: str = "orchestration") -> None:
         """Give ``agent_id`` a task: the prompt is appended to its conversation and its
         loop runs until it answers or parks. The agent must be idle."""
-        runtime = self._agents[AgentId(agent_id)]
+        runtime = self.runtimes[AgentId(agent_id)]
         if runtime.state.status not in (AgentStatus.IDLE, AgentStatus.DONE):
             raise OrchestrationError(
                 f"agent {agent_id} is busy ({runtime.state.status.value}); cannot assign {task_id}"
@@ -850,11 +534,11 @@ class CrewActor(PooledActor):
             runtime.pump = None
         runtime.state = agent_step.begin_task(runtime.state, runtime.agent, TaskAssignment(task_id, prompt, origin))
         self.trace(runtime.agent.agent_id, "task", f"{task_id}: {short(prompt)}")
-        self._run(runtime)
+        self.run_agent(runtime)
 
     def cancel_agent(self, agent_id: AgentId) -> None:
         """Stop ``agent_id``'s current task (its wait is withdrawn); it becomes idle."""
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
@@ -866,30 +550,30 @@ class CrewActor(PooledActor):
 
     def add_agent(self, agent: Agent) -> None:
         """Add an agent while running (autonomous spawning): its mailbox is registered."""
-        if agent.agent_id in self._agents:
+        if agent.agent_id in self.runtimes:
             raise OrchestrationError(f"an agent {agent.agent_id!r} already exists in crew {self.crew_id}")
         self.definitions[agent.agent_id] = agent
         runtime = AgentRuntime(agent, self.hub, self.crew_id)
         runtime.registration = self.hub.register_mailbox(runtime.address)
-        self._agents[agent.agent_id] = runtime
+        self.runtimes[agent.agent_id] = runtime
         self.trace(agent.agent_id, "agent", f"spawned role={agent.role}")
 
     def resume_with(self, agent_id: AgentId, call_id: str, result: Mapping[str, Any]) -> None:
         """Inject ``result`` as the answer of ``agent_id``'s parked call ``call_id``
         (delegations) and let the agent go on."""
-        runtime = self._agents[agent_id]
+        runtime = self.runtimes[agent_id]
         pending = runtime.state.pending
         if pending is None or pending.call.id != call_id:
             raise OrchestrationError(f"agent {agent_id} is not parked on call {call_id}")
-        self._inject(runtime, pending.call, dict(result))
+        parked_waits.inject(self, runtime, pending.call, dict(result))
 
     def defer(self, action: Callable[[], None]) -> None:
         """Run ``action`` on this crew's thread once the current step is over (a mode
         starting work from inside a tool call, before the caller parked)."""
-        self._deferred = (*self._deferred, action)
+        self.deferred = (*self.deferred, action)
 
     def agent_ids(self) -> list[AgentId]:
-        return list(self._agents)
+        return list(self.runtimes)
 
     def trace(self, agent_id: str | None, kind: str, detail: str) -> None:
         if self.observer is not None:
@@ -897,7 +581,7 @@ class CrewActor(PooledActor):
 
     # -- the agent loop ----------------------------------------------------------------
 
-    def _run(self, runtime: AgentRuntime) -> None:
+    def run_agent(self, runtime: AgentRuntime) -> None:
         """Drive ``runtime`` until it answers its task, parks, or fails (the agent step,
         :func:`~orkeon_actors.crew.agent_step.run`; the hooks an answer runs fail the
         agent too)."""
@@ -913,11 +597,11 @@ class CrewActor(PooledActor):
             if isinstance(outcome, agent_step.Answered):
                 self._finish_task(runtime, outcome.text)
         except Exception as exc:
-            self._agent_failed(runtime, exc)
+            self.agent_failed(runtime, exc)
 
     def _finish_task(self, runtime: AgentRuntime, output: str) -> None:
         task = runtime.state.task
-        runtime.state = agent_step.answered(runtime.state, self._budget_snapshot(runtime))
+        runtime.state = agent_step.answered(runtime.state, self.budget_snapshot(runtime))
         agent_id = runtime.agent.agent_id
         self.trace(agent_id, "answer", short(output))
         if task is not None and task.origin == "orchestration":
@@ -927,17 +611,19 @@ class CrewActor(PooledActor):
         if self.status in (CrewStatus.COMPLETED, CrewStatus.FAILED):
             return
         if runtime.state.status is AgentStatus.IDLE:
-            self._serve_inbox_or_pump(agent_id)
+            mail_routing.serve_inbox_or_pump(self, agent_id)
 
-    def _agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
-        runtime.state = agent_step.failed(runtime.state, exc, self._budget_snapshot(runtime))
+    def agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
+        """``runtime``'s agent failed with ``exc``: its wait is withdrawn and the crew fails."""
+        runtime.state = agent_step.failed(runtime.state, exc, self.budget_snapshot(runtime))
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
         self.trace(runtime.agent.agent_id, "agent", f"failed {runtime.state.failure}")
         self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
 
-    def _budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
+    def budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
+        """The budget ``runtime`` has used so far, as data."""
         return agent_step.budget_snapshot(runtime.state, runtime.budget, self.hub.clock)
 
     def _tool_definitions(self, runtime: AgentRuntime) -> list[Mapping[str, Any]]:
@@ -948,7 +634,8 @@ class CrewActor(PooledActor):
         defs.extend(self.orchestrator.tool_definitions(runtime.agent.agent_id))
         return defs
 
-    def _append_tool_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+    def append_tool_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        """Append ``call``'s ``result`` to ``runtime``'s conversation (traced)."""
         runtime.state = agent_step.with_tool_result(runtime.state, call, result)
         self._traced_result(runtime, call, result)
 
@@ -992,178 +679,18 @@ class CrewActor(PooledActor):
                 if step.event is not None:
                     self.trace(runtime.agent.agent_id, "message", describe_message(step.event))
                 return step.result
-            return self._park(runtime, call, step.descriptor, step.timeout, step.cursor)
+            return parked_waits.park(self, runtime, call, step.descriptor, step.timeout, step.cursor)
         except agent_step.FATAL:
             raise
         except (EventHubError, ValueError) as exc:
             return refused_result(call.name, exc)
-
-    def _park(
-        self,
-        runtime: AgentRuntime,
-        call: ToolCall,
-        descriptor: WaitDescriptor,
-        timeout: WaitTimeout,
-        cursor: Cursor | None = None,
-    ) -> Any:
-        """Park the agent on ``descriptor`` (on ``cursor``'s subscription for a
-        ``wait_for_event``: what the cursor receives from now on resolves it)."""
-        agent_id = runtime.agent.agent_id
-        token = on_done = WaitTeller(self, WaitDone, agent_id)
-        # The outcome may arrive before wait_async returns: it is told to this actor and
-        # handled after this call, once runtime.wait_token is set.
-        if cursor is not None:
-            self._cursor_parked(runtime, cursor)
-            taken = recording(cursor, on_done)
-            wait = receive_async(self.hub, cursor.subscription, timeout, runtime.wait_cancel(), taken)
-        else:
-            wait = wait_async(self.hub, runtime.client.caller, descriptor, timeout, runtime.wait_cancel(), on_done)
-        runtime.wait = wait
-        runtime.wait_token = token
-        expires = (
-            None if isinstance(timeout, ForeverWaitTimeout) else wait.started_at + timedelta(seconds=timeout.seconds)
-        )
-        kind = kind_of(descriptor, self.crew_id)
-        runtime.state = attrs.evolve(
-            runtime.state,
-            status=AgentStatus.WAITING,
-            pending=PendingToolCall(call, PendingWait(wait.wait_id, wait.started_at, expires, kind)),
-            budget=self._budget_snapshot(runtime),
-        )
-        self.trace(agent_id, "park", f"{call.name} on {describe_wait(descriptor)}")
-        self.orchestrator.on_agent_status(self, agent_id, AgentStatus.WAITING)
-        return PARKED
-
-    def _cursor_parked(self, runtime: AgentRuntime, cursor: Cursor) -> None:
-        """An agent parks on ``cursor``: one its crew's last snapshot does not hold (and
-        that the agent did not opt out of, ``Agent.volatile_cursors``) is told once to
-        ``on_cursor`` (the supervisor makes it durable with a checkpoint)."""
-        if self._on_cursor is None:
-            return
-        topic, match = cursor.key
-        key: CursorFilter = (topic, match or None)
-        if key in self._durable_cursors or topic in runtime.agent.volatile_cursors:
-            return
-        self._durable_cursors = self._durable_cursors | {key}  # rare: a crew's first park on a cursor
-        self._on_cursor(self.crew_id, key)
-
-    def _wait_done(self, message: WaitDone) -> None:
-        runtime = self._agents.get(message.agent_id)
-        if runtime is None:
-            return
-        pending = runtime.state.pending
-        outcome = message.outcome
-        if pending is None or pending.wait is None or runtime.wait_token != message.wait_id:
-            if isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox == runtime.address:
-                runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
-            elif isinstance(outcome, Message) and not outcome.is_timeout and outcome.target_mailbox is None:
-                self._offer_to_cursors(outcome, [runtime])  # a withdrawn cursor wait's late message: back
-            return
-        runtime.wait = None
-        runtime.wait_token = None
-        call = pending.call
-        if isinstance(outcome, agent_step.FATAL):
-            self._agent_failed(runtime, outcome)
-            return
-        missed = 0
-        cursor = runtime.cursor_of(pending.wait)
-        if cursor is not None:
-            if isinstance(outcome, Message) and not outcome.is_timeout:
-                cursor.handed_out(outcome)
-            missed = cursor.take_missed()
-        if isinstance(outcome, Message) and self.observer is not None:
-            self.trace(runtime.agent.agent_id, "message", describe_message(outcome))
-        kind = pending.wait.kind
-        correlation = kind.correlation if isinstance(kind, OnReply) else None
-        self._inject(runtime, call, wait_result(call.name, outcome, correlation_id=correlation, missed=missed))
-
-    def _inject(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
-        runtime.state = attrs.evolve(runtime.state, status=AgentStatus.RUNNING, pending=None)
-        self._append_tool_result(runtime, call, result)
-        self.orchestrator.on_agent_status(self, runtime.agent.agent_id, AgentStatus.RUNNING)
-        self._run(runtime)
-
-    # -- mail: idle agents' mailboxes, crew://, bindings ---------------------------------
-
-    def _arm_pump(self, agent_id: AgentId) -> None:
-        runtime = self._agents[agent_id]
-        if runtime.pump is not None or runtime.registration is None:
-            return
-        token = WaitTeller(self, Mail, agent_id)
-        runtime.pump_token = token
-        runtime.pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(runtime.address), FOREVER, None, token)
-
-    def _arm_crew_pump(self) -> None:
-        token = WaitTeller(self, Mail, None)
-        self._crew_pump_token = token
-        self._crew_pump = wait_async(self.hub, self.client.caller, WaitOnMailbox(self.address), FOREVER, None, token)
-
-    def _serve_inbox_or_pump(self, agent_id: AgentId) -> None:
-        runtime = self._agents[agent_id]
-        if runtime.state.inbox:
-            first, *rest = runtime.state.inbox
-            runtime.state = attrs.evolve(runtime.state, inbox=tuple(rest))
-            self._handle_mail(agent_id, first)
-        elif runtime.state.status is AgentStatus.IDLE:
-            self._arm_pump(agent_id)
-
-    def _mail(self, message: Mail) -> None:
-        outcome = message.outcome
-        if message.agent_id is None:
-            if self._crew_pump_token != message.wait_id:
-                return  # a withdrawn pump's late outcome
-            self._crew_pump = None
-            self._crew_pump_token = None
-            if isinstance(outcome, BaseException):
-                raise outcome
-            self.trace(None, "message", f"crew mailbox {describe_message(outcome)}")
-            target = self.route(outcome)
-            deliver_to_mailbox(self.hub, outcome, MailboxAddress.agent(self.crew_id, target))
-            self._arm_crew_pump()
-            return
-        runtime = self._agents[message.agent_id]
-        if runtime.pump_token == message.wait_id:
-            runtime.pump = None
-            runtime.pump_token = None
-        elif not isinstance(outcome, Message):
-            return  # a withdrawn pump's late error
-        if isinstance(outcome, BaseException):
-            raise outcome
-        if runtime.state.status is not AgentStatus.IDLE:
-            runtime.state = attrs.evolve(runtime.state, inbox=(*runtime.state.inbox, outcome))
-            return
-        self._handle_mail(message.agent_id, outcome)
-
-    def _handle_mail(self, agent_id: AgentId, message: Message) -> None:
-        self.trace(agent_id, "message", describe_message(message))
-        if not self.orchestrator.on_agent_mail(self, agent_id, message):
-            self.on_message(agent_id, message)
-        if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            runtime = self._agents[agent_id]
-            if runtime.state.status is AgentStatus.IDLE:
-                self._serve_inbox_or_pump(agent_id)
-
-    def _subscribe(self, binding: EventBinding) -> None:
-        def on_message(message: Message) -> None:
-            self.tell(Bound(binding, message))
-
-        subscription = push_subscription(self.hub, self.client.caller, binding.topic, on_message)
-        self._subscriptions = (*self._subscriptions, subscription)
-
-    def _bound(self, message: Bound) -> None:
-        sub = next((s for s in self._subscriptions if s.pattern == message.binding.topic), None)
-        consumed = sub.consume(message.message) if sub is not None else message.message
-        if consumed is None:
-            return
-        self.trace(None, "event", f"{consumed.topic} -> {message.binding.deliver_to}")
-        deliver_to_mailbox(self.hub, consumed, message.binding.deliver_to)
 
     # -- snapshot ----------------------------------------------------------------------
 
     def snapshot(self) -> CrewSnapshot:
         """The crew as data (spec §8.1). Pending waits are the parked agents' waits;
         ``mailboxes`` holds the messages the crew took for busy agents (their inboxes)."""
-        agents = tuple(rt.state_with_cursors() for rt in self._agents.values())
+        agents = tuple(rt.state_with_cursors() for rt in self.runtimes.values())
         waits = tuple(s.pending.wait for s in agents if s.pending is not None and s.pending.wait is not None)
         mailboxes = tuple(
             MailboxContent(MailboxAddress.agent(self.crew_id, s.agent_id), s.inbox) for s in agents if s.inbox

@@ -106,7 +106,7 @@ class Watched(CrewActor):
     """A crew that says how many ``wait_finished`` watches it holds."""
 
     def watching(self) -> int:
-        return len(self._finish_watches)
+        return len(self.finish_watches)
 
 
 def _watched(ref: pykka.ActorRef[CrewActor]) -> bool:
