@@ -20,7 +20,8 @@ Guarantees, identical to ``ThreadingActor``'s:
 * messages are handled one at a time, in the order they were put (FIFO per sender);
 * ``on_start`` runs before the first message; a message that raises fails the asker's
   future, or, told, logs, calls ``on_failure`` and stops the actor; after a stop, asks
-  still in the inbox fail with ``ActorDeadError``;
+  still in the inbox or put there later fail with ``ActorDeadError`` (a tell racing the
+  stop is dropped, and its message freed);
 * each actor keeps its own ``contextvars`` context across its turns (as a thread of
   its own would), so a context variable set by one actor never leaks into another
   actor that runs next on the same pool thread.
@@ -196,26 +197,46 @@ class ActorInbox:
     empty one keeps its 64-slot block, ≈ 0.6 KB); the turn that finds it empty and
     goes idle drops it, under ``lock``."""
 
-    __slots__ = ("lock", "queue", "scheduled", "turn")
+    __slots__ = ("closed", "lock", "queue", "scheduled", "turn")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.queue: deque[Any] | None = None
         self.scheduled = True  # nobody may run the actor before _start_actor_loop
         self.turn: Callable[[], None] | None = None
+        self.closed = False
+        """Set once the actor's loop tore down: nothing runs a message put after that."""
 
     def put(self, envelope: Any, /) -> None:
         with self.lock:
-            queue = self.queue
-            if queue is None:
-                queue = self.queue = deque()
-            queue.append(envelope)
-            if self.scheduled:
-                return
-            self.scheduled = True
-            turn = self.turn
+            if self.closed:
+                queue = None
+            else:
+                queue = self.queue
+                if queue is None:
+                    queue = self.queue = deque()
+                queue.append(envelope)
+                if self.scheduled:
+                    return
+                self.scheduled = True
+                turn = self.turn
+        if queue is None:
+            # A tell racing the stop (its sender saw the actor alive): dropped, as a
+            # message left in a stopped pykka actor's inbox is; an ask fails at once.
+            # Kept, it would hold whatever the message refers to (often this actor's
+            # own ref, so this inbox) in a cycle only a full collection frees.
+            fail_dead([envelope])
+            return
         assert turn is not None
         turn()
+
+    def close(self) -> list[Any]:
+        """Under ``lock``: refuse every later message and return those queued since the
+        teardown drained the inbox (their asks are the caller's to fail)."""
+        self.closed = True
+        self.turn = None  # a bound method of the actor: no inbox -> actor cycle left
+        left, self.queue = self.queue, None
+        return list(left or ())
 
     def get(self) -> Any:
         with self.lock:
@@ -236,6 +257,15 @@ class ActorInbox:
         self.queue = None
         self.scheduled = False
         return True
+
+
+def fail_dead(envelopes: list[Any]) -> None:
+    """Fail the asks among ``envelopes`` (messages no turn will run) with
+    ``ActorDeadError``; tells among them are dropped, as pykka drops them."""
+    for envelope in envelopes:
+        if envelope.reply_to is not None:
+            error = pykka.ActorDeadError("the actor stopped before this message ran")
+            envelope.reply_to.set_exception(exc_info=(pykka.ActorDeadError, error, None))
 
 
 _flag_lock = threading.Lock()
@@ -353,7 +383,8 @@ class PooledActor(pykka.Actor):
         inbox: ActorInbox = self.actor_inbox  # type: ignore[assignment]
         if more is None:  # stopped: stays "scheduled", nothing runs it again
             with inbox.lock:
-                inbox.turn = None  # a bound method of this actor: no inbox -> actor cycle left
+                left = inbox.close()
+            fail_dead(left)
             return
         if not more:
             with inbox.lock:

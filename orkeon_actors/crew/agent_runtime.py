@@ -198,5 +198,8 @@ class AgentRuntime:
             if wait is not None:
                 wait.cancel()
         self.wait = self.pump = None
+        # A teller holds its crew: kept, it would tie the finished crew in a cycle; a
+        # late outcome of a withdrawn wait then matches no token and is ignored.
+        self.wait_token = self.pump_token = None
         if self._tools is not None:
             self._tools.topic_cursors.close()

@@ -134,6 +134,7 @@ def release_waits(actor: CrewActor) -> None:
     if actor.crew_pump is not None:
         actor.crew_pump.cancel()
         actor.crew_pump = None
+    actor.crew_pump_token = None  # its teller holds the crew (see AgentRuntime.release)
     for sub in actor.subscriptions:
         sub.close()
     actor.subscriptions = ()
