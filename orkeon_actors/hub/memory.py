@@ -7,10 +7,12 @@ process (``orkeon_actors.store``) gives it a :class:`MailboxStore`, a
 :class:`~orkeon_actors.hub.port.DispatchObserver` and a :class:`LastValueStore` instead
 of overriding its internals. The core's handles (subscriptions, readers, registrations) are in
 :mod:`~orkeon_actors.hub.handles`, its collaborators' protocols in
-:mod:`~orkeon_actors.hub.collaborators`. This module stays over 600 lines because
-:class:`HubCore` is one lock discipline over one state (the live mailboxes, waiters,
-pending replies, the composed chains) that every operation of the port reads and
-writes: split, each part would reach into the others' state.
+:mod:`~orkeon_actors.hub.collaborators`. Parts of its state are small classes owning
+their own lock contract: the live mailbox table (:mod:`~orkeon_actors.hub.live_mailboxes`),
+the tracked waiters with the wait steps (:mod:`~orkeon_actors.hub.waits`, reached back
+through the core's public protocol) and the pending replies
+(:mod:`~orkeon_actors.hub.replies`); the core keeps the composed chains, the delivery
+terminals and the port's entry points.
 
 Where the work happens (ARCHITECTURE §3):
 
@@ -25,12 +27,8 @@ Where the work happens (ARCHITECTURE §3):
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import datetime
 
 from loguru import logger
 
@@ -43,13 +41,13 @@ from orkeon_actors.errors import (
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
     SentHistoryUnavailableError,
-    UnknownCorrelationError,
 )
 from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
 from orkeon_actors.hub.crew_names import CrewNames
-from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, TopicWait, WaitRegistration
+from orkeon_actors.hub.handles import MemoryRegistration, MemorySubscription, WaitRegistration
+from orkeon_actors.hub.live_mailboxes import LiveMailboxes
 from orkeon_actors.hub.mailbox import MailboxHandle
-from orkeon_actors.hub.observe import WaitObserver, wait_info
+from orkeon_actors.hub.observe import WaitObserver
 from orkeon_actors.hub.pipeline import EventHubMiddleware, Next, Pipeline
 from orkeon_actors.hub.port import (
     POST_TOPIC,
@@ -64,12 +62,13 @@ from orkeon_actors.hub.port import (
 from orkeon_actors.hub.quotas import CallerQuotas
 from orkeon_actors.hub.replies import PendingReplies, PendingRequest
 from orkeon_actors.hub.routing import TopicRouter
-from orkeon_actors.hub.scheduler import Scheduler, TimerHandle
+from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.hub.waits import HubWaits
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.clock import Clock
-from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId, new_ulid_str
+from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 from orkeon_actors.model.message import (
     NO_DECLARED_SCHEMA_ID,
@@ -79,12 +78,8 @@ from orkeon_actors.model.message import (
     freeze_metadata,
 )
 from orkeon_actors.model.options import (
-    ForeverWaitTimeout,
     PublishOptions,
     WaitDescriptor,
-    WaitOnMailbox,
-    WaitOnReply,
-    WaitOnTopic,
     WaitTimeout,
 )
 
@@ -101,12 +96,6 @@ __all__ = [
     "WaitRegistration",
     "note_crew_finished",
 ]
-
-
-WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
-
-FINISHED_CREWS_REMEMBERED = 10_000
-"""How many finished crews a hub remembers to explain a refused post (see ``crew_finished``)."""
 
 
 def _check_key(key: object) -> str:
@@ -163,15 +152,11 @@ class HubCore(EventHub):
         self.limits: Limits = DEFAULT_LIMITS
         """The runtime's bounds (``Runtime.start(max_payload_bytes=..., limits=...)``)."""
         self.quotas = CallerQuotas()
-        self._mailboxes: dict[MailboxAddress, MailboxHandle] = {}
-        self._mailboxes_lock = threading.Lock()
+        self._mailboxes = LiveMailboxes()
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
         self._subscriptions: set[MemorySubscription] = set()
-        # Blocked waiters and their kind. Single dict operations are atomic, so the hot
-        # path takes no lock; pending_waits() counts a snapshot.
-        self._active_waiters: dict[Waiter[Message], str] = {}
+        self._waits = HubWaits(self)  # blocked waiters and their kind, and the wait steps
         self._stopped = False
-        self._finished_crews: OrderedDict[CrewId, str] = OrderedDict()  # see crew_finished
         scheduler.add_failure_listener(self._fail_pending)
         self.on_wait_timed_out: Callable[[Message], None] | None = None
         self.wait_observer: WaitObserver | None = None
@@ -335,17 +320,13 @@ class HubCore(EventHub):
     def crew_finished(self, crew_id: CrewId, status: str) -> None:
         """``crew_id`` finished (``status``: ``"completed"`` / ``"failed"``): a later post
         or send to one of its (closed) mailboxes raises ``MailboxNotFoundError`` saying
-        so. The last :data:`FINISHED_CREWS_REMEMBERED` crews are remembered; a crew
-        registering mailboxes under the same id again is forgotten."""
-        with self._mailboxes_lock:
-            self._finished_crews[crew_id] = status
-            self._finished_crews.move_to_end(crew_id)
-            while len(self._finished_crews) > FINISHED_CREWS_REMEMBERED:
-                self._finished_crews.popitem(last=False)
+        so. The last :data:`~orkeon_actors.hub.live_mailboxes.FINISHED_CREWS_REMEMBERED`
+        crews are remembered; a crew registering mailboxes under the same id again is
+        forgotten."""
+        self._mailboxes.crew_finished(crew_id, status)
 
     def _missing(self, address: MailboxAddress) -> MailboxNotFoundError:
-        finished = None if address.crew_id is None else self._finished_crews.get(address.crew_id)
-        return MailboxNotFoundError(address, finished=finished)
+        return self._mailboxes.missing(address)
 
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
@@ -387,11 +368,7 @@ class HubCore(EventHub):
             raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
         if self._stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
-        if self._finished_crews:
-            with self._mailboxes_lock:  # the id is used again: its earlier crew's end is history
-                for address in parsed:
-                    if address.crew_id is not None:
-                        self._finished_crews.pop(address.crew_id, None)
+        self._mailboxes.forget_finished(parsed)
         # Built before taking the lock (starting a mailbox actor is the slow part), so
         # registrations on other threads do not queue behind it.
         handles: list[MailboxHandle] = []
@@ -402,11 +379,7 @@ class HubCore(EventHub):
             for handle in handles:
                 handle.close()
             raise
-        with self._mailboxes_lock:
-            taken = next((address for address in parsed if address in self._mailboxes), None)
-            if taken is None:
-                for handle in handles:
-                    self._mailboxes[handle.address] = handle
+        taken = self._mailboxes.claim(handles)
         if taken is not None:
             for handle in handles:
                 handle.close()
@@ -417,10 +390,7 @@ class HubCore(EventHub):
             if self._store is not None:
                 self._store.opened(handles)
         except BaseException:
-            with self._mailboxes_lock:
-                for handle in handles:
-                    if self._mailboxes.get(handle.address) is handle:
-                        del self._mailboxes[handle.address]
+            self._mailboxes.drop(handles)
             for handle in handles:
                 handle.close()
             raise
@@ -447,9 +417,7 @@ class HubCore(EventHub):
             self._store.park(handles, self._unlive)
 
     def _unlive(self, handle: MailboxHandle) -> None:
-        with self._mailboxes_lock:
-            if self._mailboxes.get(handle.address) is handle:
-                del self._mailboxes[handle.address]
+        self._mailboxes.drop([handle])
 
     def unregister(self, handle: MailboxHandle) -> list[Message]:
         """Close one registration (:meth:`MailboxRegistration.close`)."""
@@ -464,10 +432,7 @@ class HubCore(EventHub):
     def _close_live(self, handles: Sequence[MailboxHandle]) -> list[list[Message]]:
         """Unregister ``handles`` live; each one's unconsumed messages (after this,
         nothing reaches them live)."""
-        with self._mailboxes_lock:
-            for handle in handles:
-                if self._mailboxes.get(handle.address) is handle:
-                    del self._mailboxes[handle.address]
+        self._mailboxes.drop(handles)
         return [handle.close() for handle in handles]
 
     def publish(
@@ -706,23 +671,7 @@ class HubCore(EventHub):
     def wait_for(
         self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
     ) -> Message:
-        if self._stopped:
-            raise HubStoppedError("the runtime was stopped; start a new Runtime")
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        if isinstance(descriptor, WaitOnMailbox):
-            self.receiving(descriptor.address)
-        deadline = None if isinstance(timeout, ForeverWaitTimeout) else self.clock.monotonic() + timeout.seconds
-        wait_id = new_ulid_str()
-        started_at = self.clock.now()
-        receive = self._receive_wait
-        while True:
-            message = self._wait_once(caller, descriptor, deadline, wait_id, started_at, cancel)
-            if message.is_timeout or isinstance(descriptor, WaitOnReply):
-                return message
-            consumed = self.consume(receive, message)
-            if consumed is not None:
-                return consumed
+        return self._waits.wait_for(caller, descriptor, timeout, cancel)
 
     def register_wait(
         self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]
@@ -735,101 +684,17 @@ class HubCore(EventHub):
         request settles the waiter at once, so the caller first finishes its own setup).
         Raises ``MailboxNotFoundError`` / ``UnknownCorrelationError``.
         """
-        if isinstance(descriptor, WaitOnTopic):
-            entry = TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
-            self._router.add(entry)
-            return WaitRegistration("on_topic", descriptor.topic, lambda: self._router.remove(entry))
-        if isinstance(descriptor, WaitOnMailbox):
-            handle = self._mailboxes.get(descriptor.address)
-            if handle is None:
-                raise MailboxNotFoundError(descriptor.address)
-            handle.add_waiter(waiter)
-            return WaitRegistration(
-                "on_mailbox", str(descriptor.address), functools.partial(handle.remove_waiter, waiter)
-            )
-        correlation = descriptor.correlation
-        request = self._replies.get(correlation)
-        if request is None:
-            raise UnknownCorrelationError(
-                f"no request with correlation id {correlation} is pending; "
-                "wait on the correlation_id of a request you started with request()"
-            )
-
-        def cleanup() -> None:
-            request.unlisten(waiter)
-            settled, value, _ = waiter.peek()
-            if settled and value is not None and not value.is_timeout:
-                self._replies.forget(correlation)  # the reply was consumed
-
-        return WaitRegistration("on_reply", str(correlation), cleanup, lambda: request.listen(waiter))
-
-    def _wait_once(
-        self,
-        caller: CallerContext,
-        descriptor: WaitDescriptor,
-        deadline: float | None,
-        wait_id: str,
-        started_at: datetime,
-        cancel: CancelToken | None,
-    ) -> Message:
-        waiter: Waiter[Message] = Waiter()
-        registration = self.register_wait(caller, descriptor, waiter)
-        registration.listen()
-        kind, original, cleanup = registration.kind, registration.original, registration.cleanup
-        timer: TimerHandle | None = None
-        if deadline is not None:
-            timer = self.scheduler.schedule_at(
-                deadline,
-                lambda: self.expire_wait(waiter, caller, original, wait_id, started_at),
-            )
-        observer = self.wait_observer
-        if observer is not None:
-            remaining = None if deadline is None else deadline - self.clock.monotonic()
-            observer.wait_started(
-                wait_info(wait_id, caller.crew_id, caller.agent_id, kind, original, started_at, remaining)
-            )
-        try:
-            return self.block(waiter, kind, cancel)
-        finally:
-            if timer is not None:
-                timer.cancel()
-            cleanup()
-            if observer is not None:
-                observer.wait_ended(wait_id)
+        return self._waits.register_wait(caller, descriptor, waiter)
 
     def expire_wait(
         self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object
     ) -> None:
-        timed_out = Message.wait_timed_out(
-            message_id=MessageId.new(),
-            at=self.clock.now(),
-            original_topic=original,
-            wait_id=wait_id,
-            started_at=started_at,  # type: ignore[arg-type]
-            target_crew_id=None if caller.is_system else caller.crew_id,
-        )
-        if waiter.try_complete(timed_out) and self.on_wait_timed_out is not None:
-            self.on_wait_timed_out(timed_out)
+        """Settle ``waiter`` with a wait-timed-out message (its deadline passed)."""
+        self._waits.expire_wait(waiter, caller, original, wait_id, started_at)
 
     def block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
         """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop."""
-        unregister: Callable[[], None] | None = None
-        budget_timer: TimerHandle | None = None
-        if cancel is not None:
-            unregister = cancel.on_cancel(waiter.fail)
-            if cancel.deadline is not None and not cancel.cancelled:
-                budget_timer = self.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
-        self._active_waiters[waiter] = kind
-        if self._stopped:
-            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
-        try:
-            return waiter.wait()
-        finally:
-            del self._active_waiters[waiter]
-            if unregister is not None:
-                unregister()
-            if budget_timer is not None:
-                budget_timer.cancel()
+        return self._waits.block(waiter, kind, cancel)
 
     def get_last_value(
         self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None
@@ -857,10 +722,7 @@ class HubCore(EventHub):
         return self.crew_names.name_of(crew_id)
 
     def pending_waits(self) -> dict[str, int]:
-        counts = dict.fromkeys(WAIT_KINDS, 0)
-        for kind in list(self._active_waiters.values()):
-            counts[kind] += 1
-        return counts
+        return self._waits.pending_waits()
 
     def mailbox_registered(self, address: MailboxAddress | str) -> bool:
         return MailboxAddress.parse(address) in self._mailboxes
@@ -896,10 +758,10 @@ class HubCore(EventHub):
 
     def track_waiter(self, waiter: Waiter[Message], kind: str) -> None:
         """Count ``waiter`` in :meth:`pending_waits` (and fail it at stop) until untracked."""
-        self._active_waiters[waiter] = kind
+        self._waits.track_waiter(waiter, kind)
 
     def untrack_waiter(self, waiter: Waiter[Message]) -> None:
-        self._active_waiters.pop(waiter, None)
+        self._waits.untrack_waiter(waiter)
 
     def live_mailbox(self, address: MailboxAddress) -> MailboxHandle | None:
         """The live mailbox at ``address`` here, if any."""
@@ -907,29 +769,24 @@ class HubCore(EventHub):
 
     def live_mailboxes(self) -> list[MailboxHandle]:
         """Every live mailbox here."""
-        return list(self._mailboxes.values())
+        return self._mailboxes.handles()
 
     def _fail_pending(self, error: EventHubError) -> None:
         """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
         ``error`` (a runtime stop, or the timer thread's death)."""
-        for waiter in list(self._active_waiters):
-            waiter.try_fail(error)
+        self._waits.fail_all(error)
         self._replies.fail_all(error)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        for waiter in list(self._active_waiters):
-            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+        self._waits.fail_all(HubStoppedError("the runtime was stopped while waiting"))
         self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
         self._router.clear()  # and its match cache: nothing of it outlives the hub
-        with self._mailboxes_lock:
-            handles = list(self._mailboxes.values())
-            self._mailboxes.clear()
-        for handle in handles:
+        for handle in self._mailboxes.clear():
             handle.close()
 
 

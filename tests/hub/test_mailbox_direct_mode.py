@@ -58,7 +58,8 @@ def test_posts_made_while_the_actor_catches_up_wait_behind_its_inbox() -> None:
         hub = rt.hub
         assert isinstance(hub, InMemoryEventHub)
         hub.register_mailbox("agent://c/a")
-        handle = hub._mailboxes[ok.MailboxAddress.parse("agent://c/a")]
+        handle = hub.live_mailbox(ok.MailboxAddress.parse("agent://c/a"))
+        assert handle is not None
         poster = hub.bind("p", "x")
         poster.post("agent://c/a", 0)  # queued in the actor: no reader yet
         wait_until(lambda: handle.in_flight == 0, what="message 0 queued")
@@ -82,7 +83,8 @@ def test_a_reader_leaving_while_posts_are_staged_hands_everything_back_in_order(
         hub = rt.hub
         assert isinstance(hub, InMemoryEventHub)
         reg = hub.register_mailbox("agent://c/a")
-        handle = hub._mailboxes[ok.MailboxAddress.parse("agent://c/a")]
+        handle = hub.live_mailbox(ok.MailboxAddress.parse("agent://c/a"))
+        assert handle is not None
         poster = hub.bind("p", "x")
         poster.post("agent://c/a", 0)
         wait_until(lambda: handle.in_flight == 0, what="message 0 queued")

@@ -1,0 +1,197 @@
+"""The hub core's waits: registering a waiter where its message will arrive, blocking
+the caller's thread on it, and settling it by a timeout, a cancel token or hub stop.
+
+:class:`HubWaits` owns one part of :class:`~orkeon_actors.hub.memory.HubCore`'s state,
+the waiters currently blocked or pending (and their kind), and reaches everything else
+through the core's public protocol (its router, live mailboxes, pending requests,
+receive stages), so overriding a core hook still takes effect here. Lock contract: the
+tracked waiters are one dict whose single operations are atomic, so the hot path takes
+no lock; :meth:`HubWaits.pending_waits` and :meth:`HubWaits.fail_all` read a snapshot.
+Only the caller's own thread blocks (ARCHITECTURE §3).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from orkeon_actors.errors import EventHubError, HubStoppedError, MailboxNotFoundError, UnknownCorrelationError
+from orkeon_actors.hub.handles import TopicWait, WaitRegistration
+from orkeon_actors.hub.observe import wait_info
+from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.scheduler import TimerHandle
+from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.model.cancel import CancelToken
+from orkeon_actors.model.ids import MessageId, new_ulid_str
+from orkeon_actors.model.message import Message
+from orkeon_actors.model.options import (
+    ForeverWaitTimeout,
+    WaitDescriptor,
+    WaitOnMailbox,
+    WaitOnReply,
+    WaitOnTopic,
+    WaitTimeout,
+)
+
+if TYPE_CHECKING:
+    from orkeon_actors.hub.memory import HubCore
+
+__all__ = ["WAIT_KINDS", "HubWaits"]
+
+
+WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
+
+
+class HubWaits:
+    """The waits of one hub core ``hub``: its ``wait_for``, ``register_wait``,
+    ``expire_wait``, ``block`` and the count of its pending waits delegate here."""
+
+    def __init__(self, hub: HubCore) -> None:
+        self._hub = hub
+        self._active_waiters: dict[Waiter[Message], str] = {}
+
+    def wait_for(
+        self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> Message:
+        hub = self._hub
+        if hub.stopped:
+            raise HubStoppedError("the runtime was stopped; start a new Runtime")
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        if isinstance(descriptor, WaitOnMailbox):
+            hub.receiving(descriptor.address)
+        deadline = None if isinstance(timeout, ForeverWaitTimeout) else hub.clock.monotonic() + timeout.seconds
+        wait_id = new_ulid_str()
+        started_at = hub.clock.now()
+        receive = hub.receive_wait
+        while True:
+            message = self._wait_once(caller, descriptor, deadline, wait_id, started_at, cancel)
+            if message.is_timeout or isinstance(descriptor, WaitOnReply):
+                return message
+            consumed = hub.consume(receive, message)
+            if consumed is not None:
+                return consumed
+
+    def register_wait(
+        self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]
+    ) -> WaitRegistration:
+        """See :meth:`HubCore.register_wait <orkeon_actors.hub.memory.HubCore.register_wait>`."""
+        hub = self._hub
+        if isinstance(descriptor, WaitOnTopic):
+            entry = TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
+            hub.router.add(entry)
+            return WaitRegistration("on_topic", descriptor.topic, lambda: hub.router.remove(entry))
+        if isinstance(descriptor, WaitOnMailbox):
+            handle = hub.live_mailbox(descriptor.address)
+            if handle is None:
+                raise MailboxNotFoundError(descriptor.address)
+            handle.add_waiter(waiter)
+            return WaitRegistration(
+                "on_mailbox", str(descriptor.address), functools.partial(handle.remove_waiter, waiter)
+            )
+        correlation = descriptor.correlation
+        request = hub.pending_request(correlation)
+        if request is None:
+            raise UnknownCorrelationError(
+                f"no request with correlation id {correlation} is pending; "
+                "wait on the correlation_id of a request you started with request()"
+            )
+
+        def cleanup() -> None:
+            request.unlisten(waiter)
+            settled, value, _ = waiter.peek()
+            if settled and value is not None and not value.is_timeout:
+                hub.forget_request(correlation)  # the reply was consumed
+
+        return WaitRegistration("on_reply", str(correlation), cleanup, lambda: request.listen(waiter))
+
+    def _wait_once(
+        self,
+        caller: CallerContext,
+        descriptor: WaitDescriptor,
+        deadline: float | None,
+        wait_id: str,
+        started_at: datetime,
+        cancel: CancelToken | None,
+    ) -> Message:
+        hub = self._hub
+        waiter: Waiter[Message] = Waiter()
+        registration = hub.register_wait(caller, descriptor, waiter)
+        registration.listen()
+        kind, original, cleanup = registration.kind, registration.original, registration.cleanup
+        timer: TimerHandle | None = None
+        if deadline is not None:
+            timer = hub.scheduler.schedule_at(
+                deadline,
+                lambda: hub.expire_wait(waiter, caller, original, wait_id, started_at),
+            )
+        observer = hub.wait_observer
+        if observer is not None:
+            remaining = None if deadline is None else deadline - hub.clock.monotonic()
+            observer.wait_started(
+                wait_info(wait_id, caller.crew_id, caller.agent_id, kind, original, started_at, remaining)
+            )
+        try:
+            return hub.block(waiter, kind, cancel)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            cleanup()
+            if observer is not None:
+                observer.wait_ended(wait_id)
+
+    def expire_wait(
+        self, waiter: Waiter[Message], caller: CallerContext, original: str, wait_id: str, started_at: object
+    ) -> None:
+        hub = self._hub
+        timed_out = Message.wait_timed_out(
+            message_id=MessageId.new(),
+            at=hub.clock.now(),
+            original_topic=original,
+            wait_id=wait_id,
+            started_at=started_at,  # type: ignore[arg-type]
+            target_crew_id=None if caller.is_system else caller.crew_id,
+        )
+        if waiter.try_complete(timed_out) and hub.on_wait_timed_out is not None:
+            hub.on_wait_timed_out(timed_out)
+
+    def block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
+        """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop."""
+        hub = self._hub
+        unregister: Callable[[], None] | None = None
+        budget_timer: TimerHandle | None = None
+        if cancel is not None:
+            unregister = cancel.on_cancel(waiter.fail)
+            if cancel.deadline is not None and not cancel.cancelled:
+                budget_timer = hub.scheduler.schedule_at(cancel.deadline, cancel.fire_deadline)
+        self._active_waiters[waiter] = kind
+        if hub.stopped:
+            waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
+        try:
+            return waiter.wait()
+        finally:
+            del self._active_waiters[waiter]
+            if unregister is not None:
+                unregister()
+            if budget_timer is not None:
+                budget_timer.cancel()
+
+    def pending_waits(self) -> dict[str, int]:
+        counts = dict.fromkeys(WAIT_KINDS, 0)
+        for kind in list(self._active_waiters.values()):
+            counts[kind] += 1
+        return counts
+
+    def track_waiter(self, waiter: Waiter[Message], kind: str) -> None:
+        """Count ``waiter`` in :meth:`pending_waits` (and fail it at stop) until untracked."""
+        self._active_waiters[waiter] = kind
+
+    def untrack_waiter(self, waiter: Waiter[Message]) -> None:
+        self._active_waiters.pop(waiter, None)
+
+    def fail_all(self, error: EventHubError) -> None:
+        """Fail every tracked waiter with ``error`` (a runtime stop, the timer thread's death)."""
+        for waiter in list(self._active_waiters):
+            waiter.try_fail(error)
