@@ -391,15 +391,7 @@ def _wake_latencies(db: str, count: int, samples: int, quick: bool) -> tuple[lis
         single, pipelined = (50, 300) if quick else (2_000, 19_500)
         burst_one = order[3 * samples : 3 * samples + single]
         burst_many = order[3 * samples + single : 3 * samples + single + pipelined]
-        client = rt.hub.bind("bench", "poster")
-        latencies = []
-        for crew in chosen:
-            delivered = DELIVERIES.expect(crew)
-            started = time.perf_counter()
-            client.post(f"agent://{crew}/a", {"wake": crew})
-            if not delivered.wait(30):
-                raise RuntimeError(f"crew {crew} was not woken by its post")
-            latencies.append(DELIVERIES.at[crew][0] - started)
+        latencies = scale.wake_each(rt, chosen, "with nothing else running")
         progress(f"{samples} wakes under the load of {scale.LOAD_CREWS:,} client ids")
         under_load, load_rate = scale.loaded_latencies(rt, loaded)
         progress(f"{samples} wakes under the load of {scale.LOAD_CREWS:,} live crews")

@@ -159,8 +159,9 @@ def _drained_sink(rt: Runtime) -> Iterator[None]:
         registration.close()
 
 
-def _wake_each(rt: Runtime, crews: list[str], what: str) -> list[float]:
-    """Wake ``crews`` one at a time by a post; post -> the agent given it, per crew."""
+def wake_each(rt: Runtime, crews: list[str], what: str) -> list[float]:
+    """Wake ``crews`` one at a time by a post; post -> the agent given it, per crew.
+    ``RuntimeError`` naming ``what`` if a crew is not woken within 60 s."""
     poster = rt.hub.bind("bench", "poster")
     latencies: list[float] = []
     for crew in crews:
@@ -201,7 +202,7 @@ def loaded_latencies(rt: Runtime, crews: list[str]) -> tuple[list[float], float]
             thread.start()
         started = time.perf_counter()
         try:
-            latencies = _wake_each(rt, crews, "under the load of clients")
+            latencies = wake_each(rt, crews, "under the load of clients")
         finally:
             stop.set()
             for thread in threads:
@@ -254,7 +255,7 @@ def crew_loaded_latencies(rt: Runtime, sup: CrewSupervisor, crews: list[str]) ->
         first = next(load.ops)
         started = time.perf_counter()
         try:
-            latencies = _wake_each(rt, crews, "under the load of crews")
+            latencies = wake_each(rt, crews, "under the load of crews")
         finally:
             load.stop.set()
             ops = next(load.ops) - first

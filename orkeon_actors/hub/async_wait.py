@@ -38,6 +38,7 @@ from orkeon_actors.hub.observe import WaitObserver, wait_info
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, Waiter
+from orkeon_actors.hub.waits import admit_wait
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CorrelationId, CrewId, new_ulid_str
@@ -410,13 +411,7 @@ def wait_async(
     memory = _memory_hub(hub)
     if isinstance(descriptor, WaitOnMailbox):
         check_mailbox_reader(caller, descriptor.address, memory.client_mailbox_owner(descriptor.address))
-    if memory.stopped:
-        raise HubStoppedError("the runtime was stopped; start a new Runtime")
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    if isinstance(descriptor, WaitOnMailbox):
-        memory.receiving(descriptor.address)
-    deadline = None if isinstance(timeout, ForeverWaitTimeout) else memory.clock.monotonic() + timeout.seconds
+    deadline = admit_wait(memory, descriptor, timeout, cancel)
     wait = AsyncWait(memory, caller, descriptor, deadline, on_done)
     wait.start(cancel)
     return wait

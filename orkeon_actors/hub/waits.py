@@ -38,10 +38,26 @@ from orkeon_actors.model.options import (
 if TYPE_CHECKING:
     from orkeon_actors.hub.memory import HubCore
 
-__all__ = ["WAIT_KINDS", "HubWaits"]
+__all__ = ["WAIT_KINDS", "HubWaits", "admit_wait"]
 
 
 WAIT_KINDS = ("on_topic", "on_mailbox", "on_reply")
+
+
+def admit_wait(
+    hub: HubCore, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
+) -> float | None:
+    """What every wait, blocking or not, checks and notes before it registers: its
+    monotonic deadline on the hub's clock (``None``: forever). Raises
+    ``HubStoppedError`` on a stopped hub and the token's error if ``cancel`` already
+    fired; a mailbox wait marks its mailbox as read (``HubCore.receiving``)."""
+    if hub.stopped:
+        raise HubStoppedError("the runtime was stopped; start a new Runtime")
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    if isinstance(descriptor, WaitOnMailbox):
+        hub.receiving(descriptor.address)
+    return None if isinstance(timeout, ForeverWaitTimeout) else hub.clock.monotonic() + timeout.seconds
 
 
 class HubWaits:
@@ -56,13 +72,7 @@ class HubWaits:
         self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
     ) -> Message:
         hub = self._hub
-        if hub.stopped:
-            raise HubStoppedError("the runtime was stopped; start a new Runtime")
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        if isinstance(descriptor, WaitOnMailbox):
-            hub.receiving(descriptor.address)
-        deadline = None if isinstance(timeout, ForeverWaitTimeout) else hub.clock.monotonic() + timeout.seconds
+        deadline = admit_wait(hub, descriptor, timeout, cancel)
         wait_id = new_ulid_str()
         started_at = hub.clock.now()
         receive = hub.receive_wait
