@@ -114,7 +114,6 @@ from orkeon_actors.hub.async_wait import (
     PushSubscription,
 )
 from orkeon_actors.hub.client import HubClient
-from orkeon_actors.hub.collaborators import registrations_unwaited
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
@@ -477,20 +476,13 @@ class CrewActor(PooledActor):
         runtimes = list(self.runtimes.values())
         self.unname()
         self.unname = self.hub.name_crew(self.crew_id, self.crew_name)  # display only (sent rows)
-        # Not waiting for the durable registration's commit (its write goes ahead of any
-        # later write of these mailboxes; a failed one ends the crew): a crew's first
-        # turn held a pool thread for a commit, so a burst of spawns grew the pool by a
-        # thread per crew in flight.
-        with registrations_unwaited(self._registration_failed):
-            crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
+        # Waits for the durable registration's commit. Not waiting (registrations_unwaited)
+        # saved a pool thread per starting crew but lost a bound event published right
+        # after the crew reported WAITING, in 4-6 runs of 10.
+        crew, *agents = self.hub.register_mailboxes([self.address, *(rt.address for rt in runtimes)])
         self.crew_registration = crew
         for runtime, registration in zip(runtimes, agents, strict=True):
             runtime.registration = registration
-
-    def _registration_failed(self, error: BaseException) -> None:
-        """The store could not register the crew's mailboxes (on the writer's thread):
-        the crew fails with that cause."""
-        self.tell(End(type(error).__name__, f"the crew's mailboxes could not be registered in the store: {error}"))
 
     # -- sleep and wake (orkeon_actors.lifecycle) ----------------------------------------
 

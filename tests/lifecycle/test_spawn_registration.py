@@ -48,7 +48,7 @@ def test_a_crew_whose_mailboxes_the_store_refuses_fails_with_that_cause(
     sup.spawn("c", "doomed")
     status, _, failure = env.summary("doomed")
     assert status is CrewStatus.FAILED
-    assert "could not be registered in the store" in str(failure) and "refused by the test" in str(failure)
+    assert "ConstraintError" in str(failure) and "refused by the test" in str(failure)
     assert sup.state("doomed") is LifecycleState.FAILED
     sup.spawn("c", "fine")  # other crews are unaffected
     assert env.settle("fine") is CrewStatus.WAITING
