@@ -40,6 +40,11 @@ agent's live side (:mod:`~orkeon_actors.crew.agent_runtime`), waiting calls
 lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
 (:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
+
+It is still a little over 600 lines: the agent loop and its tools (``run_agent`` and
+the tool turns, about 105 lines) are the next group to move, and moving them needs
+``run_agent`` kept as a hand-off on the actor, since parked waits resume an agent
+through it and starting a wait tool parks one (an import cycle otherwise).
 """
 
 from __future__ import annotations
