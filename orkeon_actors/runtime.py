@@ -24,6 +24,7 @@ from orkeon_actors.hub.port import EventHub
 from orkeon_actors.hub.scheduler import Scheduler
 from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
 from orkeon_actors.middleware.discovery import resolve_stages
+from orkeon_actors.model.agent_events import AgentEventJournal
 from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
@@ -63,6 +64,10 @@ class Runtime:
         themselves): what observers such as the Studio enumerate."""
         self.studio: StudioServer | None = None
         """The Studio serving this runtime, when started with ``studio=PORT``."""
+        self.agent_events = AgentEventJournal()
+        """What this runtime's agents did: each model call and tool call, started and
+        finished (:mod:`orkeon_actors.model.agent_events`); a bounded history, so an
+        observer that attaches late sees what came before it."""
         self._stopped = False
         stop_at_exit(self)
 

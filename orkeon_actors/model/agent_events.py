@@ -1,0 +1,217 @@
+"""What an agent did, as events: each model call and each tool call, started and finished.
+
+These are the values every observer of an agent reads (the Studio's agent lanes,
+``orkeon crew run``'s timeline, the OpenTelemetry GenAI spans and metrics, a test). The
+crew's agent loop emits them; it never waits on an observer.
+
+Guarantees:
+
+* Every value is frozen and holds only plain data (strings, numbers, JSON text), so it can
+  be kept, serialised and sent to another thread as it is.
+* A call has one ``call_id``, unique in its runtime, shared by its ``...Started`` and its
+  ``...Finished`` event; a finished event always follows its started event in a journal.
+* Times come from the runtime's :class:`~orkeon_actors.model.clock.Clock` (virtual in a
+  simulation): ``started_at`` is an aware UTC datetime, ``duration_s`` the clock's
+  monotonic difference.
+* Content (the prompt, the answer, tool arguments and results) is set only when content
+  capture was asked for (off by default, as the OpenTelemetry GenAI conventions say):
+  otherwise those fields are ``None``.
+
+:class:`AgentEventJournal` keeps the most recent events (a bounded history, so an observer
+that attaches late still sees what happened before it) and hands each new event to its
+subscribers on the emitting thread; a subscriber must only queue it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final
+
+import attrs
+from loguru import logger
+
+__all__ = [
+    "DEFAULT_JOURNAL_SIZE",
+    "AgentAnswered",
+    "AgentEvent",
+    "AgentEventJournal",
+    "ModelCallFinished",
+    "ModelCallStarted",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+DEFAULT_JOURNAL_SIZE: Final = 10_000
+"""How many recent events a runtime's journal keeps by default."""
+
+
+@attrs.frozen(kw_only=True)
+class ModelCallStarted:
+    """An agent asked its model for its next step.
+
+    ``provider`` is the GenAI provider name (``"openai"``, ``"anthropic"``, ``"scripted"``,
+    or the model class's name when it names none); ``turn`` counts the task's model calls
+    from 0. ``prompt`` is the conversation sent, as JSON text, only with content capture.
+    """
+
+    seq: int = 0
+    call_id: str
+    crew_id: str
+    agent_id: str
+    turn: int
+    model: str
+    provider: str
+    started_at: datetime
+    prompt: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ModelCallFinished:
+    """The model answered, or the call failed (``error`` is then its type and message).
+
+    ``response_model`` is the model the provider says answered (may differ from the one
+    asked); ``finish_reasons`` the provider's (``"stop"``, ``"tool_calls"``, ...);
+    ``tool_calls`` the names of the tools the model asked for, in order. Tokens and cost
+    are what the provider reported, also for a call that was aborted.
+    """
+
+    seq: int = 0
+    call_id: str
+    crew_id: str
+    agent_id: str
+    turn: int
+    model: str
+    provider: str
+    started_at: datetime
+    duration_s: float
+    response_model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    finish_reasons: tuple[str, ...] = ()
+    tool_calls: tuple[str, ...] = ()
+    error: str | None = None
+    answer: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStarted:
+    """An agent called a tool (``tool_call_id`` is the model's id for the call)."""
+
+    seq: int = 0
+    call_id: str
+    crew_id: str
+    agent_id: str
+    tool_call_id: str
+    name: str
+    started_at: datetime
+    arguments: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallFinished:
+    """A tool call's result came back (``error`` set when the result is an error result).
+
+    ``replayed`` is true when the result was answered from the agent's record of a call it
+    made before a crash rather than by running the tool again.
+    """
+
+    seq: int = 0
+    call_id: str
+    crew_id: str
+    agent_id: str
+    tool_call_id: str
+    name: str
+    started_at: datetime
+    duration_s: float
+    error: str | None = None
+    replayed: bool = False
+    result: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentAnswered:
+    """An agent answered its task (``text`` only with content capture)."""
+
+    seq: int = 0
+    crew_id: str
+    agent_id: str
+    at: datetime
+    text: str | None = None
+
+
+AgentEvent = ModelCallStarted | ModelCallFinished | ToolCallStarted | ToolCallFinished | AgentAnswered
+"""One thing an agent did."""
+
+Subscriber = Callable[[AgentEvent], None]
+
+
+class AgentEventJournal:
+    """A runtime's record of what its agents did: the last ``size`` events, and live
+    subscribers.
+
+    :meth:`record` stamps the event with the next sequence number (``seq``, from 1, in
+    recording order), keeps it, and calls each subscriber with it on the calling thread;
+    a subscriber that raises is logged at WARNING and unsubscribed (the agent loop never
+    fails because an observer did). :meth:`subscribe` returns the history so far
+    and the function that unsubscribes, atomically, so no event is missed or seen twice.
+    ``capture_content`` tells emitters whether to fill the content fields.
+    Thread-safe.
+    """
+
+    def __init__(self, size: int = DEFAULT_JOURNAL_SIZE, *, capture_content: bool = False) -> None:
+        if size < 1:
+            raise ValueError(f"an agent event journal keeps at least one event, not {size}")
+        self.capture_content = capture_content
+        self._events: deque[AgentEvent] = deque(maxlen=size)
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._call_ids = itertools.count(1)
+
+    def next_call_id(self) -> str:
+        """A call id unique in this journal (``call-1``, ``call-2``, ...)."""
+        return f"call-{next(self._call_ids)}"
+
+    def record(self, event: AgentEvent) -> AgentEvent:
+        """Keep ``event`` and hand it to the subscribers; returns it stamped with its ``seq``."""
+        with self._lock:
+            stamped = attrs.evolve(event, seq=next(self._seq))
+            self._events.append(stamped)
+            subscribers = tuple(self._subscribers)
+        for subscriber in subscribers:
+            try:
+                subscriber(stamped)
+            except Exception as error:  # an observer never fails the agent loop
+                self._drop(subscriber, error)
+        return stamped
+
+    def _drop(self, subscriber: Subscriber, error: Exception) -> None:
+        logger.warning("agent event subscriber {!r} raised {!r}; it is unsubscribed", subscriber, error)
+        with self._lock:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+    def recent(self, limit: int | None = None) -> tuple[AgentEvent, ...]:
+        """The kept events, oldest first (the last ``limit`` of them when given)."""
+        with self._lock:
+            events = tuple(self._events)
+        return events if limit is None else events[-limit:]
+
+    def subscribe(self, subscriber: Subscriber) -> tuple[tuple[AgentEvent, ...], Callable[[], None]]:
+        """Start calling ``subscriber`` with each new event; returns the kept history (the
+        events before the first one ``subscriber`` gets) and the unsubscribe function."""
+        with self._lock:
+            history = tuple(self._events)
+            self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if subscriber in self._subscribers:
+                    self._subscribers.remove(subscriber)
+
+        return history, unsubscribe
