@@ -3,6 +3,7 @@ history and then every new event exactly once."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime
 
@@ -10,7 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orkeon_actors.model.agent_events import AgentAnswered, AgentEvent, AgentEventJournal, ModelCallStarted
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.model.agent_events import (
+    AgentAnswered,
+    AgentEvent,
+    AgentEventJournal,
+    ModelCallFinished,
+    ModelCallStarted,
+)
+from orkeon_actors.wire.agent_events import decode_agent_event, encode_agent_event
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -69,3 +78,36 @@ def test_a_failing_subscriber_is_dropped_and_never_fails_the_emitter() -> None:
 def test_a_journal_keeps_at_least_one_event() -> None:
     with pytest.raises(ValueError, match="at least one"):
         AgentEventJournal(0)
+
+
+@given(
+    st.builds(
+        ModelCallFinished,
+        seq=st.integers(0, 10**9),
+        call_id=st.text(max_size=8),
+        crew_id=st.text(max_size=8),
+        agent_id=st.text(max_size=8),
+        turn=st.integers(0, 100),
+        model=st.text(max_size=8),
+        provider=st.text(max_size=8),
+        started_at=st.datetimes(min_value=datetime(1970, 1, 1), timezones=st.just(UTC)),
+        duration_s=st.floats(0, 1e6),
+        response_model=st.none() | st.text(max_size=8),
+        input_tokens=st.integers(0, 10**9),
+        output_tokens=st.integers(0, 10**9),
+        cost=st.floats(0, 1e6),
+        finish_reasons=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+        tool_calls=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+        error=st.none() | st.text(max_size=8),
+        answer=st.none() | st.text(max_size=8),
+    )
+)
+def test_an_event_reads_back_from_its_json(event: ModelCallFinished) -> None:
+    text = json.dumps(encode_agent_event(event))
+    assert decode_agent_event(json.loads(text)) == event
+
+
+@pytest.mark.parametrize("value", [[], {"kind": "nope"}, {"kind": "agent_answered", "crew_id": "c"}])
+def test_what_is_not_an_event_is_refused_with_a_typed_error(value: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        decode_agent_event(value)
