@@ -18,6 +18,7 @@ import attrs
 
 from orkeon_actors.actors import DEFAULT_POOL
 from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
+from orkeon_actors.crew import agent_io
 from orkeon_actors.hub.memory import HubCore, InMemoryEventHub
 from orkeon_actors.hub.pipeline import EventHubMiddleware, MiddlewareContext, Pipeline
 from orkeon_actors.hub.port import EventHub
@@ -68,6 +69,11 @@ class Runtime:
         """What this runtime's agents did: each model call and tool call, started and
         finished (:mod:`orkeon_actors.model.agent_events`); a bounded history, so an
         observer that attaches late sees what came before it."""
+        self.agent_io = agent_io.AgentIO(self.agent_events)
+        """The runtime's asyncio I/O loop (one thread, started at the first async model
+        or tool call; ``docs/crews.md``) and the bound of its executor for blocking
+        models (``agent_io.loop.max_blocking_threads``)."""
+        agent_io.attach(hub, self.agent_io)
         self._stopped = False
         stop_at_exit(self)
 
@@ -205,6 +211,8 @@ class Runtime:
             self._studio_tap.uninstall()
         if self.fleet is not None:
             self.fleet.close()
+        self.agent_io.stop()  # calls in flight are cancelled before the hub goes
+        agent_io.detach(self.hub)
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:

@@ -1,0 +1,86 @@
+"""``AgentIO``: what a crew's agents reach outside the crew actor: the runtime's I/O
+loop (:class:`~orkeon_actors.actors.io_loop.IoLoop`), where their model calls and async
+tool calls run, and the runtime's journal of agent events
+(:class:`~orkeon_actors.model.agent_events.AgentEventJournal`).
+
+A :class:`~orkeon_actors.runtime.Runtime` makes one and :func:`attach` es it to its hub;
+a crew finds it with :func:`agent_io_of` (its hub is the one thing every crew is built
+with, by a supervisor or by ``CrewActor.start(rt.hub, ...)``). A crew on a hub no runtime
+attached (a test building a hub by hand) shares a process-wide default, whose loop
+thread starts at its first async call and is a daemon thread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any, Literal
+
+from orkeon_actors.actors.io_loop import DEFAULT_BLOCKING_THREADS, IoLoop
+from orkeon_actors.model.agent_events import AgentEventJournal
+
+__all__ = ["AgentIO", "CallKind", "agent_io_of", "attach", "call_kind", "detach"]
+
+CallKind = Literal["inline", "async", "blocking"]
+"""How a model's ``complete`` runs: on the crew's thread (``inline``), as a coroutine on
+the I/O loop (``async``), or on the loop's bounded executor (``blocking``)."""
+
+
+def call_kind(model: Any) -> CallKind:
+    """``async`` for a model whose ``complete`` is a coroutine function, ``blocking``
+    for a synchronous one that declares ``blocking = True`` (it does I/O), else
+    ``inline``."""
+    if inspect.iscoroutinefunction(model.complete):
+        return "async"
+    return "blocking" if getattr(model, "blocking", False) is True else "inline"
+
+
+class AgentIO:
+    """A runtime's I/O loop and agent event journal, as its crews see them.
+
+    ``max_blocking_threads``: the bound of the executor running blocking models (at most
+    that many of their calls at once, the rest queue); set it before the first such call.
+    """
+
+    def __init__(
+        self,
+        journal: AgentEventJournal,
+        *,
+        name: str = "orkeon-io",
+        max_blocking_threads: int = DEFAULT_BLOCKING_THREADS,
+    ) -> None:
+        self.journal = journal
+        self.loop = IoLoop(name, max_blocking_threads=max_blocking_threads)
+
+    def stop(self) -> None:
+        """Cancel the calls in flight and stop the loop (its runtime stops)."""
+        self.loop.stop()
+
+
+_attached: dict[int, AgentIO] = {}
+_lock = threading.Lock()
+_default: AgentIO | None = None
+
+
+def attach(hub: object, io: AgentIO) -> None:
+    """Make ``io`` what crews on ``hub`` use (until :func:`detach`)."""
+    with _lock:
+        _attached[id(hub)] = io
+
+
+def detach(hub: object) -> None:
+    """Forget ``hub``'s :class:`AgentIO` (its runtime stopped)."""
+    with _lock:
+        _attached.pop(id(hub), None)
+
+
+def agent_io_of(hub: object) -> AgentIO:
+    """The :class:`AgentIO` attached to ``hub``, else the process-wide default."""
+    global _default
+    io = _attached.get(id(hub))
+    if io is not None:
+        return io
+    with _lock:
+        if _default is None:
+            _default = AgentIO(AgentEventJournal(), name="orkeon-io-default")
+        return _default
