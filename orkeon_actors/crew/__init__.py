@@ -7,6 +7,7 @@ from orkeon_actors.crew.agent import Agent, BudgetLimits, Tool
 from orkeon_actors.crew.crew_actor import Activity, CrewActor, CrewObserver, EventBinding, query_crew, start_crew
 from orkeon_actors.crew.finished import wait_finished
 from orkeon_actors.crew.model import (
+    AsyncModel,
     ChatMessage,
     Model,
     ModelRequest,
@@ -61,6 +62,7 @@ __all__ = [
     "CrewStatus",
     "EventBinding",
     "MailboxContent",
+    "AsyncModel",
     "Model",
     "ModelRequest",
     "ModelResponse",

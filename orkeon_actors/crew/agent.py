@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from orkeon_actors.crew.model import Model
+from orkeon_actors.crew.model import AnyModel
 from orkeon_actors.crew.state import BudgetSnapshot
 from orkeon_actors.model.ids import AgentId
 from orkeon_actors.tools.waiting import WAITING_TOOLS
@@ -69,7 +69,8 @@ class Agent:
     """An agent of a crew.
 
     * ``agent_id``: its id in the crew; its mailbox is ``agent://{crew}/{agent_id}``.
-    * ``model``: the :class:`~orkeon_actors.crew.model.Model` that chooses its steps.
+    * ``model``: the :class:`~orkeon_actors.crew.model.Model` (or
+      :class:`~orkeon_actors.crew.model.AsyncModel`) that chooses its steps.
     * ``tools``: user tools, offered next to the seven hub tools (``hub_tools=False``
       withholds those).
     * ``budget``: limits; exhaustion cancels the agent's waits with
@@ -96,7 +97,7 @@ class Agent:
     """
 
     agent_id: AgentId = attrs.field(converter=_agent_id)
-    model: Model = attrs.field(eq=False)
+    model: AnyModel = attrs.field(eq=False)
     role: str = ""
     instructions: str = ""
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=tuple)

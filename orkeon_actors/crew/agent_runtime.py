@@ -9,12 +9,14 @@ run code on this object).
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from orkeon_actors.crew.agent import Agent, BudgetLimits
+from orkeon_actors.crew.call_events import Started
 from orkeon_actors.crew.state import AgentState, OnTopic, PendingWait, TopicCursorState
 from orkeon_actors.hub.async_wait import AsyncWait
 from orkeon_actors.hub.client import HubClient
@@ -65,12 +67,15 @@ class AgentRuntime:
         "address",
         "agent",
         "budget",
+        "call",
+        "call_token",
         "client",
         "crew_id",
         "pump",
         "pump_token",
         "registration",
         "state",
+        "tool_call",
         "wait",
         "wait_token",
     )
@@ -88,6 +93,21 @@ class AgentRuntime:
         self.wait_token: object = None
         self.pump: AsyncWait | None = None
         self.pump_token: object = None
+        self.call: concurrent.futures.Future[None] | None = None
+        """The model call in flight on the I/O loop (``call_token`` tells its outcome
+        from a withdrawn call's)."""
+        self.call_token: object = None
+        self.tool_call: Started | None = None
+        """The tool call started and not answered yet (its finished event repeats it)."""
+
+    def withdraw_call(self) -> bool:
+        """Withdraw the model call in flight (its task is cancelled: an SDK aborts its
+        HTTP request); whether there was one."""
+        call, self.call, self.call_token = self.call, None, None
+        if call is None:
+            return False
+        call.cancel()
+        return True
 
     def wait_cancel(self) -> CancelToken | None:
         """The token a parked wait of this agent settles on: its budget's, when that can
@@ -192,8 +212,9 @@ class AgentRuntime:
         return in_flight
 
     def release(self) -> None:
-        """Withdraw every wait and close the cursors (the snapshot, if any, holds what
-        they had)."""
+        """Withdraw every wait and the model call in flight, and close the cursors (the
+        snapshot, if any, holds what they had)."""
+        self.withdraw_call()
         for wait in (self.wait, self.pump):
             if wait is not None:
                 wait.cancel()

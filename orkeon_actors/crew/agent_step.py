@@ -46,6 +46,7 @@ __all__ = [
     "model_request",
     "run",
     "run_user_tool",
+    "take_response",
     "with_tool_result",
 ]
 
@@ -173,6 +174,20 @@ def run_user_tool(fn: Callable[[Any], Any], call: ToolCall) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {"result": value}
 
 
+def take_response(slot: AgentSlot, response: ModelResponse, clock: Clock) -> Answered | None:
+    """Charge ``response`` to ``slot``'s budget and append it to the conversation: an
+    :class:`Answered` when it is text, else ``None`` with its tool calls queued. Raises
+    ``BudgetExhaustedError`` once a limit is passed (the tokens still count)."""
+    budget = slot.budget
+    budget.consume(tokens=response.usage.total_tokens, cost=response.usage.cost)
+    slot.state = after_response(slot.state, response, budget_snapshot(slot.state, budget, clock))
+    budget.raise_if_exhausted()
+    if not response.tool_calls:
+        return Answered(response.text)
+    slot.state = attrs.evolve(slot.state, queued_calls=response.tool_calls)
+    return None
+
+
 def run(
     slot: AgentSlot,
     *,
@@ -181,12 +196,22 @@ def run(
     tools: Callable[[], Sequence[Mapping[str, Any]]],
     run_tool: Callable[[ToolCall], Any],
     on_tool_result: Callable[[ToolCall, Mapping[str, Any]], None],
+    ask: Callable[[ModelRequest], Any] | None = None,
+    response: ModelResponse | None = None,
 ) -> Answered | Any | None:
     """Drive ``slot`` while it is running: an :class:`Answered` once the model answers
-    with text, ``PARKED`` once ``run_tool`` parked the agent, ``None`` if something else
-    stopped it (a tool call that cancelled it). ``tools()`` gives the tool definitions of
-    each model call; ``on_tool_result`` sees each result once it is in the conversation."""
+    with text, ``PARKED`` once ``run_tool`` parked the agent or ``ask`` started a model
+    call that answers later, ``None`` if something else stopped it (a tool call that
+    cancelled it). ``tools()`` gives the tool definitions of each model call;
+    ``on_tool_result`` sees each result once it is in the conversation. ``ask`` asks the
+    model (default: the agent's model's ``complete``, inline); ``response``: the answer
+    of a call that parked the agent, taken first."""
     agent, budget = slot.agent, slot.budget
+    ask_model: Callable[[ModelRequest], Any] = agent.model.complete if ask is None else ask
+    if response is not None:
+        outcome = take_response(slot, response, clock)
+        if outcome is not None:
+            return outcome
     while slot.state.status is AgentStatus.RUNNING:
         budget.raise_if_exhausted()
         if slot.state.queued_calls:
@@ -207,11 +232,10 @@ def run(
             )
         if agent.max_conversation is not None:
             slot.state = attrs.evolve(slot.state, conversation=bounded(slot.state.conversation, agent.max_conversation))
-        response = agent.model.complete(model_request(crew_id, agent, slot.state, tools()))
-        budget.consume(tokens=response.usage.total_tokens, cost=response.usage.cost)
-        slot.state = after_response(slot.state, response, budget_snapshot(slot.state, budget, clock))
-        budget.raise_if_exhausted()
-        if not response.tool_calls:
-            return Answered(response.text)
-        slot.state = attrs.evolve(slot.state, queued_calls=response.tool_calls)
+        answer = ask_model(model_request(crew_id, agent, slot.state, tools()))
+        if answer is PARKED:
+            return PARKED
+        outcome = take_response(slot, answer, clock)
+        if outcome is not None:
+            return outcome
     return None

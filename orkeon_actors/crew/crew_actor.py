@@ -59,8 +59,18 @@ import pykka
 from loguru import logger
 
 from orkeon_actors.actors import PooledActor
-from orkeon_actors.crew import agent_step, finishing, mail_routing, parked_waits, sleep_wake, waiting_call
+from orkeon_actors.crew import (
+    agent_step,
+    call_events,
+    finishing,
+    mail_routing,
+    model_calls,
+    parked_waits,
+    sleep_wake,
+    waiting_call,
+)
 from orkeon_actors.crew.agent import Agent, agents_by_id
+from orkeon_actors.crew.agent_io import agent_io_of
 from orkeon_actors.crew.agent_runtime import AgentRuntime
 from orkeon_actors.crew.delivery import (
     Activity,
@@ -82,7 +92,7 @@ from orkeon_actors.crew.finished import Unwatch, WatchFinish
 from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
-from orkeon_actors.crew.model import ToolCall
+from orkeon_actors.crew.model import ModelResponse, ToolCall
 from orkeon_actors.crew.protocol import (
     CatchUp,
     Closed,
@@ -175,6 +185,7 @@ class CrewActor(PooledActor):
         "_passivated",
         "activity",
         "address",
+        "agent_io",
         "awaiting_handover",
         "bindings",
         "client",
@@ -232,6 +243,8 @@ class CrewActor(PooledActor):
     ) -> None:
         super().__init__()
         self.hub = hub
+        self.agent_io = agent_io_of(hub)
+        """The runtime's I/O loop (model calls) and agent event journal."""
         self.crew_name: str = name or type(self).name
         declared = links if links is not None else type(self).links
         # None means "never declared"; an empty tuple is a declaration that closes the door (§10.2).
@@ -333,6 +346,8 @@ class CrewActor(PooledActor):
             self.runtimes[agent.agent_id] = AgentRuntime(agent, self.hub, self.crew_id)
 
     def on_stop(self) -> None:
+        for runtime in self.runtimes.values():
+            runtime.withdraw_call()  # a stopped crew's calls in flight are cancelled
         watches, self.finish_watches = self.finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
             finishing.tell_watch(self, watch, None)
@@ -396,6 +411,8 @@ class CrewActor(PooledActor):
                 self._begin()
             elif isinstance(message, WaitDone):
                 parked_waits.wait_done(self, message)
+            elif isinstance(message, model_calls.ModelDone):
+                model_calls.model_done(self, message)
             elif isinstance(message, Mail):
                 mail_routing.mail_arrived(self, message)
             elif isinstance(message, Bound):
@@ -539,6 +556,7 @@ class CrewActor(PooledActor):
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
+        runtime.withdraw_call()
         if runtime.state.status in (AgentStatus.RUNNING, AgentStatus.WAITING):
             runtime.state = attrs.evolve(
                 runtime.state, status=AgentStatus.IDLE, task=None, pending=None, queued_calls=()
@@ -578,10 +596,11 @@ class CrewActor(PooledActor):
 
     # -- the agent loop ----------------------------------------------------------------
 
-    def run_agent(self, runtime: AgentRuntime) -> None:
-        """Drive ``runtime`` until it answers its task, parks, or fails (the agent step,
+    def run_agent(self, runtime: AgentRuntime, response: ModelResponse | None = None) -> None:
+        """Drive ``runtime`` until it answers its task, parks (on a hub wait or a model
+        call in flight), or fails (the agent step,
         :func:`~orkeon_actors.crew.agent_step.run`; the hooks an answer runs fail the
-        agent too)."""
+        agent too). ``response``: the answer of the model call it was parked on."""
         try:
             outcome = agent_step.run(
                 runtime,
@@ -590,6 +609,8 @@ class CrewActor(PooledActor):
                 tools=lambda: self._tool_definitions(runtime),
                 run_tool=lambda call: self._run_tool(runtime, call),
                 on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
+                ask=lambda request: model_calls.ask(self, runtime, request),
+                response=response,
             )
             if isinstance(outcome, agent_step.Answered):
                 self._finish_task(runtime, outcome.text)
@@ -600,6 +621,7 @@ class CrewActor(PooledActor):
         task = runtime.state.task
         runtime.state = agent_step.answered(runtime.state, self.budget_snapshot(runtime))
         agent_id = runtime.agent.agent_id
+        call_events.answered(self.agent_io.journal, self.hub.clock, str(self.crew_id), str(agent_id), output)
         self.trace(agent_id, "answer", short(output))
         if task is not None and task.origin == "orchestration":
             self.orchestrator.on_task_done(self, agent_id, task.task_id, output)
@@ -616,6 +638,7 @@ class CrewActor(PooledActor):
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
+        runtime.withdraw_call()
         self.trace(runtime.agent.agent_id, "agent", f"failed {runtime.state.failure}")
         self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
 
@@ -637,6 +660,12 @@ class CrewActor(PooledActor):
         self._traced_result(runtime, call, result)
 
     def _traced_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        started, runtime.tool_call = runtime.tool_call, None
+        journal = self.agent_io.journal
+        if started is None or not started.started(call):  # answered after a restore: started now
+            agent_id = str(runtime.agent.agent_id)
+            started = call_events.tool_started(journal, self.hub.clock, str(self.crew_id), agent_id, call)
+        call_events.tool_finished(journal, self.hub.clock, started, result)
         if self.observer is not None:  # the text is built only for an observer (redact walks the result)
             self.trace(runtime.agent.agent_id, "tool_result", f"{call.name} -> {redact(result)}")
 
@@ -644,6 +673,9 @@ class CrewActor(PooledActor):
 
     def _run_tool(self, runtime: AgentRuntime, call: ToolCall) -> Any:
         agent = runtime.agent
+        runtime.tool_call = call_events.tool_started(
+            self.agent_io.journal, self.hub.clock, str(self.crew_id), str(agent.agent_id), call
+        )
         if self.observer is not None:
             self.trace(agent.agent_id, "tool_call", f"{call.name} {redact_arguments(call.arguments)}")
         orchestrated = self.orchestrator.on_tool_call(self, agent.agent_id, call)

@@ -18,6 +18,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import attrs
 
 __all__ = [
+    "AnyModel",
+    "AsyncModel",
     "ChatMessage",
     "Model",
     "ModelRequest",
@@ -85,11 +87,15 @@ class ChatMessage:
 @attrs.frozen
 class ModelResponse:
     """What a model returns: ``tool_calls`` to run (in order), or, when there are none,
-    ``text`` as the agent's answer to its current task."""
+    ``text`` as the agent's answer to its current task. ``finish_reason`` and
+    ``response_model`` are what the provider said (why it stopped, which model
+    answered), when it said so: they go to the agent events, not to the agent."""
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     usage: Usage = Usage()
+    finish_reason: str | None = None
+    response_model: str | None = None
 
 
 @attrs.frozen
@@ -132,11 +138,33 @@ class ModelRequest:
 class Model(Protocol):
     """Anything that can choose an agent's next step.
 
-    ``complete`` is called on the crew actor's thread; it may raise, and the agent then
-    fails with that error as its cause (its crew is marked failed).
+    ``complete`` may raise, and the agent then fails with that error as its cause (its
+    crew is marked failed). How it runs depends on its form (``docs/models.md``):
+
+    * ``async def complete(self, request)`` (a coroutine function): awaited on the
+      runtime's I/O loop; the agent parks meanwhile and its crew serves its other
+      agents, so many calls are in flight without a thread each;
+    * ``def complete`` on a model with ``blocking = True`` (a synchronous model doing
+      I/O): run on the I/O loop's bounded executor, the agent parked the same way;
+    * a plain ``def complete``: called on the crew actor's thread (a model that does no
+      I/O, such as :class:`ScriptedModel`; simulations stay deterministic).
+
+    :class:`AsyncModel` types the async form.
     """
 
     def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class AsyncModel(Protocol):
+    """A :class:`Model` whose ``complete`` is a coroutine function: awaited on the
+    runtime's I/O loop while its agent is parked (``docs/models.md``)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+AnyModel = Model | AsyncModel
+"""What an agent may be given as its model."""
 
 
 class ScriptExhaustedError(RuntimeError):
@@ -179,6 +207,9 @@ class ScriptedModel:
 
     Tool calls without an id get ``call-{turn}-{index}``, deterministic across runs.
     """
+
+    model = "scripted"
+    provider = "scripted"
 
     def __init__(
         self,

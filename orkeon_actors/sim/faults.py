@@ -39,8 +39,8 @@ from collections.abc import Callable
 
 import attrs
 
-from orkeon_actors.crew.model import Model, ModelRequest, ModelResponse
-from orkeon_actors.errors import BudgetExhaustedError
+from orkeon_actors.crew.model import AnyModel, ModelRequest, ModelResponse
+from orkeon_actors.errors import BudgetExhaustedError, InvalidArgumentError
 from orkeon_actors.hub.pipeline import Next, current_operation
 from orkeon_actors.model.message import Message
 
@@ -142,7 +142,7 @@ class FaultInjector:
 class FaultyModel:
     """Wraps an agent's model: each call may fail as the injector draws."""
 
-    def __init__(self, model: Model, injector: FaultInjector) -> None:
+    def __init__(self, model: AnyModel, injector: FaultInjector) -> None:
         self.model = model
         self._injector = injector
 
@@ -150,4 +150,9 @@ class FaultyModel:
         fault = self._injector.model_fault(request)
         if fault is not None:
             raise fault
-        return self.model.complete(request)
+        response = self.model.complete(request)
+        if not isinstance(response, ModelResponse):  # an async model's coroutine
+            raise InvalidArgumentError(
+                f"simulated model faults wrap synchronous models only, not {type(self.model).__name__}"
+            )
+        return response

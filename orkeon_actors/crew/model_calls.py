@@ -1,0 +1,120 @@
+"""An agent asking its model: inline, or parked while the call runs on the runtime's
+I/O loop (Orkeon EventHub & Crew Lifecycle specification, §8, §9.4; ``docs/crews.md``,
+"The agent loop").
+
+Plain functions of :class:`~orkeon_actors.crew.crew_actor.CrewActor`'s state, called
+only in its turns, the actor passed explicitly (as :mod:`~orkeon_actors.crew.parked_waits`
+does for hub waits).
+
+Guarantees:
+
+* a model whose ``complete`` is a plain function (:func:`~orkeon_actors.crew.agent_io.call_kind`
+  ``inline``) runs on the crew's thread, as before: a simulation is unchanged;
+* an ``async`` or ``blocking`` model's call runs on the I/O loop; the agent stays
+  ``RUNNING`` (so its crew does not sleep) but the crew's turn ends, and its other
+  agents and its mail are served meanwhile;
+* the call's outcome comes back as a :class:`ModelDone` actor message; the loop's
+  thread never touches the crew's state. An outcome whose token is not the agent's live
+  call's (the call was withdrawn: the agent was cancelled, failed, or the crew stopped)
+  is ignored;
+* withdrawing a call cancels its asyncio task, so an SDK aborts its HTTP request;
+* each call is recorded in the runtime's journal (:mod:`~orkeon_actors.crew.call_events`),
+  started then finished, from the thread that ran it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, cast
+
+import attrs
+
+from orkeon_actors.crew import call_events
+from orkeon_actors.crew.agent_io import call_kind
+from orkeon_actors.crew.agent_runtime import AgentRuntime
+from orkeon_actors.crew.mode import PARKED
+from orkeon_actors.crew.model import AsyncModel, Model, ModelRequest, ModelResponse
+from orkeon_actors.errors import ModelError
+from orkeon_actors.model.ids import AgentId
+
+if TYPE_CHECKING:
+    from orkeon_actors.crew.crew_actor import CrewActor
+
+__all__ = ["ModelDone", "ask", "checked", "model_done"]
+
+
+@attrs.frozen(eq=False)
+class ModelDone:
+    """The outcome of ``agent_id``'s model call ``token``: its response or its error."""
+
+    agent_id: AgentId
+    token: object
+    outcome: ModelResponse | BaseException
+
+
+def checked(model: Any, response: object) -> ModelResponse:
+    """``response`` if it is a ``ModelResponse``, else the ``ModelError`` saying so."""
+    if isinstance(response, ModelResponse):
+        return response
+    name, provider = call_events.model_identity(model)
+    raise ModelError(
+        f"model {name!r} returned {type(response).__name__}, not a ModelResponse: its complete must return one "
+        "(an async complete is declared with async def)",
+        provider=provider,
+        model=name,
+    )
+
+
+def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> ModelResponse | Any:
+    """Ask ``runtime``'s model ``request``: its response (an inline model), or ``PARKED``
+    with the call running on the I/O loop (its outcome is told as :class:`ModelDone`)."""
+    model = runtime.agent.model
+    io, clock = actor.agent_io, actor.hub.clock
+    kind = call_kind(model)
+    started = call_events.model_started(io.journal, clock, model, request)
+    if kind == "inline":
+        try:
+            response = checked(model, cast(Model, model).complete(request))
+        except Exception as exc:
+            call_events.model_finished(io.journal, clock, started, exc)
+            raise
+        call_events.model_finished(io.journal, clock, started, response)
+        return response
+    token = object()
+    agent_id = runtime.agent.agent_id
+    loop = io.loop
+
+    async def call() -> None:
+        outcome: ModelResponse | BaseException
+        try:
+            if kind == "async":
+                outcome = await cast(AsyncModel, model).complete(request)
+            else:
+                outcome = await loop.run_blocking(lambda: cast(Model, model).complete(request))
+            outcome = checked(model, outcome)
+        except asyncio.CancelledError as exc:
+            call_events.model_finished(io.journal, clock, started, exc)
+            raise
+        except Exception as exc:  # the crew fails the agent with it, on its own thread
+            outcome = exc
+        call_events.model_finished(io.journal, clock, started, outcome)
+        actor.tell(ModelDone(agent_id, token, outcome))
+
+    runtime.call = loop.submit(call)
+    runtime.call_token = token
+    return PARKED
+
+
+def model_done(actor: CrewActor, message: ModelDone) -> None:
+    """A model call's outcome: the agent takes the response and runs on (or fails with
+    the error), unless the call was withdrawn meanwhile."""
+    runtime = actor.runtimes.get(message.agent_id)
+    if runtime is None or runtime.call_token is not message.token:
+        return
+    runtime.call = None
+    runtime.call_token = None
+    outcome = message.outcome
+    if isinstance(outcome, BaseException):
+        actor.agent_failed(runtime, outcome)
+        return
+    actor.run_agent(runtime, response=outcome)

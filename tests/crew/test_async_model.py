@@ -1,0 +1,147 @@
+"""An agent that asks an async (or blocking) model parks: the call runs on the runtime's
+I/O loop and its answer comes back to the crew as a message, so a crew's agents call
+their models concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+import orkeon_actors as ok
+from orkeon_actors.crew import Agent, CrewActor, ModelRequest, ModelResponse, ScriptedModel, start_crew, wait_finished
+from orkeon_actors.crew.model import Usage
+from orkeon_actors.errors import CrewFailedError, ModelError
+from orkeon_actors.model.agent_events import AgentAnswered, ModelCallFinished, ModelCallStarted
+from orkeon_actors.orchestration import Branch, Consensual, Hierarchical, Parallel, Sequential, Task
+from orkeon_actors.testing import wait_until
+
+
+class SleepyModel:
+    """An async model that awaits ``asyncio.sleep(latency)`` and records its start and
+    end (and the thread it ran on)."""
+
+    model = "sleepy-1"
+    provider = "test"
+
+    def __init__(self, latency: float, answer: str | None = None) -> None:
+        self.latency = latency
+        self.answer = answer
+        self.log: list[tuple[str, str]] = []
+        self.threads: set[str] = set()
+        self.lock = threading.Lock()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        with self.lock:
+            self.log.append(("start", request.agent_id))
+            self.threads.add(threading.current_thread().name)
+        await asyncio.sleep(self.latency)
+        with self.lock:
+            self.log.append(("end", request.agent_id))
+        return ModelResponse(self.answer or f"done by {request.agent_id}", usage=Usage(3, 4, 0.01))
+
+
+@pytest.fixture
+def rt() -> Iterator[ok.Runtime]:
+    runtime = ok.Runtime.start()
+    yield runtime
+    runtime.stop()
+
+
+def _run(rt: ok.Runtime, agents: list[Agent], orchestration: ok.Orchestration) -> str | None:
+    ref = CrewActor.start(rt.hub, agents=agents, orchestration=orchestration)
+    try:
+        start_crew(ref)
+        return wait_finished(ref, timeout=30).result
+    finally:
+        ref.stop()
+
+
+def _all_started_before_any_ended(log: list[tuple[str, str]], n: int) -> bool:
+    kinds = [kind for kind, _ in log]
+    return kinds[:n] == ["start"] * n and len(kinds) == 2 * n
+
+
+def test_eight_parallel_branches_call_their_async_model_at_once(rt: ok.Runtime) -> None:
+    model = SleepyModel(0.3)
+    agents = [Agent(f"a{i}", model) for i in range(8)]
+    result = _run(rt, agents, Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(8)]))
+    assert result == "\n".join(f"done by a{i}" for i in range(8))
+    assert _all_started_before_any_ended(model.log, 8)
+    assert model.threads == {"orkeon-io"}  # every call on the runtime's one I/O loop thread
+
+
+def test_consensual_voters_vote_at_once(rt: ok.Runtime) -> None:
+    voters = SleepyModel(0.2, "approve")
+    agents = [Agent(f"v{i}", voters) for i in range(4)]
+    result = _run(rt, agents, Consensual([f"v{i}" for i in range(4)], "the plan"))
+    assert result is not None and json.loads(result)["decision"] == "accepted"
+    assert _all_started_before_any_ended(voters.log, 4)
+
+
+def test_hierarchical_workers_work_at_once(rt: ok.Runtime) -> None:
+    plan = json.dumps({"subtasks": [{"worker": f"w{i}", "task": f"part {i}"} for i in range(4)]})
+    manager = Agent("m", ScriptedModel([plan, "all parts done"]))
+    workers = SleepyModel(0.2)
+    agents = [manager, *(Agent(f"w{i}", workers) for i in range(4))]
+    assert _run(rt, agents, Hierarchical("m", [f"w{i}" for i in range(4)], "the goal")) == "all parts done"
+    assert _all_started_before_any_ended(workers.log, 4)
+
+
+def test_the_runtime_journal_records_each_call(rt: ok.Runtime) -> None:
+    model = SleepyModel(0.01)
+    _run(rt, [Agent("a", model)], Sequential([Task("go", "a")]))
+    wait_until(lambda: any(isinstance(e, AgentAnswered) for e in rt.agent_events.recent()), timeout=5)
+    started, finished, answered = rt.agent_events.recent()
+    assert isinstance(started, ModelCallStarted) and isinstance(finished, ModelCallFinished)
+    assert (started.model, started.provider, started.agent_id, started.turn) == ("sleepy-1", "test", "a", 0)
+    assert started.prompt is None  # content is off by default
+    assert finished.call_id == started.call_id
+    assert (finished.input_tokens, finished.output_tokens, finished.cost) == (3, 4, 0.01)
+    assert finished.finish_reasons == ("stop",) and finished.answer is None and finished.error is None
+    assert isinstance(answered, AgentAnswered) and answered.text is None
+
+
+class BlockingModel:
+    """A synchronous model that does I/O: it declares ``blocking = True``."""
+
+    blocking = True
+
+    def __init__(self) -> None:
+        self.threads: set[str] = set()
+        self.barrier = threading.Barrier(2, timeout=10)
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.threads.add(threading.current_thread().name)
+        self.barrier.wait()  # both calls are in flight at once, or this times out
+        return ModelResponse(f"ok {request.agent_id}")
+
+
+def test_a_blocking_model_runs_on_the_bounded_executor(rt: ok.Runtime) -> None:
+    model = BlockingModel()
+    agents = [Agent("a", model), Agent("b", model)]
+    assert _run(rt, agents, Parallel([Branch("x", "a", "go"), Branch("y", "b", "go")])) == "ok a\nok b"
+    assert all(name.startswith("orkeon-io-blocking") for name in model.threads)
+
+
+class Broken:
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError("provider down", provider="test", model="m")
+
+
+def test_an_async_model_error_fails_the_crew_with_it(rt: ok.Runtime) -> None:
+    with pytest.raises(CrewFailedError, match="provider down"):
+        _run(rt, [Agent("a", Broken())], Sequential([Task("go", "a")]))
+
+
+class NotAResponse:
+    async def complete(self, request: ModelRequest) -> str:
+        return "text"
+
+
+def test_an_async_model_returning_something_else_is_a_model_error(rt: ok.Runtime) -> None:
+    with pytest.raises(CrewFailedError, match="not a ModelResponse"):
+        _run(rt, [Agent("a", NotAResponse())], Sequential([Task("go", "a")]))  # type: ignore[arg-type]
