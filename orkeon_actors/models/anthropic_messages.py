@@ -45,7 +45,7 @@ class AnthropicModel(SdkModel):
     * ``base_url``: the API root (default Anthropic's; the SDK appends ``/v1/messages``).
     * ``max_tokens``: per call, default :data:`DEFAULT_MAX_TOKENS` (the API requires one).
     * ``temperature``, ``extra_body``: sent as given (``extra_body`` merged last).
-    * ``client``: an ``anthropic.Anthropic`` to use (its retries are turned off).
+    * ``client``: an ``anthropic.AsyncAnthropic`` to use (its retries are turned off).
 
     See :class:`~orkeon_actors.models.base.ProviderModel` for the rest. Raises
     ``ModelConfigError`` when the ``anthropic`` extra is not installed or no key is set.
@@ -90,7 +90,7 @@ class AnthropicModel(SdkModel):
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key and client is None:
             raise ModelConfigError("AnthropicModel needs an API key: set ANTHROPIC_API_KEY or pass api_key")
-        self.resource = self.connect(anthropic, anthropic.Anthropic, client, api_key=key, base_url=base_url).messages
+        self.connect(anthropic, anthropic.AsyncAnthropic, client, _messages_of, api_key=key, base_url=base_url)
 
     # -- request -----------------------------------------------------------------------
 
@@ -142,7 +142,18 @@ class AnthropicModel(SdkModel):
             raise self.error(
                 "the provider paused the turn (pause_turn, a server tool); this adapter runs no server tools"
             )
-        return ModelResponse(text="".join(texts), tool_calls=tuple(calls)), _tokens(body.get("usage"))
+        answered = body.get("model")
+        response = ModelResponse(
+            text="".join(texts),
+            tool_calls=tuple(calls),
+            finish_reason=stop if isinstance(stop, str) else None,
+            response_model=answered if isinstance(answered, str) else None,
+        )
+        return response, _tokens(body.get("usage"))
+
+
+def _messages_of(client: Any) -> Any:
+    return client.messages
 
 
 def _messages(conversation: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from orkeon_actors.crew.model import Model
+from orkeon_actors.crew.model import AnyModel
 from orkeon_actors.errors import ModelConfigError
 from orkeon_actors.models.anthropic_messages import AnthropicModel
 from orkeon_actors.models.openai_chat import OpenAIChatModel
@@ -51,7 +51,7 @@ class ProviderFactory:
     docstring). Raises :class:`~orkeon_actors.errors.ModelConfigError` for a bad
     reference."""
 
-    def __init__(self, provider: str, build: Callable[..., Model], known: frozenset[str]) -> None:
+    def __init__(self, provider: str, build: Callable[..., AnyModel], known: frozenset[str]) -> None:
         self.provider = provider
         self._build = build
         self._known = known
@@ -59,7 +59,7 @@ class ProviderFactory:
     def __repr__(self) -> str:
         return f"ProviderFactory({self.provider!r})"
 
-    def create(self, options: Mapping[str, Any], context: object = None) -> Model:
+    def create(self, options: Mapping[str, Any], context: object = None) -> AnyModel:
         return self._build(**_settings(self.provider, options, self._known, resolve_env=True))
 
     def check(self, options: Mapping[str, Any]) -> list[str]:
@@ -71,7 +71,7 @@ class ProviderFactory:
             return [str(exc)]
         return []
 
-    def __call__(self, options: Mapping[str, Any], context: object = None) -> Model:
+    def __call__(self, options: Mapping[str, Any], context: object = None) -> AnyModel:
         return self.create(options, context)
 
 

@@ -46,7 +46,7 @@ class OpenAIChatModel(SdkModel):
     * ``strict``: send the tools in OpenAI strict mode.
     * ``parallel_tool_calls``: sent when not ``None``.
     * ``temperature``, ``extra_body``: sent as given (``extra_body`` merged last).
-    * ``client``: an ``openai.OpenAI`` to use instead of building one (its retries are
+    * ``client``: an ``openai.AsyncOpenAI`` to use instead of building one (its retries are
       turned off; this adapter retries).
 
     See :class:`~orkeon_actors.models.base.ProviderModel` for the rest. Raises
@@ -105,7 +105,7 @@ class OpenAIChatModel(SdkModel):
                     "local server that needs none)"
                 )
             key = "not-needed"
-        self.resource = self.connect(openai, openai.OpenAI, client, api_key=key, base_url=base_url).chat.completions
+        self.connect(openai, openai.AsyncOpenAI, client, _chat_completions, api_key=key, base_url=base_url)
 
     # -- request -----------------------------------------------------------------------
 
@@ -147,7 +147,14 @@ class OpenAIChatModel(SdkModel):
             raise self.error("the provider's content filter stopped the answer (finish_reason content_filter)")
         schemas = {str(d.get("name")): d.get("input_schema") for d in request.tools}
         calls = tuple(self._tool_call(c, i, request.turn, schemas) for i, c in enumerate(raw_calls))
-        return ModelResponse(text=content, tool_calls=calls), _tokens(body.get("usage"))
+        answered = body.get("model")
+        response = ModelResponse(
+            text=content,
+            tool_calls=calls,
+            finish_reason=finish if isinstance(finish, str) else None,
+            response_model=answered if isinstance(answered, str) else None,
+        )
+        return response, _tokens(body.get("usage"))
 
     def _tool_call(self, raw: Any, index: int, turn: int, schemas: Mapping[str, Any]) -> ToolCall:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("function"), Mapping):
@@ -170,6 +177,10 @@ class OpenAIChatModel(SdkModel):
         if self.strict and isinstance(schema, Mapping):
             return ToolCall(str(call_id), name, json.dumps(canonical_arguments(schema, parsed), sort_keys=True))
         return ToolCall(str(call_id), name, text)
+
+
+def _chat_completions(client: Any) -> Any:
+    return client.chat.completions
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:

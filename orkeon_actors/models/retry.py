@@ -14,11 +14,11 @@ documented wire format.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import math
 import random
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
 import attrs
@@ -85,7 +85,8 @@ class RetryPolicy:
       not retry together).
     * ``Retry-After`` / ``retry-after-ms`` are honoured exactly when at most
       ``max_retry_after`` seconds; a longer one fails the call at once.
-    * ``sleep`` waits (``time.sleep``; a test passes a recorder). ``rng`` draws the
+    * ``sleep`` waits: ``asyncio.sleep`` (awaited on the I/O loop, holding no thread);
+      a plain function is called instead (a test passes a recorder). ``rng`` draws the
       jitter.
     """
 
@@ -93,7 +94,7 @@ class RetryPolicy:
     initial_backoff: float = attrs.field(default=0.5, validator=_non_negative("initial_backoff"))
     max_backoff: float = attrs.field(default=8.0, validator=_non_negative("max_backoff"))
     max_retry_after: float = attrs.field(default=60.0, validator=_non_negative("max_retry_after"))
-    sleep: Callable[[float], None] = attrs.field(default=time.sleep, eq=False, repr=False)
+    sleep: Callable[[float], Awaitable[None] | None] = attrs.field(default=asyncio.sleep, eq=False, repr=False)
     rng: random.Random = attrs.field(factory=random.Random, eq=False, repr=False)
 
     def backoff(self, retry: int) -> float:

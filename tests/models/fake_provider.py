@@ -8,6 +8,7 @@ No test needs the internet.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -86,8 +87,10 @@ class FakeProvider:
     def answer(self, received: Received) -> Reply:
         with self._lock:
             self.requests.append(received)
-            if self.handler is not None:
-                return self.handler(received)
+            handler = self.handler
+        if handler is not None:  # outside the lock: a handler may hold concurrent requests
+            return handler(received)
+        with self._lock:
             if not self.replies:
                 return Reply(500, {"error": {"type": "test_error", "message": "the test scripted no more replies"}})
             return self.replies.pop(0)
@@ -185,3 +188,17 @@ def anthropic_script(*steps: Step) -> Callable[[Received], Reply]:
         return Reply(body=body)
 
     return handler
+
+
+class Awaited:
+    """A provider model whose ``complete`` is awaited on a fresh event loop per call, for
+    tests that check one call at a time (other attributes are the model's)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def complete(self, request: Any) -> Any:
+        return asyncio.run(self.model.complete(request))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)

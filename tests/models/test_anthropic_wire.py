@@ -11,7 +11,7 @@ from orkeon_actors.crew.model import ChatMessage, ModelRequest, ToolCall
 from orkeon_actors.errors import ModelConfigError, ModelError
 from orkeon_actors.models import AnthropicModel, RetryPolicy
 
-from .fake_provider import FakeProvider, Reply, Sleeps
+from .fake_provider import Awaited, FakeProvider, Reply, Sleeps
 
 GET_WEATHER = {
     "name": "get_weather",
@@ -63,9 +63,11 @@ TEXT_RESPONSE: dict[str, Any] = {
 }
 
 
-def _model(provider: FakeProvider, sleeps: Sleeps | None = None, **options: Any) -> AnthropicModel:
+def _model(provider: FakeProvider, sleeps: Sleeps | None = None, **options: Any) -> Any:
     retry = RetryPolicy(sleep=sleeps or Sleeps(), max_retries=options.pop("max_retries", 3))
-    return AnthropicModel("claude-sonnet-5-5", api_key="sk-ant-test", base_url=provider.url, retry=retry, **options)
+    return Awaited(
+        AnthropicModel("claude-sonnet-5-5", api_key="sk-ant-test", base_url=provider.url, retry=retry, **options)
+    )
 
 
 def _request(*messages: ChatMessage) -> ModelRequest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from importlib.metadata import entry_points
 
 import pytest
@@ -40,7 +41,7 @@ def test_an_openai_reference_builds_a_working_model(provider: FakeProvider, monk
     assert isinstance(model, OpenAIChatModel) and model.retry.max_retries == 0 and model.timeout == 5.0
     provider.handler = openai_script(Step("hello"))
     request = ModelRequest("c", "a", "", "", (ChatMessage("user", "hi"),), (), 0)
-    assert model.complete(request).text == "hello"
+    assert asyncio.run(model.complete(request)).text == "hello"
     sent = provider.requests[0]
     assert sent.headers["authorization"] == "Bearer sk-local"
     assert sent.body["max_tokens"] == 128 and sent.body["model"] == "qwen2.5-7b-instruct"

@@ -12,7 +12,7 @@ from orkeon_actors.errors import ModelConfigError, ModelError
 from orkeon_actors.models import OpenAIChatModel, Price, RetryPolicy
 from orkeon_actors.tools import tool_definitions
 
-from .fake_provider import FakeProvider, Reply, Sleeps
+from .fake_provider import Awaited, FakeProvider, Reply, Sleeps
 
 WEATHER = {
     "name": "get_current_weather",
@@ -74,9 +74,11 @@ TEXT_RESPONSE: dict[str, Any] = {
 }
 
 
-def _model(provider: FakeProvider, sleeps: Sleeps | None = None, **options: Any) -> OpenAIChatModel:
+def _model(provider: FakeProvider, sleeps: Sleeps | None = None, **options: Any) -> Any:
     retry = RetryPolicy(sleep=sleeps or Sleeps(), max_retries=options.pop("max_retries", 3))
-    return OpenAIChatModel("gpt-4o-mini", api_key="sk-test", base_url=f"{provider.url}/v1", retry=retry, **options)
+    return Awaited(
+        OpenAIChatModel("gpt-4o-mini", api_key="sk-test", base_url=f"{provider.url}/v1", retry=retry, **options)
+    )
 
 
 def _request(*messages: ChatMessage, tools: tuple[dict[str, Any], ...] = (WEATHER,), turn: int = 0) -> ModelRequest:
@@ -291,7 +293,7 @@ def test_a_cut_tool_call_and_a_refused_connection(provider: FakeProvider, sleeps
         _model(provider).complete(_request())
     url = provider.url
     provider.close()
-    model = OpenAIChatModel("m", base_url=f"{url}/v1", retry=RetryPolicy(max_retries=1, sleep=sleeps))
+    model = Awaited(OpenAIChatModel("m", base_url=f"{url}/v1", retry=RetryPolicy(max_retries=1, sleep=sleeps)))
     with pytest.raises(ModelError, match="cannot reach the server") as caught:
         model.complete(_request())
     assert caught.value.status is None and caught.value.attempts == 2
