@@ -30,7 +30,7 @@ from orkeon_actors.model.message import Message
 from orkeon_actors.tools import EventHubTools
 from orkeon_actors.tools.cursors import Cursor
 
-__all__ = ["AgentRuntime", "make_budget", "recording"]
+__all__ = ["AgentRuntime", "CallInFlight", "make_budget", "recording"]
 
 
 def make_budget(limits: BudgetLimits, clock: Clock) -> Budget:
@@ -57,6 +57,25 @@ def recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]
     return done
 
 
+@attrs.define(eq=False)
+class CallInFlight:
+    """An agent's model call running on the I/O loop: its task's ``future``, the
+    ``token`` its outcome carries (an outcome without the live call's token is a
+    withdrawn call's, ignored), and what to undo when it ends (a budget callback, a
+    deadline timer)."""
+
+    future: concurrent.futures.Future[None]
+    token: object
+    cleanups: list[Callable[[], None]] = attrs.field(factory=list)
+
+    def end(self) -> None:
+        """Undo the cleanups and cancel the task (a no-op once it finished)."""
+        cleanups, self.cleanups = self.cleanups, []
+        for cleanup in cleanups:
+            cleanup()
+        self.future.cancel()
+
+
 class AgentRuntime:
     """One agent of a crew, live. ``wait``/``wait_token``: the hub wait its parked tool
     call is on (the token tells a current outcome from a withdrawn wait's late one);
@@ -68,7 +87,6 @@ class AgentRuntime:
         "agent",
         "budget",
         "call",
-        "call_token",
         "client",
         "crew_id",
         "pump",
@@ -93,20 +111,18 @@ class AgentRuntime:
         self.wait_token: object = None
         self.pump: AsyncWait | None = None
         self.pump_token: object = None
-        self.call: concurrent.futures.Future[None] | None = None
-        """The model call in flight on the I/O loop (``call_token`` tells its outcome
-        from a withdrawn call's)."""
-        self.call_token: object = None
+        self.call: CallInFlight | None = None
+        """The model call in flight on the I/O loop."""
         self.tool_call: Started | None = None
         """The tool call started and not answered yet (its finished event repeats it)."""
 
     def withdraw_call(self) -> bool:
         """Withdraw the model call in flight (its task is cancelled: an SDK aborts its
         HTTP request); whether there was one."""
-        call, self.call, self.call_token = self.call, None, None
+        call, self.call = self.call, None
         if call is None:
             return False
-        call.cancel()
+        call.end()
         return True
 
     def wait_cancel(self) -> CancelToken | None:

@@ -31,10 +31,11 @@ import attrs
 
 from orkeon_actors.crew import call_events
 from orkeon_actors.crew.agent_io import call_kind
-from orkeon_actors.crew.agent_runtime import AgentRuntime
+from orkeon_actors.crew.agent_runtime import AgentRuntime, CallInFlight
 from orkeon_actors.crew.mode import PARKED
 from orkeon_actors.crew.model import AsyncModel, Model, ModelRequest, ModelResponse
 from orkeon_actors.errors import ModelError
+from orkeon_actors.hub.memory import HubCore
 from orkeon_actors.model.ids import AgentId
 
 if TYPE_CHECKING:
@@ -100,8 +101,21 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
         call_events.model_finished(io.journal, clock, started, outcome)
         actor.tell(ModelDone(agent_id, token, outcome))
 
-    runtime.call = loop.submit(call)
-    runtime.call_token = token
+    future = loop.submit(call)
+    in_flight = runtime.call = CallInFlight(future, token)
+    budget_token = runtime.budget.token
+
+    def budget_fired(error: BaseException) -> None:  # any thread: the crew fails the agent
+        actor.tell(ModelDone(agent_id, token, error))
+        future.cancel()
+
+    in_flight.cleanups.append(budget_token.on_cancel(budget_fired))
+    hub = actor.hub
+    # The wall-time limit fires during the call, on the hub's timers (the runtime's clock).
+    # A hub not built on the hub core has none: the limit is then checked when it answers.
+    if budget_token.deadline is not None and isinstance(hub, HubCore):
+        timer = hub.scheduler.schedule_at(budget_token.deadline, budget_token.fire_deadline)
+        in_flight.cleanups.append(timer.cancel)
     return PARKED
 
 
@@ -109,10 +123,9 @@ def model_done(actor: CrewActor, message: ModelDone) -> None:
     """A model call's outcome: the agent takes the response and runs on (or fails with
     the error), unless the call was withdrawn meanwhile."""
     runtime = actor.runtimes.get(message.agent_id)
-    if runtime is None or runtime.call_token is not message.token:
+    if runtime is None or runtime.call is None or runtime.call.token is not message.token:
         return
-    runtime.call = None
-    runtime.call_token = None
+    runtime.withdraw_call()
     outcome = message.outcome
     if isinstance(outcome, BaseException):
         actor.agent_failed(runtime, outcome)

@@ -12,12 +12,25 @@ from collections.abc import Iterator
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, CrewActor, ModelRequest, ModelResponse, ScriptedModel, start_crew, wait_finished
+from orkeon_actors.crew import (
+    Agent,
+    BudgetLimits,
+    CrewActor,
+    CrewStatus,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    query_crew,
+    start_crew,
+    wait_finished,
+)
 from orkeon_actors.crew.model import Usage
 from orkeon_actors.errors import CrewFailedError, ModelError
 from orkeon_actors.model.agent_events import AgentAnswered, ModelCallFinished, ModelCallStarted
 from orkeon_actors.orchestration import Branch, Consensual, Hierarchical, Parallel, Sequential, Task
 from orkeon_actors.testing import wait_until
+
+from .conftest import Crews
 
 
 class SleepyModel:
@@ -145,3 +158,50 @@ class NotAResponse:
 def test_an_async_model_returning_something_else_is_a_model_error(rt: ok.Runtime) -> None:
     with pytest.raises(CrewFailedError, match="not a ModelResponse"):
         _run(rt, [Agent("a", NotAResponse())], Sequential([Task("go", "a")]))  # type: ignore[arg-type]
+
+
+class HangingModel:
+    """An async model that never answers; records that its call was cancelled."""
+
+    def __init__(self) -> None:
+        self.started = threading.Semaphore(0)
+        self.cancelled = threading.Semaphore(0)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.started.release()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.release()
+            raise
+        raise AssertionError("unreachable")
+
+
+def test_a_wall_time_budget_ends_the_call_in_flight(crews: Crews) -> None:
+    model = HangingModel()
+    agent = Agent("a", model, budget=BudgetLimits(max_wall_time=30))
+    ref = crews.start(agents=[agent], orchestration=Sequential([Task("go", "a")]), crew_id="c1")
+    assert model.started.acquire(timeout=10)
+    assert query_crew(ref, "status") is CrewStatus.RUNNING  # a call in flight: the crew is busy, never asleep
+    crews.clock.advance(30)
+    assert crews.settle(ref, CrewStatus.FAILED) is CrewStatus.FAILED
+    failure = query_crew(ref, "summary")[2]
+    assert failure.error_type == "BudgetExhaustedError" and "wall-time" in failure.message
+    assert model.cancelled.acquire(timeout=10)
+
+
+def test_stopping_a_crew_cancels_its_calls(crews: Crews) -> None:
+    model = HangingModel()
+    ref = crews.start(agents=[Agent("a", model)], orchestration=Sequential([Task("go", "a")]))
+    assert model.started.acquire(timeout=10)
+    ref.stop()
+    assert model.cancelled.acquire(timeout=10)
+
+
+def test_a_met_join_cancels_the_other_branches_calls(crews: Crews) -> None:
+    hanging = HangingModel()
+    agents = [Agent("fast", ScriptedModel(["first"])), Agent("slow", hanging)]
+    orchestration = Parallel([Branch("s", "slow", "go"), Branch("f", "fast", "go")], join="any")
+    ref = crews.start(agents=agents, orchestration=orchestration)
+    assert crews.settle(ref, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
+    assert hanging.cancelled.acquire(timeout=10)

@@ -48,6 +48,11 @@ class FakeProvider:
         self.replies: list[Reply] = []
         self.handler: Callable[[Received], Reply] | None = None
         self.requests: list[Received] = []
+        self.hang = False
+        """Requests get no answer: ``hanging`` is released as one arrives, ``aborted``
+        once its client closed the connection."""
+        self.hanging = threading.Semaphore(0)
+        self.aborted = threading.Semaphore(0)
         self._lock = threading.Lock()
         provider = self
 
@@ -58,6 +63,12 @@ class FakeProvider:
                 received = Received(
                     "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"null")
                 )
+                if provider.hang:  # answer nothing; note when the client gives up (closes)
+                    provider.hanging.release()
+                    while self.connection.recv(1024):
+                        pass
+                    provider.aborted.release()
+                    return
                 reply = provider.answer(received)
                 body, content_type = reply.encoded()
                 self.send_response(reply.status)

@@ -88,3 +88,14 @@ def test_the_events_carry_the_provider_and_its_finish_reason(rt: ok.Runtime, pro
     assert [(e.provider, e.model, e.input_tokens, e.output_tokens, e.finish_reasons) for e in finished] == [
         ("openai", "gpt-test", 12, 3, ("stop",))
     ]
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_stopping_a_crew_aborts_its_http_request(rt: ok.Runtime, provider: FakeProvider, adapter: str) -> None:
+    provider.hang = True
+    model = ADAPTERS[adapter][0](provider)
+    ref = CrewActor.start(rt.hub, agents=[Agent("a", model)], orchestration=Sequential([Task("go", "a")]))
+    start_crew(ref)
+    assert provider.hanging.acquire(timeout=10)  # the request is in flight
+    ref.stop()
+    assert provider.aborted.acquire(timeout=10)  # the SDK closed the connection
