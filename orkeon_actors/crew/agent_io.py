@@ -12,11 +12,14 @@ thread starts at its first async call and is a daemon thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import threading
 from typing import Any, Literal
 
 from orkeon_actors.actors.io_loop import DEFAULT_BLOCKING_THREADS, IoLoop
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.agent_events import AgentEventJournal
 
 __all__ = ["AgentIO", "CallKind", "agent_io_of", "attach", "call_kind", "detach"]
@@ -40,6 +43,9 @@ class AgentIO:
 
     ``max_blocking_threads``: the bound of the executor running blocking models (at most
     that many of their calls at once, the rest queue); set it before the first such call.
+    ``max_concurrent_calls``: at most that many model calls of the runtime's crews in
+    flight at once (``None``: unbounded); more wait for a slot on the loop, in order,
+    none dropped; set it before the first call.
     """
 
     def __init__(
@@ -51,6 +57,20 @@ class AgentIO:
     ) -> None:
         self.journal = journal
         self.loop = IoLoop(name, max_blocking_threads=max_blocking_threads)
+        self.max_concurrent_calls: int | None = None
+        self._slots: asyncio.Semaphore | None = None
+
+    def slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """What a call holds while it runs (on the loop): a slot of
+        ``max_concurrent_calls``, or nothing when unbounded."""
+        bound = self.max_concurrent_calls
+        if bound is None:
+            return contextlib.nullcontext()
+        if self._slots is None:  # made on the loop's thread, the only one that calls this
+            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+                raise InvalidArgumentError(f"max_concurrent_calls must be a positive int or None, got {bound!r}")
+            self._slots = asyncio.Semaphore(bound)
+        return self._slots
 
     def stop(self) -> None:
         """Cancel the calls in flight and stop the loop (its runtime stops)."""

@@ -17,6 +17,7 @@ import attrs
 
 from orkeon_actors.crew.agent import Agent, BudgetLimits
 from orkeon_actors.crew.call_events import Started
+from orkeon_actors.crew.model import ModelRequest
 from orkeon_actors.crew.state import AgentState, OnTopic, PendingWait, TopicCursorState
 from orkeon_actors.hub.async_wait import AsyncWait
 from orkeon_actors.hub.client import HubClient
@@ -91,6 +92,7 @@ class AgentRuntime:
         "crew_id",
         "pump",
         "pump_token",
+        "queued_request",
         "registration",
         "state",
         "tool_call",
@@ -113,6 +115,8 @@ class AgentRuntime:
         self.pump_token: object = None
         self.call: CallInFlight | None = None
         """The model call in flight on the I/O loop."""
+        self.queued_request: ModelRequest | None = None
+        """The model call waiting for a slot of its crew's ``max_concurrent_calls``."""
         self.tool_call: Started | None = None
         """The tool call started and not answered yet (its finished event repeats it)."""
 
@@ -120,6 +124,7 @@ class AgentRuntime:
         """Withdraw the model call in flight (its task is cancelled: an SDK aborts its
         HTTP request); whether there was one."""
         call, self.call = self.call, None
+        self.queued_request = None
         if call is None:
             return False
         call.end()

@@ -188,6 +188,7 @@ class CrewActor(PooledActor):
         "agent_io",
         "awaiting_handover",
         "bindings",
+        "call_queue",
         "client",
         "crew_id",
         "crew_name",
@@ -204,6 +205,7 @@ class CrewActor(PooledActor):
         "hub",
         "idle_timeout_seconds",
         "links_declared",
+        "max_concurrent_calls",
         "observer",
         "on_activity",
         "on_cursor",
@@ -222,6 +224,8 @@ class CrewActor(PooledActor):
     idle_timeout: ClassVar[float | None] = None
     start_on_first_message: ClassVar[bool] = True  # a crew is always told to begin or restore
     links: ClassVar[tuple[Any, ...] | None] = None  # None: never declared (ACL permissive default)
+    concurrent_calls: ClassVar[int | None] = None
+    """Default of ``max_concurrent_calls`` for a subclass (``None``: unbounded)."""
 
     def __init__(
         self,
@@ -240,11 +244,18 @@ class CrewActor(PooledActor):
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
         gate: DeliveryGate | None = None,
         on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
+        max_concurrent_calls: int | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
         self.agent_io = agent_io_of(hub)
         """The runtime's I/O loop (model calls) and agent event journal."""
+        bound = max_concurrent_calls if max_concurrent_calls is not None else type(self).concurrent_calls
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
+            raise ValueError(f"max_concurrent_calls must be a positive int or None, got {bound!r}")
+        self.max_concurrent_calls: int | None = bound
+        """At most this many of the crew's model calls in flight; more queue (in order)."""
+        self.call_queue: tuple[AgentId, ...] = ()
         self.crew_name: str = name or type(self).name
         declared = links if links is not None else type(self).links
         # None means "never declared"; an empty tuple is a declaration that closes the door (§10.2).
@@ -556,7 +567,8 @@ class CrewActor(PooledActor):
         if runtime.wait is not None:
             runtime.wait.cancel()
             runtime.wait = None
-        runtime.withdraw_call()
+        if runtime.withdraw_call():
+            self.defer(lambda: model_calls.start_queued(self))  # its slot is free
         if runtime.state.status in (AgentStatus.RUNNING, AgentStatus.WAITING):
             runtime.state = attrs.evolve(
                 runtime.state, status=AgentStatus.IDLE, task=None, pending=None, queued_calls=()

@@ -41,7 +41,7 @@ from orkeon_actors.model.ids import AgentId
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor
 
-__all__ = ["ModelDone", "ask", "checked", "model_done"]
+__all__ = ["ModelDone", "ask", "checked", "in_flight", "model_done", "start", "start_queued"]
 
 
 @attrs.frozen(eq=False)
@@ -71,9 +71,8 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
     with the call running on the I/O loop (its outcome is told as :class:`ModelDone`)."""
     model = runtime.agent.model
     io, clock = actor.agent_io, actor.hub.clock
-    kind = call_kind(model)
-    started = call_events.model_started(io.journal, clock, model, request)
-    if kind == "inline":
+    if call_kind(model) == "inline":
+        started = call_events.model_started(io.journal, clock, model, request)
         try:
             response = checked(model, cast(Model, model).complete(request))
         except Exception as exc:
@@ -81,6 +80,39 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
             raise
         call_events.model_finished(io.journal, clock, started, response)
         return response
+    limit = actor.max_concurrent_calls
+    if limit is not None and in_flight(actor) >= limit:  # queued: started once a call ends
+        runtime.queued_request = request
+        actor.call_queue = (*actor.call_queue, runtime.agent.agent_id)
+        return PARKED
+    start(actor, runtime, request)
+    return PARKED
+
+
+def in_flight(actor: CrewActor) -> int:
+    """How many of ``actor``'s agents have a model call in flight."""
+    return sum(runtime.call is not None for runtime in actor.runtimes.values())
+
+
+def start_queued(actor: CrewActor) -> None:
+    """Start the queued calls, oldest first, while the crew's bound allows."""
+    limit = actor.max_concurrent_calls
+    while actor.call_queue and (limit is None or in_flight(actor) < limit):
+        agent_id, actor.call_queue = actor.call_queue[0], actor.call_queue[1:]
+        runtime = actor.runtimes.get(agent_id)
+        if runtime is None or runtime.queued_request is None:  # withdrawn meanwhile
+            continue
+        request, runtime.queued_request = runtime.queued_request, None
+        start(actor, runtime, request)
+
+
+def start(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> None:
+    """Run ``runtime``'s model call on the I/O loop (its outcome is told as
+    :class:`ModelDone`); the budget's token firing ends it."""
+    model = runtime.agent.model
+    io, clock = actor.agent_io, actor.hub.clock
+    kind = call_kind(model)
+    started = call_events.model_started(io.journal, clock, model, request)
     token = object()
     agent_id = runtime.agent.agent_id
     loop = io.loop
@@ -88,10 +120,8 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
     async def call() -> None:
         outcome: ModelResponse | BaseException
         try:
-            if kind == "async":
-                outcome = await cast(AsyncModel, model).complete(request)
-            else:
-                outcome = await loop.run_blocking(lambda: cast(Model, model).complete(request))
+            async with io.slot():
+                outcome = await run(kind)
             outcome = checked(model, outcome)
         except asyncio.CancelledError as exc:
             call_events.model_finished(io.journal, clock, started, exc)
@@ -100,6 +130,11 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
             outcome = exc
         call_events.model_finished(io.journal, clock, started, outcome)
         actor.tell(ModelDone(agent_id, token, outcome))
+
+    async def run(kind: str) -> ModelResponse:
+        if kind == "async":
+            return await cast(AsyncModel, model).complete(request)
+        return await loop.run_blocking(lambda: cast(Model, model).complete(request))
 
     future = loop.submit(call)
     in_flight = runtime.call = CallInFlight(future, token)
@@ -116,7 +151,6 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
     if budget_token.deadline is not None and isinstance(hub, HubCore):
         timer = hub.scheduler.schedule_at(budget_token.deadline, budget_token.fire_deadline)
         in_flight.cleanups.append(timer.cancel)
-    return PARKED
 
 
 def model_done(actor: CrewActor, message: ModelDone) -> None:
@@ -129,5 +163,6 @@ def model_done(actor: CrewActor, message: ModelDone) -> None:
     outcome = message.outcome
     if isinstance(outcome, BaseException):
         actor.agent_failed(runtime, outcome)
-        return
-    actor.run_agent(runtime, response=outcome)
+    else:
+        actor.run_agent(runtime, response=outcome)
+    start_queued(actor)

@@ -16,6 +16,7 @@ from orkeon_actors.models.base import Failure, ProviderModel
 from orkeon_actors.models.factories import anthropic_model, openai_model
 from orkeon_actors.models.openai_chat import OpenAIChatModel
 from orkeon_actors.models.pricing import Price, TokenCounts
+from orkeon_actors.models.rate_limit import RateLimit
 from orkeon_actors.models.retry import RetryPolicy, parse_retry_after
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "OpenAIChatModel",
     "Price",
     "ProviderModel",
+    "RateLimit",
     "RetryPolicy",
     "TokenCounts",
     "anthropic_model",

@@ -29,6 +29,7 @@ from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, T
 from orkeon_actors.errors import ModelConfigError
 from orkeon_actors.models.base import MalformedResponse, SdkModel
 from orkeon_actors.models.pricing import Price, TokenCounts
+from orkeon_actors.models.rate_limit import RateLimit
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import render
 
@@ -68,6 +69,7 @@ class AnthropicModel(SdkModel):
         extra_body: Mapping[str, Any] | None = None,
         require_usage: bool = True,
         client: Any = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -77,6 +79,7 @@ class AnthropicModel(SdkModel):
             price=price,
             prices=prices,
             require_usage=require_usage,
+            rate_limit=rate_limit,
         )
         try:
             import anthropic

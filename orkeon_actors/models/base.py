@@ -39,6 +39,7 @@ from loguru import logger
 from orkeon_actors.crew.model import ModelRequest, ModelResponse, Usage
 from orkeon_actors.errors import ModelConfigError, ModelError
 from orkeon_actors.models.pricing import Price, TokenCounts, resolve_price
+from orkeon_actors.models.rate_limit import RateLimit, shared_limit
 from orkeon_actors.models.retry import RetryPolicy, is_retryable_status, parse_retry_after
 
 __all__ = [
@@ -86,6 +87,9 @@ class ProviderModel(abc.ABC):
     * ``price`` / ``prices``: see :mod:`orkeon_actors.models.pricing`.
     * ``require_usage``: a response without token counts is an error (the budget could
       not count it); turn off for a server that never reports usage.
+    * ``rate_limit``: the :class:`~orkeon_actors.models.rate_limit.RateLimit` each attempt
+      waits for (default: the one shared by every model of this provider and
+      ``base_url``, which only holds calls back for a 429's ``Retry-After``).
     """
 
     provider: ClassVar[str]
@@ -100,6 +104,7 @@ class ProviderModel(abc.ABC):
         price: Price | Mapping[str, Any] | None,
         prices: Mapping[str, Price | Mapping[str, Any]] | None,
         require_usage: bool,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ModelConfigError(f"{self.provider}: model must be a non-empty model name, got {model!r}")
@@ -111,6 +116,14 @@ class ProviderModel(abc.ABC):
         self.retry = retry or RetryPolicy()
         self.price = resolve_price(model, price, prices)
         self.require_usage = require_usage
+        self._rate_limit = rate_limit
+
+    @property
+    def rate_limit(self) -> RateLimit:
+        """The limit this model's calls wait for."""
+        if self._rate_limit is None:
+            self._rate_limit = shared_limit(self.provider, getattr(self, "base_url", None))
+        return self._rate_limit
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
@@ -138,7 +151,8 @@ class ProviderModel(abc.ABC):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         body = self.wire_request(request)
-        text, attempts = await self._send_with_retries(body)
+        estimated = len(json.dumps(body, default=str)) // 4 + (self.max_tokens or 0)
+        text, attempts = await self._send_with_retries(body, estimated)
         try:
             decoded = json.loads(text)
             if not isinstance(decoded, dict):
@@ -158,6 +172,7 @@ class ProviderModel(abc.ABC):
                     attempts=attempts,
                 )
             tokens = TokenCounts()
+        self.rate_limit.settle(estimated, tokens.total_input + tokens.output)
         cost = 0.0 if self.price is None else self.price.cost(tokens)
         return attrs.evolve(response, usage=Usage(tokens.total_input, tokens.output, cost))
 
@@ -173,17 +188,23 @@ class ProviderModel(abc.ABC):
             retryable=retryable,
         )
 
-    async def _send_with_retries(self, body: Mapping[str, Any]) -> tuple[str, int]:
+    async def _send_with_retries(self, body: Mapping[str, Any], estimated: int) -> tuple[str, int]:
         policy = self.retry
+        limit = self.rate_limit
         attempt = 0
+        paused_for_hold = False
         while True:
             attempt += 1
+            await limit.acquire(estimated, hold=not paused_for_hold)
             try:
                 return await self.send(body), attempt
             except Exception as exc:
                 failure = self.failure(exc)
                 if failure is None:
                     raise
+                paused_for_hold = failure.status == 429 and failure.retry_after is not None
+                if paused_for_hold:  # every call to this provider waits, not only this one (it pauses below)
+                    limit.hold(failure.retry_after or 0.0)
                 delay = self._retry_delay(failure, attempt, exc)
             logger.warning(
                 "{} model {!r}: {}; retry {}/{} in {:.2f} s",

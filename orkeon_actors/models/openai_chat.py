@@ -27,6 +27,7 @@ from orkeon_actors.crew.model import ChatMessage, ModelRequest, ModelResponse, T
 from orkeon_actors.errors import ModelConfigError
 from orkeon_actors.models.base import MalformedResponse, SdkModel
 from orkeon_actors.models.pricing import Price, TokenCounts
+from orkeon_actors.models.rate_limit import RateLimit
 from orkeon_actors.models.retry import RetryPolicy
 from orkeon_actors.tools.styles import DefinitionStyle, canonical_arguments, render
 
@@ -73,6 +74,7 @@ class OpenAIChatModel(SdkModel):
         extra_body: Mapping[str, Any] | None = None,
         require_usage: bool = True,
         client: Any = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -82,6 +84,7 @@ class OpenAIChatModel(SdkModel):
             price=price,
             prices=prices,
             require_usage=require_usage,
+            rate_limit=rate_limit,
         )
         if max_tokens_parameter not in ("max_completion_tokens", "max_tokens"):
             raise ModelConfigError(

@@ -205,3 +205,46 @@ def test_a_met_join_cancels_the_other_branches_calls(crews: Crews) -> None:
     ref = crews.start(agents=agents, orchestration=orchestration)
     assert crews.settle(ref, CrewStatus.COMPLETED) is CrewStatus.COMPLETED
     assert hanging.cancelled.acquire(timeout=10)
+
+
+def _most_at_once(log: list[tuple[str, str]]) -> int:
+    running = most = 0
+    for kind, _ in log:
+        running += 1 if kind == "start" else -1
+        most = max(most, running)
+    return most
+
+
+def test_a_crew_bound_queues_its_calls_in_order(rt: ok.Runtime) -> None:
+    model = SleepyModel(0.3)
+    agents = [Agent(f"a{i}", model) for i in range(6)]
+    ref = CrewActor.start(
+        rt.hub,
+        agents=agents,
+        orchestration=Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(6)]),
+        max_concurrent_calls=2,
+    )
+    try:
+        start_crew(ref)
+        assert wait_finished(ref, timeout=30).result == "\n".join(f"done by a{i}" for i in range(6))
+    finally:
+        ref.stop()
+    assert _most_at_once(model.log) == 2  # bounded, none dropped
+    assert [agent for kind, agent in model.log if kind == "start"] == [f"a{i}" for i in range(6)]
+
+
+def test_a_runtime_bound_holds_across_crews(rt: ok.Runtime) -> None:
+    rt.agent_io.max_concurrent_calls = 3
+    model = SleepyModel(0.3)
+    refs = []
+    for _ in range(2):
+        agents = [Agent(f"a{i}", model) for i in range(4)]
+        ref = CrewActor.start(
+            rt.hub, agents=agents, orchestration=Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(4)])
+        )
+        start_crew(ref)
+        refs.append(ref)
+    for ref in refs:
+        wait_finished(ref, timeout=30)
+        ref.stop()
+    assert len(model.log) == 16 and _most_at_once(model.log) == 3
