@@ -62,11 +62,12 @@ def recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]
 class CallInFlight:
     """An agent's model call running on the I/O loop: its task's ``future``, the
     ``token`` its outcome carries (an outcome without the live call's token is a
-    withdrawn call's, ignored), and what to undo when it ends (a budget callback, a
+    withdrawn call's, ignored), the ``request`` asked, and what to undo when it ends (a budget callback, a
     deadline timer)."""
 
     future: concurrent.futures.Future[None]
     token: object
+    request: ModelRequest
     cleanups: list[Callable[[], None]] = attrs.field(factory=list)
 
     def end(self) -> None:

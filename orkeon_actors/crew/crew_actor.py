@@ -92,7 +92,7 @@ from orkeon_actors.crew.finished import Unwatch, WatchFinish
 from orkeon_actors.crew.handover import CursorFilter
 from orkeon_actors.crew.mode import PARKED, Orchestration, OrchestrationError
 from orkeon_actors.crew.mode_state import OrchestrationState
-from orkeon_actors.crew.model import ModelResponse, ToolCall
+from orkeon_actors.crew.model import ModelRequest, ModelResponse, ToolCall
 from orkeon_actors.crew.protocol import (
     CatchUp,
     Closed,
@@ -174,7 +174,10 @@ class CrewActor(PooledActor):
     * :meth:`route` picks the agent for mail to ``crew://``;
     * :meth:`on_message` handles mail reaching an idle agent;
     * :meth:`on_task_result` sees every answered task;
-    * :meth:`on_crew_failed` sees the crew fail (``on_failure`` stays pykka's own hook).
+    * :meth:`on_crew_failed` sees the crew fail (``on_failure`` stays pykka's own hook);
+    * :meth:`on_model_call` / :meth:`on_model_answer` see each model call start and end
+      (an async model's answer arrives in a later turn), :meth:`on_tool_result` each
+      tool call with its result.
     """
 
     # The crew's own fields in slots (pykka.Actor's stay in its __dict__, and so do a
@@ -344,6 +347,21 @@ class CrewActor(PooledActor):
 
     def on_task_result(self, agent_id: AgentId, task: TaskAssignment, output: str) -> None:
         """Every answered task (after the orchestration saw it). Default: nothing."""
+        return None
+
+    def on_model_call(self, agent_id: AgentId, request: ModelRequest) -> None:
+        """``agent_id`` asks its model ``request`` (before the call starts). Default: nothing."""
+        return None
+
+    def on_model_answer(self, agent_id: AgentId, request: ModelRequest, outcome: ModelResponse | BaseException) -> None:
+        """``agent_id``'s model call of ``request`` ended with ``outcome`` (its response,
+        or the error that fails the agent; not called for a call withdrawn because the
+        agent was cancelled or the crew stopped). Default: nothing."""
+        return None
+
+    def on_tool_result(self, agent_id: AgentId, call: ToolCall, result: Mapping[str, Any]) -> None:
+        """``agent_id``'s tool call ``call`` answered ``result`` (the JSON the model
+        reads; for a parked call, when it resolves). Default: nothing."""
         return None
 
     def on_crew_failed(self, failure: CrewFailure) -> None:
@@ -672,6 +690,7 @@ class CrewActor(PooledActor):
         self._traced_result(runtime, call, result)
 
     def _traced_result(self, runtime: AgentRuntime, call: ToolCall, result: Mapping[str, Any]) -> None:
+        self.on_tool_result(runtime.agent.agent_id, call, result)
         started, runtime.tool_call = runtime.tool_call, None
         journal = self.agent_io.journal
         if started is None or not started.started(call):  # answered after a restore: started now

@@ -71,14 +71,18 @@ def ask(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Model
     with the call running on the I/O loop (its outcome is told as :class:`ModelDone`)."""
     model = runtime.agent.model
     io, clock = actor.agent_io, actor.hub.clock
+    agent_id = runtime.agent.agent_id
+    actor.on_model_call(agent_id, request)
     if call_kind(model) == "inline":
         started = call_events.model_started(io.journal, clock, model, request)
         try:
             response = checked(model, cast(Model, model).complete(request))
         except Exception as exc:
             call_events.model_finished(io.journal, clock, started, exc)
+            actor.on_model_answer(agent_id, request, exc)
             raise
         call_events.model_finished(io.journal, clock, started, response)
+        actor.on_model_answer(agent_id, request, response)
         return response
     limit = actor.max_concurrent_calls
     if limit is not None and in_flight(actor) >= limit:  # queued: started once a call ends
@@ -137,7 +141,7 @@ def start(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Non
         return await loop.run_blocking(lambda: cast(Model, model).complete(request))
 
     future = loop.submit(call)
-    in_flight = runtime.call = CallInFlight(future, token)
+    in_flight = runtime.call = CallInFlight(future, token, request)
     budget_token = runtime.budget.token
 
     def budget_fired(error: BaseException) -> None:  # any thread: the crew fails the agent
@@ -159,8 +163,10 @@ def model_done(actor: CrewActor, message: ModelDone) -> None:
     runtime = actor.runtimes.get(message.agent_id)
     if runtime is None or runtime.call is None or runtime.call.token is not message.token:
         return
+    request = runtime.call.request
     runtime.withdraw_call()
     outcome = message.outcome
+    actor.on_model_answer(runtime.agent.agent_id, request, outcome)
     if isinstance(outcome, BaseException):
         actor.agent_failed(runtime, outcome)
     else:

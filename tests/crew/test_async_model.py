@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 import pytest
 
@@ -20,13 +21,18 @@ from orkeon_actors.crew import (
     ModelRequest,
     ModelResponse,
     ScriptedModel,
+    Tool,
+    ToolCall,
+    call,
     query_crew,
+    respond,
     start_crew,
     wait_finished,
 )
 from orkeon_actors.crew.model import Usage
 from orkeon_actors.errors import CrewFailedError, ModelError
 from orkeon_actors.model.agent_events import AgentAnswered, ModelCallFinished, ModelCallStarted
+from orkeon_actors.model.ids import AgentId
 from orkeon_actors.orchestration import Branch, Consensual, Hierarchical, Parallel, Sequential, Task
 from orkeon_actors.testing import wait_until
 
@@ -248,3 +254,46 @@ def test_a_runtime_bound_holds_across_crews(rt: ok.Runtime) -> None:
         wait_finished(ref, timeout=30)
         ref.stop()
     assert len(model.log) == 16 and _most_at_once(model.log) == 3
+
+
+class Watching(CrewActor):
+    """A crew subclass observing its agents' model and tool calls."""
+
+    seen: ClassVar[list[str]] = []
+
+    def on_model_call(self, agent_id: AgentId, request: ModelRequest) -> None:
+        self.seen.append(f"ask {agent_id} turn {request.turn}")
+
+    def on_model_answer(self, agent_id: AgentId, request: ModelRequest, outcome: ModelResponse | BaseException) -> None:
+        assert isinstance(outcome, ModelResponse)
+        self.seen.append(f"answer {agent_id} turn {request.turn}: {outcome.text or outcome.tool_calls[0].name}")
+
+    def on_tool_result(self, agent_id: AgentId, call: ToolCall, result: Mapping[str, Any]) -> None:
+        self.seen.append(f"tool {agent_id} {call.name} -> {dict(result)}")
+
+
+def test_a_crew_subclass_sees_each_model_call_and_tool_call(rt: ok.Runtime) -> None:
+    class ToolThenAnswer(SleepyModel):
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            await asyncio.sleep(0.01)
+            if request.turn == 0:
+                return call("add", {"a": 1, "b": 2})
+            return respond(f"sum {request.last_tool_result()['result']}")
+
+    add = Tool("add", "adds", lambda args: args["a"] + args["b"])
+    Watching.seen = []
+    ref = Watching.start(
+        rt.hub, agents=[Agent("a", ToolThenAnswer(0), tools=[add])], orchestration=Sequential([Task("go", "a")])
+    )
+    try:
+        start_crew(ref)
+        assert wait_finished(ref, timeout=30).result == "sum 3"
+    finally:
+        ref.stop()
+    assert Watching.seen == [
+        "ask a turn 0",
+        "answer a turn 0: add",
+        "tool a add -> {'result': 3}",
+        "ask a turn 1",
+        "answer a turn 1: sum 3",
+    ]
