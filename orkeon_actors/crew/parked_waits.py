@@ -15,7 +15,9 @@ Guarantees:
   ``EventHubTools.invoke``; a ``wait_for_event`` reports what its cursor ``missed``;
 * after a wake every parked agent's wait is re-armed with its remaining time; one that
   expired meanwhile gets its timeout message, one whose cursor already holds events
-  resolves with the oldest, one whose request is gone resolves with that error;
+  resolves with the oldest, one whose request is gone resolves with that error; an
+  agent restored while it was asking its model asks again from the same conversation
+  (a model call is at least once);
 * a trigger the lifecycle delivers goes to the first parked agent whose wait it
   matches, and is buffered by every other cursor it matches; nothing matching: dropped.
 """
@@ -160,6 +162,10 @@ def rearm_all(actor: CrewActor) -> None:
         state = runtime.state
         if state.status is AgentStatus.IDLE:
             mail_routing.serve_inbox_or_pump(actor, agent_id)
+            continue
+        if state.status is AgentStatus.RUNNING and state.pending is None and runtime.call is None:
+            if runtime.queued_request is None:  # restored while asking its model: it asks again
+                actor.run_agent(runtime)
             continue
         pending = state.pending
         if state.status is not AgentStatus.WAITING or pending is None or pending.wait is None:

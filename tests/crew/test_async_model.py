@@ -29,6 +29,7 @@ from orkeon_actors.crew import (
     start_crew,
     wait_finished,
 )
+from orkeon_actors.crew.crew_actor import restore_crew
 from orkeon_actors.crew.model import Usage
 from orkeon_actors.errors import CrewFailedError, ModelError
 from orkeon_actors.model.agent_events import AgentAnswered, ModelCallFinished, ModelCallStarted
@@ -297,3 +298,27 @@ def test_a_crew_subclass_sees_each_model_call_and_tool_call(rt: ok.Runtime) -> N
         "ask a turn 1",
         "answer a turn 1: sum 3",
     ]
+
+
+def test_a_crew_restored_while_its_agent_was_asking_asks_again(rt: ok.Runtime) -> None:
+    hanging = HangingModel()
+    agents = [Agent("a", hanging, instructions="be brief")]
+    ref = CrewActor.start(rt.hub, agents=agents, orchestration=Sequential([Task("go", "a")]), crew_id="c1")
+    start_crew(ref)
+    assert hanging.started.acquire(timeout=10)
+    snapshot = query_crew(ref, "snapshot")
+    assert snapshot.agents[0].status.value == "running" and snapshot.agents[0].conversation[-1].role == "user"
+    ref.stop()
+    answering = SleepyModel(0.01, "answered after the restore")
+    again = CrewActor.start(
+        rt.hub,
+        agents=[Agent("a", answering, instructions="be brief")],
+        orchestration=Sequential([Task("go", "a")]),
+        crew_id="c1",
+    )
+    try:
+        restore_crew(again, snapshot)
+        assert wait_finished(again, timeout=30).result == "answered after the restore"
+    finally:
+        again.stop()
+    assert answering.log == [("start", "a"), ("end", "a")]  # asked once more: at least once
