@@ -43,6 +43,8 @@ class Tool:
     """A user tool: ``fn(arguments)`` returns a JSON-serialisable result (a dict is
     passed to the model as is; anything else as ``{"result": value}``). An exception
     becomes an error result the model reads: ``{"error": {"type", "message", "field"}}``.
+    An ``async def fn`` is awaited on the runtime's I/O loop while its agent is parked
+    (``docs/crews.md``, "The agent loop").
     """
 
     name: str

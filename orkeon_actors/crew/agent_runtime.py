@@ -60,14 +60,14 @@ def recording(cursor: Cursor, on_done: Callable[[Message | BaseException], None]
 
 @attrs.define(eq=False)
 class CallInFlight:
-    """An agent's model call running on the I/O loop: its task's ``future``, the
-    ``token`` its outcome carries (an outcome without the live call's token is a
-    withdrawn call's, ignored), the ``request`` asked, and what to undo when it ends (a budget callback, a
-    deadline timer)."""
+    """An agent's model call (or async tool call) running on the I/O loop: its task's
+    ``future``, the ``token`` its outcome carries (an outcome without the live call's
+    token is a withdrawn call's, ignored), the ``request`` asked (``None`` for a tool
+    call), and what to undo when it ends (a budget callback, a deadline timer)."""
 
     future: concurrent.futures.Future[None]
     token: object
-    request: ModelRequest
+    request: ModelRequest | None = None
     cleanups: list[Callable[[], None]] = attrs.field(factory=list)
 
     def end(self) -> None:

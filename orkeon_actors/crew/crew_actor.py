@@ -49,6 +49,7 @@ through it and starting a wait tool parks one (an import cycle otherwise).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -67,6 +68,7 @@ from orkeon_actors.crew import (
     model_calls,
     parked_waits,
     sleep_wake,
+    tool_calls,
     waiting_call,
 )
 from orkeon_actors.crew.agent import Agent, agents_by_id
@@ -442,6 +444,8 @@ class CrewActor(PooledActor):
                 parked_waits.wait_done(self, message)
             elif isinstance(message, model_calls.ModelDone):
                 model_calls.model_done(self, message)
+            elif isinstance(message, tool_calls.ToolDone):
+                tool_calls.tool_done(self, message)
             elif isinstance(message, Mail):
                 mail_routing.mail_arrived(self, message)
             elif isinstance(message, Bound):
@@ -720,6 +724,8 @@ class CrewActor(PooledActor):
             return orchestrated
         for tool in agent.tools:
             if tool.name == call.name:
+                if inspect.iscoroutinefunction(tool.fn):  # parks while it runs on the I/O loop
+                    return tool_calls.start(self, runtime, tool, call)
                 return agent_step.run_user_tool(tool.fn, call)
         if agent.hub_tools and call.name in WAITING_TOOLS:
             return self._start_wait_tool(runtime, call)

@@ -25,6 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
@@ -41,7 +42,7 @@ from orkeon_actors.model.ids import AgentId
 if TYPE_CHECKING:
     from orkeon_actors.crew.crew_actor import CrewActor
 
-__all__ = ["ModelDone", "ask", "checked", "in_flight", "model_done", "start", "start_queued"]
+__all__ = ["ModelDone", "ask", "checked", "in_flight", "model_done", "start", "start_queued", "watch_budget"]
 
 
 @attrs.frozen(eq=False)
@@ -140,12 +141,20 @@ def start(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Non
             return await cast(AsyncModel, model).complete(request)
         return await loop.run_blocking(lambda: cast(Model, model).complete(request))
 
-    future = loop.submit(call)
-    in_flight = runtime.call = CallInFlight(future, token, request)
+    runtime.call = CallInFlight(loop.submit(call), token, request)
+    watch_budget(actor, runtime, lambda error: ModelDone(agent_id, token, error))
+
+
+def watch_budget(actor: CrewActor, runtime: AgentRuntime, done: Callable[[BaseException], Any]) -> None:
+    """End ``runtime``'s call in flight when its budget's token fires: the crew is told
+    ``done(error)`` (which fails the agent) and the task is cancelled."""
+    in_flight = runtime.call
+    assert in_flight is not None
     budget_token = runtime.budget.token
+    future = in_flight.future
 
     def budget_fired(error: BaseException) -> None:  # any thread: the crew fails the agent
-        actor.tell(ModelDone(agent_id, token, error))
+        actor.tell(done(error))
         future.cancel()
 
     in_flight.cleanups.append(budget_token.on_cancel(budget_fired))
@@ -164,6 +173,7 @@ def model_done(actor: CrewActor, message: ModelDone) -> None:
     if runtime is None or runtime.call is None or runtime.call.token is not message.token:
         return
     request = runtime.call.request
+    assert request is not None  # a model call's
     runtime.withdraw_call()
     outcome = message.outcome
     actor.on_model_answer(runtime.agent.agent_id, request, outcome)

@@ -322,3 +322,31 @@ def test_a_crew_restored_while_its_agent_was_asking_asks_again(rt: ok.Runtime) -
     finally:
         again.stop()
     assert answering.log == [("start", "a"), ("end", "a")]  # asked once more: at least once
+
+
+def test_an_async_user_tool_parks_its_agent_and_the_others_go_on(rt: ok.Runtime) -> None:
+    log: list[str] = []
+
+    async def fetch(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        log.append(f"fetch {arguments['url']} start")
+        await asyncio.sleep(0.2)
+        log.append(f"fetch {arguments['url']} end")
+        if arguments["url"] == "bad":
+            raise ValueError("no such page")
+        return {"page": arguments["url"].upper()}
+
+    def agent(agent_id: str, url: str) -> Agent:
+        def step(request: ModelRequest) -> ModelResponse:
+            if request.turn == 0:
+                return call("fetch", {"url": url})
+            return respond(json.dumps(request.last_tool_result(), sort_keys=True))
+
+        return Agent(agent_id, ScriptedModel(policy=step), tools=[Tool("fetch", "fetches a page", fetch)])
+
+    agents = [agent("a", "x"), agent("b", "bad")]
+    result = _run(rt, agents, Parallel([Branch("one", "a", "go"), Branch("two", "b", "go")]))
+    assert result is not None
+    first, second = result.split("\n")
+    assert json.loads(first) == {"page": "X"}
+    assert json.loads(second)["error"]["message"] == "no such page"  # a tool's error is a result the model reads
+    assert log[:2] == ["fetch x start", "fetch bad start"]  # both in flight at once
