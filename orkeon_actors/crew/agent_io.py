@@ -24,18 +24,23 @@ from orkeon_actors.model.agent_events import AgentEventJournal
 
 __all__ = ["AgentIO", "CallKind", "agent_io_of", "attach", "call_kind", "detach"]
 
-CallKind = Literal["inline", "async", "blocking"]
+CallKind = Literal["inline", "async", "blocking", "timed"]
 """How a model's ``complete`` runs: on the crew's thread (``inline``), as a coroutine on
-the I/O loop (``async``), or on the loop's bounded executor (``blocking``)."""
+the I/O loop (``async``), on the loop's bounded executor (``blocking``), or on the
+crew's thread with its answer delivered ``latency`` seconds later on the runtime's clock
+(``timed``: a simulated model call, virtual time in a simulation)."""
 
 
 def call_kind(model: Any) -> CallKind:
     """``async`` for a model whose ``complete`` is a coroutine function, ``blocking``
-    for a synchronous one that declares ``blocking = True`` (it does I/O), else
-    ``inline``."""
+    for a synchronous one that declares ``blocking = True`` (it does I/O), ``timed`` for
+    a synchronous one with a positive ``latency`` (seconds), else ``inline``."""
     if inspect.iscoroutinefunction(model.complete):
         return "async"
-    return "blocking" if getattr(model, "blocking", False) is True else "inline"
+    if getattr(model, "blocking", False) is True:
+        return "blocking"
+    latency = getattr(model, "latency", 0.0)
+    return "timed" if isinstance(latency, int | float) and latency > 0 else "inline"
 
 
 class AgentIO:

@@ -206,6 +206,10 @@ class ScriptedModel:
     * ``ScriptedModel(policy=fn)`` calls ``fn(request)`` for each step.
 
     Tool calls without an id get ``call-{turn}-{index}``, deterministic across runs.
+
+    ``latency`` (seconds, default 0) simulates a model's call time: the agent parks and
+    its answer arrives that long after it asked, on the runtime's clock (virtual in a
+    simulation, where concurrent calls overlap in virtual time); 0 answers inline.
     """
 
     model = "scripted"
@@ -217,9 +221,13 @@ class ScriptedModel:
         *,
         policy: Policy | None = None,
         per_task: bool = False,
+        latency: float = 0.0,
     ) -> None:
         if (script is None) == (policy is None):
             raise ValueError("give ScriptedModel exactly one of a script or a policy")
+        if isinstance(latency, bool) or not isinstance(latency, int | float) or not 0 <= latency < float("inf"):
+            raise ValueError(f"latency must be a number of seconds >= 0, got {latency!r}")
+        self.latency = float(latency)
         self.script: tuple[ModelResponse, ...] = tuple(
             respond(item) if isinstance(item, str) else item for item in (script or ())
         )

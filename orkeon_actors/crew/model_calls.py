@@ -25,6 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -120,6 +121,9 @@ def start(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Non
     started = call_events.model_started(io.journal, clock, model, request)
     token = object()
     agent_id = runtime.agent.agent_id
+    if kind == "timed":
+        _start_timed(actor, runtime, request, started, token)
+        return
     loop = io.loop
 
     async def call() -> None:
@@ -142,6 +146,34 @@ def start(actor: CrewActor, runtime: AgentRuntime, request: ModelRequest) -> Non
         return await loop.run_blocking(lambda: cast(Model, model).complete(request))
 
     runtime.call = CallInFlight(loop.submit(call), token, request)
+    watch_budget(actor, runtime, lambda error: ModelDone(agent_id, token, error))
+
+
+def _start_timed(
+    actor: CrewActor, runtime: AgentRuntime, request: ModelRequest, started: call_events.Started, token: object
+) -> None:
+    """A simulated call: answered now on the crew's thread (deterministic), the answer
+    delivered ``model.latency`` seconds later by a timer on the runtime's clock (a
+    virtual one in a simulation, whose seeded scheduler runs the timer)."""
+    model = runtime.agent.model
+    io, clock, hub = actor.agent_io, actor.hub.clock, actor.hub
+    agent_id = runtime.agent.agent_id
+    if not isinstance(hub, HubCore):
+        raise TypeError(f"a model with a latency needs a hub built on the hub core, got {type(hub).__name__}")
+    outcome: ModelResponse | BaseException
+    try:
+        outcome = checked(model, cast(Model, model).complete(request))
+    except Exception as exc:  # delivered as the call's outcome, after the latency
+        outcome = exc
+
+    def answer() -> None:  # the timer's thread (the simulation's scheduler in a simulation)
+        call_events.model_finished(io.journal, clock, started, outcome)
+        actor.tell(ModelDone(agent_id, token, outcome))
+
+    pending: concurrent.futures.Future[None] = concurrent.futures.Future()
+    in_flight = runtime.call = CallInFlight(pending, token, request)
+    timer = hub.scheduler.schedule_at(clock.monotonic() + float(getattr(model, "latency", 0.0)), answer)
+    in_flight.cleanups.append(timer.cancel)
     watch_budget(actor, runtime, lambda error: ModelDone(agent_id, token, error))
 
 
