@@ -61,3 +61,23 @@ def crews() -> Iterator[Crews]:
 
 
 Launcher = Callable[..., pykka.ActorRef[Any]]
+
+
+@pytest.fixture
+def rt() -> Iterator[ok.Runtime]:
+    """A runtime on the system clock (its I/O loop runs real async calls)."""
+    runtime = ok.Runtime.start()
+    yield runtime
+    runtime.stop()
+
+
+def run_crew(rt: ok.Runtime, agents: list[Any], orchestration: Any) -> str | None:
+    """Start a crew of ``agents`` on ``rt``, wait for it and return its result."""
+    from orkeon_actors.crew import wait_finished
+
+    ref = CrewActor.start(rt.hub, agents=agents, orchestration=orchestration)
+    try:
+        start_crew(ref)
+        return wait_finished(ref, timeout=30).result
+    finally:
+        ref.stop()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -37,7 +37,7 @@ from orkeon_actors.model.ids import AgentId
 from orkeon_actors.orchestration import Branch, Consensual, Hierarchical, Parallel, Sequential, Task
 from orkeon_actors.testing import wait_until
 
-from .conftest import Crews
+from .conftest import Crews, run_crew
 
 
 class SleepyModel:
@@ -64,22 +64,6 @@ class SleepyModel:
         return ModelResponse(self.answer or f"done by {request.agent_id}", usage=Usage(3, 4, 0.01))
 
 
-@pytest.fixture
-def rt() -> Iterator[ok.Runtime]:
-    runtime = ok.Runtime.start()
-    yield runtime
-    runtime.stop()
-
-
-def _run(rt: ok.Runtime, agents: list[Agent], orchestration: ok.Orchestration) -> str | None:
-    ref = CrewActor.start(rt.hub, agents=agents, orchestration=orchestration)
-    try:
-        start_crew(ref)
-        return wait_finished(ref, timeout=30).result
-    finally:
-        ref.stop()
-
-
 def _all_started_before_any_ended(log: list[tuple[str, str]], n: int) -> bool:
     kinds = [kind for kind, _ in log]
     return kinds[:n] == ["start"] * n and len(kinds) == 2 * n
@@ -88,7 +72,7 @@ def _all_started_before_any_ended(log: list[tuple[str, str]], n: int) -> bool:
 def test_eight_parallel_branches_call_their_async_model_at_once(rt: ok.Runtime) -> None:
     model = SleepyModel(0.3)
     agents = [Agent(f"a{i}", model) for i in range(8)]
-    result = _run(rt, agents, Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(8)]))
+    result = run_crew(rt, agents, Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(8)]))
     assert result == "\n".join(f"done by a{i}" for i in range(8))
     assert _all_started_before_any_ended(model.log, 8)
     assert model.threads == {"orkeon-io"}  # every call on the runtime's one I/O loop thread
@@ -97,7 +81,7 @@ def test_eight_parallel_branches_call_their_async_model_at_once(rt: ok.Runtime) 
 def test_consensual_voters_vote_at_once(rt: ok.Runtime) -> None:
     voters = SleepyModel(0.2, "approve")
     agents = [Agent(f"v{i}", voters) for i in range(4)]
-    result = _run(rt, agents, Consensual([f"v{i}" for i in range(4)], "the plan"))
+    result = run_crew(rt, agents, Consensual([f"v{i}" for i in range(4)], "the plan"))
     assert result is not None and json.loads(result)["decision"] == "accepted"
     assert _all_started_before_any_ended(voters.log, 4)
 
@@ -107,13 +91,13 @@ def test_hierarchical_workers_work_at_once(rt: ok.Runtime) -> None:
     manager = Agent("m", ScriptedModel([plan, "all parts done"]))
     workers = SleepyModel(0.2)
     agents = [manager, *(Agent(f"w{i}", workers) for i in range(4))]
-    assert _run(rt, agents, Hierarchical("m", [f"w{i}" for i in range(4)], "the goal")) == "all parts done"
+    assert run_crew(rt, agents, Hierarchical("m", [f"w{i}" for i in range(4)], "the goal")) == "all parts done"
     assert _all_started_before_any_ended(workers.log, 4)
 
 
 def test_the_runtime_journal_records_each_call(rt: ok.Runtime) -> None:
     model = SleepyModel(0.01)
-    _run(rt, [Agent("a", model)], Sequential([Task("go", "a")]))
+    run_crew(rt, [Agent("a", model)], Sequential([Task("go", "a")]))
     wait_until(lambda: any(isinstance(e, AgentAnswered) for e in rt.agent_events.recent()), timeout=5)
     started, finished, answered = rt.agent_events.recent()
     assert isinstance(started, ModelCallStarted) and isinstance(finished, ModelCallFinished)
@@ -143,7 +127,7 @@ class BlockingModel:
 def test_a_blocking_model_runs_on_the_bounded_executor(rt: ok.Runtime) -> None:
     model = BlockingModel()
     agents = [Agent("a", model), Agent("b", model)]
-    assert _run(rt, agents, Parallel([Branch("x", "a", "go"), Branch("y", "b", "go")])) == "ok a\nok b"
+    assert run_crew(rt, agents, Parallel([Branch("x", "a", "go"), Branch("y", "b", "go")])) == "ok a\nok b"
     assert all(name.startswith("orkeon-io-blocking") for name in model.threads)
 
 
@@ -154,7 +138,7 @@ class Broken:
 
 def test_an_async_model_error_fails_the_crew_with_it(rt: ok.Runtime) -> None:
     with pytest.raises(CrewFailedError, match="provider down"):
-        _run(rt, [Agent("a", Broken())], Sequential([Task("go", "a")]))
+        run_crew(rt, [Agent("a", Broken())], Sequential([Task("go", "a")]))
 
 
 class NotAResponse:
@@ -164,7 +148,7 @@ class NotAResponse:
 
 def test_an_async_model_returning_something_else_is_a_model_error(rt: ok.Runtime) -> None:
     with pytest.raises(CrewFailedError, match="not a ModelResponse"):
-        _run(rt, [Agent("a", NotAResponse())], Sequential([Task("go", "a")]))  # type: ignore[arg-type]
+        run_crew(rt, [Agent("a", NotAResponse())], Sequential([Task("go", "a")]))  # type: ignore[arg-type]
 
 
 class HangingModel:
@@ -344,7 +328,7 @@ def test_an_async_user_tool_parks_its_agent_and_the_others_go_on(rt: ok.Runtime)
         return Agent(agent_id, ScriptedModel(policy=step), tools=[Tool("fetch", "fetches a page", fetch)])
 
     agents = [agent("a", "x"), agent("b", "bad")]
-    result = _run(rt, agents, Parallel([Branch("one", "a", "go"), Branch("two", "b", "go")]))
+    result = run_crew(rt, agents, Parallel([Branch("one", "a", "go"), Branch("two", "b", "go")]))
     assert result is not None
     first, second = result.split("\n")
     assert json.loads(first) == {"page": "X"}

@@ -4,6 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
+import orkeon_actors as ok
+
 from .fake_provider import FakeProvider, Sleeps, serve
 
 
@@ -15,3 +17,10 @@ def provider() -> Iterator[FakeProvider]:
 @pytest.fixture
 def sleeps() -> Sleeps:
     return Sleeps()
+
+
+@pytest.fixture
+def rt() -> Iterator[ok.Runtime]:
+    """A runtime on the system clock (its I/O loop makes the adapters' calls)."""
+    with ok.Runtime.start() as runtime:
+        yield runtime

@@ -4,16 +4,17 @@ runtime's I/O loop, one client per event loop, and only an async client is accep
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.crew import Agent, CrewActor, Model, start_crew, wait_finished
+from orkeon_actors.crew import Agent, CrewActor, Model, start_crew
 from orkeon_actors.errors import ModelConfigError
 from orkeon_actors.models import AnthropicModel, OpenAIChatModel, RetryPolicy
 from orkeon_actors.orchestration import Branch, Parallel, Sequential, Task
+from tests.crew.conftest import run_crew
 
 from .fake_provider import FakeProvider, Received, Reply, Sleeps, Step, anthropic_script, openai_script
 
@@ -27,22 +28,6 @@ ADAPTERS: dict[str, tuple[Callable[[FakeProvider], Model], Callable[..., Callabl
         anthropic_script,
     ),
 }
-
-
-@pytest.fixture
-def rt() -> Iterator[ok.Runtime]:
-    runtime = ok.Runtime.start()
-    yield runtime
-    runtime.stop()
-
-
-def _run(rt: ok.Runtime, agents: list[Agent], orchestration: ok.Orchestration) -> str | None:
-    ref = CrewActor.start(rt.hub, agents=agents, orchestration=orchestration)
-    try:
-        start_crew(ref)
-        return wait_finished(ref, timeout=30).result
-    finally:
-        ref.stop()
 
 
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
@@ -60,7 +45,7 @@ def test_four_parallel_branches_have_their_requests_in_flight_at_once(
     provider.handler = handler
     model = build(provider)
     agents = [Agent(f"a{i}", model) for i in range(4)]
-    result = _run(rt, agents, Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(4)]))
+    result = run_crew(rt, agents, Parallel([Branch(f"b{i}", f"a{i}", "go") for i in range(4)]))
     assert result == "done\ndone\ndone\ndone"
     assert rt.agent_io.loop.started
 
@@ -70,7 +55,7 @@ def test_one_model_serves_two_runtimes_in_turn(provider: FakeProvider) -> None:
     model = ADAPTERS["openai"][0](provider)
     for _ in range(2):  # the second runtime's loop gets its own client
         with ok.Runtime.start() as rt:
-            assert _run(rt, [Agent("a", model)], Sequential([Task("go", "a")])) == "hi"
+            assert run_crew(rt, [Agent("a", model)], Sequential([Task("go", "a")])) == "hi"
 
 
 def test_a_synchronous_sdk_client_is_refused() -> None:
@@ -83,7 +68,7 @@ def test_a_synchronous_sdk_client_is_refused() -> None:
 def test_the_events_carry_the_provider_and_its_finish_reason(rt: ok.Runtime, provider: FakeProvider) -> None:
     provider.handler = openai_script(Step("hi", input_tokens=12, output_tokens=3))
     model: Any = ADAPTERS["openai"][0](provider)
-    _run(rt, [Agent("a", model)], Sequential([Task("go", "a")]))
+    run_crew(rt, [Agent("a", model)], Sequential([Task("go", "a")]))
     finished = [e for e in rt.agent_events.recent() if type(e).__name__ == "ModelCallFinished"]
     assert [(e.provider, e.model, e.input_tokens, e.output_tokens, e.finish_reasons) for e in finished] == [
         ("openai", "gpt-test", 12, 3, ("stop",))
