@@ -41,8 +41,11 @@ lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
 (:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
 
-It is still a little over 600 lines: the agent loop and its tools (``run_agent`` and
-the tool turns, about 105 lines) are the next group to move, and moving them needs
+It is still over 600 lines (about 790: the model-call and tool-call hooks a subclass
+overrides live here, and the dispatch of the I/O loop's outcomes; the calls themselves
+are in :mod:`~orkeon_actors.crew.model_calls` and :mod:`~orkeon_actors.crew.tool_calls`):
+the agent loop and its tools (``run_agent`` and the tool turns, about 120 lines) are
+the next group to move, and moving them needs
 ``run_agent`` kept as a hand-off on the actor, since parked waits resume an agent
 through it and starting a wait tool parks one (an import cycle otherwise).
 """
