@@ -41,15 +41,17 @@ journal's ``capture_content`` (the agent loop fills the content fields only then
 ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` on tool spans. A journal
 capturing content for another observer does not put content on spans.
 
-Cost: the journal calls the observer on the crew's thread, after the event; the observer
-does dictionary look-ups and hands finished spans to the provider's span processors, so
-use a batching processor (``BatchSpanProcessor``) in production. The observer first
+Cost: the journal calls the observer on the emitting thread (a crew's, or the runtime's
+model I/O loop); the observer only queues the event there. Its own thread builds the
+spans and hands them to the provider's span processors (use ``BatchSpanProcessor`` in
+production, so exporting happens on the SDK's thread, not this one). The observer first
 replays the journal's kept history, so calls made before it attached are spans too.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections import OrderedDict
 from datetime import datetime
@@ -92,6 +94,13 @@ DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56,
 """``gen_ai.client.operation.duration``'s advised bucket boundaries (seconds)."""
 
 
+class _Flush:
+    """A marker in the worker's queue: set when the worker reaches it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
 class HasAgentEvents(Protocol):
     """What :func:`observe_agents` observes: a runtime (anything with ``agent_events``)."""
 
@@ -115,8 +124,11 @@ def _content_opted_in(capture_content: bool | None) -> bool:
 
 class AgentTelemetry:
     """The GenAI spans and metrics of one journal's events (module docstring). Made by
-    :func:`observe_agents`; :meth:`close` stops observing and ends the turn and crew spans
-    still open (at the last event seen for them). Thread-safe."""
+    :func:`observe_agents`. The journal's callback only queues the event; one worker
+    thread (``orkeon-genai-spans``) builds the spans and records the metrics, in the
+    journal's order. :meth:`flush` waits for what is queued; :meth:`close` stops
+    observing, flushes, and ends the turn and crew spans still open (at the last event
+    seen for them). Thread-safe."""
 
     def __init__(
         self,
@@ -145,36 +157,57 @@ class AgentTelemetry:
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
         )
         self._open_crews = open_crews
-        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[AgentEvent | _Flush | None] = queue.SimpleQueue()
         self._crews: OrderedDict[str, tuple[Span, Context, int]] = OrderedDict()
         self._turns: dict[tuple[str, str], tuple[Span, Context, int]] = {}
         self._content: dict[str, str] = {}
         """A call's prompt or tool arguments (from its started event) until it finishes."""
         self._closed = False
+        self._closing = threading.Lock()
         if self.capture_content:
             journal.capture_content = True
         history, self._unsubscribe = journal.subscribe(self.observe)
-        for event in history:
-            self.observe(event)
+        self._worker = threading.Thread(target=self._work, args=(history,), name="orkeon-genai-spans", daemon=True)
+        self._worker.start()
 
-    # -- the subscriber ------------------------------------------------------------------
+    # -- the subscriber and its worker ---------------------------------------------------
 
     def observe(self, event: AgentEvent) -> None:
-        """Turn one event into spans and metric records (the journal calls this)."""
-        with self._lock:
-            if self._closed:
-                return
-            if isinstance(event, ModelCallFinished):
-                self._model_call(event)
-            elif isinstance(event, ToolCallFinished):
-                self._tool_call(event)
-            elif isinstance(event, ModelCallStarted | ToolCallStarted):
-                self._turn(event.crew_id, event.agent_id, _ns(event.started_at))
-                content = event.prompt if isinstance(event, ModelCallStarted) else event.arguments
-                if self.capture_content and content is not None:
-                    self._content[event.call_id] = content
-            elif isinstance(event, AgentAnswered):
-                self._answered(event)
+        """Queue one event (the journal calls this on the emitting thread: it only queues)."""
+        self._queue.put(event)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every event queued so far became spans and metric records; false
+        when ``timeout`` seconds passed first."""
+        if not self._worker.is_alive():
+            return True
+        marker = _Flush()
+        self._queue.put(marker)
+        return marker.done.wait(timeout)
+
+    def _work(self, history: tuple[AgentEvent, ...]) -> None:
+        """The worker thread: the history kept before subscribing, then each queued event,
+        in order, until ``close`` queues ``None``."""
+        for event in history:
+            self._handle(event)
+        while (item := self._queue.get()) is not None:
+            if isinstance(item, _Flush):
+                item.done.set()
+            else:
+                self._handle(item)
+
+    def _handle(self, event: AgentEvent) -> None:
+        if isinstance(event, ModelCallFinished):
+            self._model_call(event)
+        elif isinstance(event, ToolCallFinished):
+            self._tool_call(event)
+        elif isinstance(event, ModelCallStarted | ToolCallStarted):
+            self._turn(event.crew_id, event.agent_id, _ns(event.started_at))
+            content = event.prompt if isinstance(event, ModelCallStarted) else event.arguments
+            if self.capture_content and content is not None:
+                self._content[event.call_id] = content
+        elif isinstance(event, AgentAnswered):
+            self._answered(event)
 
     def _crew(self, crew_id: str, at_ns: int) -> Context:
         entry = self._crews.get(crew_id)
@@ -305,19 +338,22 @@ class AgentTelemetry:
     # -- the end ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop observing; end the open turn and crew spans at their last event. Idempotent."""
+        """Stop observing, make spans of every event queued so far, then end the open turn
+        and crew spans at their last event. Idempotent."""
         self._unsubscribe()
-        with self._lock:
+        with self._closing:
             if self._closed:
                 return
             self._closed = True
-            for span, _, last in self._turns.values():
-                span.end(end_time=last)
-            for span, _, last in self._crews.values():
-                span.end(end_time=last)
-            self._turns.clear()
-            self._crews.clear()
-            self._content.clear()
+            self._queue.put(None)
+        self._worker.join()
+        for span, _, last in self._turns.values():
+            span.end(end_time=last)
+        for span, _, last in self._crews.values():
+            span.end(end_time=last)
+        self._turns.clear()
+        self._crews.clear()
+        self._content.clear()
 
     def __enter__(self) -> AgentTelemetry:
         return self

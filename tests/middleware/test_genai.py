@@ -4,12 +4,13 @@ from the SDK's in-memory exporter (OpenTelemetry semantic conventions, gen-ai)."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
 import orkeon_actors as ok
@@ -72,7 +73,7 @@ def test_a_turn_is_a_trace_of_chat_and_tool_spans_at_the_events_times(
     runtime: ok.Runtime, tracing: Tracing, metrics: Metrics
 ) -> None:
     journal = runtime.agent_events
-    with ok.observe_agents(runtime, tracer_provider=tracing.provider, meter_provider=metrics.provider):
+    with ok.observe_agents(runtime, tracer_provider=tracing.provider, meter_provider=metrics.provider) as observer:
         _model_call(
             journal,
             "writer",
@@ -88,6 +89,7 @@ def test_a_turn_is_a_trace_of_chat_and_tool_spans_at_the_events_times(
         _tool_call(journal, "writer", T0 + timedelta(seconds=1.5), 0.25)
         _model_call(journal, "writer", T0 + timedelta(seconds=2), 1.0, input_tokens=200, output_tokens=5)
         journal.record(AgentAnswered(crew_id="crew-a", agent_id="writer", at=T0 + timedelta(seconds=3.5)))
+        assert observer.flush(timeout=30)
         assert {s.name for s in tracing.spans()} == {
             "chat gpt-4o-mini",
             "execute_tool post_message",
@@ -222,7 +224,28 @@ def test_open_crews_are_bounded(tracing: Tracing) -> None:
 
     with pytest.raises(ok.errors.InvalidArgumentError, match="open_crews"):
         AgentTelemetry(journal, open_crews=0)
-    with AgentTelemetry(journal, tracing.provider, open_crews=2):
+    with AgentTelemetry(journal, tracing.provider, open_crews=2) as observer:
         for crew in ("c1", "c2", "c3"):
             _model_call(journal, "a", T0, 1.0, crew=crew)
+        assert observer.flush(timeout=30)
         assert [s.name for s in tracing.spans() if s.name.startswith("invoke_workflow")] == ["invoke_workflow c1"]
+
+
+def test_recording_an_event_never_waits_on_the_spans(runtime: ok.Runtime) -> None:
+    release = threading.Event()
+    ended_on: list[str] = []
+
+    class SlowProcessor(SpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            ended_on.append(threading.current_thread().name)
+            release.wait(30)
+
+    provider = TracerProvider()
+    provider.add_span_processor(SlowProcessor())
+    with observe_agents(runtime, tracer_provider=provider) as observer:
+        _model_call(runtime.agent_events, "a", T0, 1.0)  # returns while the chat span is stuck in on_end
+        assert not release.is_set()
+        release.set()
+        assert observer.flush(timeout=30)
+        assert ended_on == ["orkeon-genai-spans"]  # the chat span, built off the recording thread
+    provider.shutdown()
