@@ -54,8 +54,9 @@ import os
 import queue
 import threading
 from collections import OrderedDict
+from collections.abc import MutableMapping
 from datetime import datetime
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -92,6 +93,10 @@ _ROOT: Final = Context()
 """An empty context: a crew's span starts a trace of its own, whatever span is current."""
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 """``gen_ai.client.operation.duration``'s advised bucket boundaries (seconds)."""
+
+
+_Open = tuple[Span, Context, int]
+"""An open span, its context (to parent others) and the time of its last event (ns)."""
 
 
 class _Flush:
@@ -158,8 +163,8 @@ class AgentTelemetry:
         )
         self._open_crews = open_crews
         self._queue: queue.SimpleQueue[AgentEvent | _Flush | None] = queue.SimpleQueue()
-        self._crews: OrderedDict[str, tuple[Span, Context, int]] = OrderedDict()
-        self._turns: dict[tuple[str, str], tuple[Span, Context, int]] = {}
+        self._crews: OrderedDict[str, _Open] = OrderedDict()
+        self._turns: dict[tuple[str, str], _Open] = {}
         self._content: dict[str, str] = {}
         """A call's prompt or tool arguments (from its started event) until it finishes."""
         self._closed = False
@@ -209,21 +214,32 @@ class AgentTelemetry:
         elif isinstance(event, AgentAnswered):
             self._answered(event)
 
-    def _crew(self, crew_id: str, at_ns: int) -> Context:
-        entry = self._crews.get(crew_id)
+    def _open(
+        self,
+        spans: MutableMapping[Any, _Open],
+        key: object,
+        name: str,
+        parent: Context,
+        attributes: dict[str, str],
+        at_ns: int,
+    ) -> Context:
+        """The context of the span open under ``key`` in ``spans`` (its last event moved to
+        ``at_ns``), started now as ``name`` when none is open."""
+        entry = spans.get(key)
         if entry is not None:
             span, context, last = entry
-            self._crews[crew_id] = (span, context, max(last, at_ns))
+            spans[key] = (span, context, max(last, at_ns))
             return context
         span = self._tracer.start_span(
-            f"invoke_workflow {crew_id}",
-            context=_ROOT,
-            kind=SpanKind.INTERNAL,
-            attributes={"gen_ai.operation.name": "invoke_workflow", "orkeon.crew.id": crew_id},
-            start_time=at_ns,
+            name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes, start_time=at_ns
         )
         context = trace.set_span_in_context(span)
-        self._crews[crew_id] = (span, context, at_ns)
+        spans[key] = (span, context, at_ns)
+        return context
+
+    def _crew(self, crew_id: str, at_ns: int) -> Context:
+        attributes = {"gen_ai.operation.name": "invoke_workflow", "orkeon.crew.id": crew_id}
+        context = self._open(self._crews, crew_id, f"invoke_workflow {crew_id}", _ROOT, attributes, at_ns)
         while len(self._crews) > self._open_crews:
             _, (old, _, old_last) = self._crews.popitem(last=False)
             old.end(end_time=old_last)
@@ -231,22 +247,8 @@ class AgentTelemetry:
 
     def _turn(self, crew_id: str, agent_id: str, at_ns: int) -> Context:
         parent = self._crew(crew_id, at_ns)
-        key = (crew_id, agent_id)
-        entry = self._turns.get(key)
-        if entry is not None:
-            span, context, last = entry
-            self._turns[key] = (span, context, max(last, at_ns))
-            return context
-        span = self._tracer.start_span(
-            f"invoke_agent {agent_id}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes={"gen_ai.operation.name": "invoke_agent", **_agent_attributes(crew_id, agent_id)},
-            start_time=at_ns,
-        )
-        context = trace.set_span_in_context(span)
-        self._turns[key] = (span, context, at_ns)
-        return context
+        attributes = {"gen_ai.operation.name": "invoke_agent", **_agent_attributes(crew_id, agent_id)}
+        return self._open(self._turns, (crew_id, agent_id), f"invoke_agent {agent_id}", parent, attributes, at_ns)
 
     def _model_call(self, event: ModelCallFinished) -> None:
         start = _ns(event.started_at)
@@ -326,9 +328,8 @@ class AgentTelemetry:
         span.end(end_time=at)
 
     def _touch(self, crew_id: str, agent_id: str, at_ns: int) -> None:
-        span, context, last = self._turns[(crew_id, agent_id)]
-        self._turns[(crew_id, agent_id)] = (span, context, max(last, at_ns))
-        self._touch_crew(crew_id, at_ns)
+        """Move the turn's and the crew's last event to ``at_ns`` (a call's end)."""
+        self._turn(crew_id, agent_id, at_ns)
 
     def _touch_crew(self, crew_id: str, at_ns: int) -> None:
         entry = self._crews.get(crew_id)
