@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from orkeon_actors.hub.pipeline import EventHubMiddleware
     from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
     from orkeon_actors.lifecycle import CrewSupervisor
+    from orkeon_actors.middleware.genai import observe_agents
     from orkeon_actors.orchestration import (
         END,
         Autonomous,
@@ -123,6 +124,7 @@ _FACADE: dict[str, str] = {
     "register_blueprint": "orkeon_actors.config",
     "scripted": "orkeon_actors.config",
     "start_crew": "orkeon_actors.config",
+    "observe_agents": "orkeon_actors.middleware.genai",
 }
 """Facade name -> the module defining it, imported on first use: ``import orkeon_actors``
 loads only the model, the errors and the logging convention, and each subpackage only
@@ -202,6 +204,7 @@ __all__ = [
     "lifecycle",
     "load_crew",
     "middleware",
+    "observe_agents",
     "orchestration",
     "register_blueprint",
     "respond",

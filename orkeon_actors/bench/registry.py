@@ -15,7 +15,7 @@ from orkeon_actors.model.clock import SystemClock, format_utc
 
 __all__ = ["BenchResult", "SUITES", "SUITE_NAMES", "register", "run_suites", "render_table", "best_of"]
 
-SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume")
+SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume", "agents")
 """Every suite ``orkeon bench`` knows, in the order ``all`` runs them."""
 
 
@@ -54,6 +54,7 @@ def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
     unknown name."""
     # Import the suites so they register themselves.
     from orkeon_actors.bench import (
+        agents,  # noqa: F401
         amqp,  # noqa: F401
         history,  # noqa: F401
         hub,  # noqa: F401

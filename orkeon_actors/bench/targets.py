@@ -69,6 +69,20 @@ TARGETS: dict[str, dict[str, Target]] = {
         "parked_crew_start_ms": Target("<=", 0.5),
     },
     "wakecost": {"steps_us": Target("<=", 250)},
+    "agents": {
+        "parallel_8_wall_over_latency": Target("<=", 1.2),
+        **{
+            key: target
+            for n in (1_000, 10_000)
+            for key, target in (
+                (f"crews_{n}_wall_over_latency", Target("<=", 1.2)),
+                (f"crews_{n}_peak_threads", Target("<", 32)),
+                (f"crews_{n}_vs_best_peer", Target("<=", 1.0)),
+            )
+        },
+        "post_receive_vs_tell": Target(">=", 0.40),
+        "send_reply_vs_ask": Target(">=", 0.50),
+    },
     "pauseresume": {
         f"{name}_{paused}": target
         for paused in (2_000, 20_000)

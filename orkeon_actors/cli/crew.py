@@ -2,7 +2,9 @@
 
 orkeon crew schema [--markdown]          print the canonical crew JSON Schema (or docs/crew-schema.md)
 orkeon crew validate FILE... [--json]    0 if every crew is valid, 1 with every problem listed
-orkeon crew run FILE [--store PATH]      run the crew on the embedded SQLite store, print what happened
+orkeon crew run FILE [--store PATH]      run the crew on the embedded SQLite store, print what it does
+                                         as it happens (messages, model and tool calls, tokens, cost)
+orkeon crew run FILE --json              the same as one JSON object per line (docs/observability.md)
 orkeon crew run FILE --simulate          run it on a virtual clock instead (waits expire at once)
 """
 
@@ -73,67 +75,106 @@ def run_validate(files: Sequence[str], *, as_json: bool = False) -> int:
 
 
 def run_crew(
-    file: str, *, store: str | None = None, simulate: bool = False, timeout: float = 300.0, studio: int | None = None
+    file: str,
+    *,
+    store: str | None = None,
+    simulate: bool = False,
+    timeout: float = 300.0,
+    studio: int | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Run the crew at ``file`` to its end and print its timeline and outcome: 0 when it
-    completed, 1 when it failed or did not finish within ``timeout`` seconds, 2 when
-    the document is invalid."""
+    """Run the crew at ``file`` to its end, printing what it does as it happens, then its
+    outcome (``as_json``: one JSON object per line): 0 when it completed, 1 when it failed
+    or did not finish within ``timeout`` seconds, 2 when the document is invalid."""
     try:
         blueprint = load_crew(file)
     except CrewConfigError as exc:
-        print(exc)
+        print(json.dumps({"kind": "invalid", "problems": str(exc)}) if as_json else exc)
         return 2
     if simulate:
-        return _simulate(blueprint)
-    return _run_durable(blueprint, store, timeout, studio)
+        return _simulate(blueprint, as_json)
+    return _run_durable(blueprint, store, timeout, studio, as_json)
 
 
-def _simulate(blueprint: CrewBlueprint) -> int:
+def _simulate(blueprint: CrewBlueprint, as_json: bool = False) -> int:
     from orkeon_actors.sim.simulation import Simulation
 
     with Simulation(middleware=[EventDeclarations()]) as sim:
         crew = sim.spawn(blueprint)
         result = sim.run(until=24 * 3600)
         status, answer, failure = result.crews[crew]
-        print(f"== crew {blueprint.name} ({crew}, {blueprint.orchestration.mode}, simulated {result.virtual_time:g}s)")
-        print(sim.trace.timeline())
-        print(f"-> {status.value}: {answer if failure is None else failure}")
+        if as_json:
+            for e in sim.trace.events():
+                entry = {"kind": "trace", "entry": e.kind, "t": e.time, "crew": e.crew, "agent": e.agent}
+                print(json.dumps({**entry, "detail": e.detail}))
+            outcome = {"kind": "outcome", "crew": str(crew), "status": status.value, "result": answer}
+            print(json.dumps({**outcome, "failure": failure, "virtual_time": result.virtual_time}))
+        else:
+            mode, virtual = blueprint.orchestration.mode, result.virtual_time
+            print(f"== crew {blueprint.name} ({crew}, {mode}, simulated {virtual:g}s)")
+            print(sim.trace.timeline())
+            print(f"-> {status.value}: {answer if failure is None else failure}")
         return 0 if status is CrewStatus.COMPLETED else 1
 
 
-def _run_durable(blueprint: CrewBlueprint, store: str | None, timeout: float, studio: int | None = None) -> int:
+def _run_durable(
+    blueprint: CrewBlueprint, store: str | None, timeout: float, studio: int | None = None, as_json: bool = False
+) -> int:
+    from orkeon_actors.cli.live_timeline import LiveTimeline
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
     from orkeon_actors.runtime import Runtime
-    from orkeon_actors.sim.trace import Trace
 
     with tempfile.TemporaryDirectory(prefix="orkeon-crew-") as scratch:
         path = store or str(Path(scratch) / "crew.db")
         started = time.monotonic()
-        trace = Trace(lambda: time.monotonic() - started)
-        with Runtime.start(store=path, middleware=[EventDeclarations()], studio=studio) as runtime:
+        timeline = LiveTimeline(as_json=as_json, now=lambda: time.monotonic() - started)
+        with timeline, Runtime.start(store=path, middleware=[EventDeclarations()], studio=studio) as runtime:
+            timeline.follow(runtime.agent_events)
             if runtime.studio is not None:
-                print(f"Studio: {runtime.studio.url}", flush=True)
+                timeline.emit(f"Studio: {runtime.studio.url}", kind="studio", url=runtime.studio.url)
             supervisor = CrewSupervisor.start(runtime)
             try:
-                register_blueprint(supervisor, blueprint, observer=trace)
+                register_blueprint(supervisor, blueprint, observer=timeline)
                 crew = supervisor.spawn(blueprint.name)
-                print(f"== crew {blueprint.name} ({crew}, {blueprint.orchestration.mode}) on store {path}")
+                mode = blueprint.orchestration.mode
+                timeline.emit(
+                    f"== crew {blueprint.name} ({crew}, {mode}) on store {path}",
+                    kind="run_started",
+                    crew=str(crew),
+                    name=blueprint.name,
+                    mode=mode,
+                    store=path,
+                )
                 pause = threading.Event()
                 deadline = started + timeout
                 while supervisor.outcome(crew) is None and time.monotonic() < deadline:
                     pause.wait(0.02)
                 outcome = supervisor.outcome(crew)
-                print(trace.timeline())
+                timeline.close()  # every line so far is out before the outcome
+                totals = timeline.totals()
                 if outcome is None:
-                    print(f"-> not finished after {timeout:g}s (state {supervisor.state(crew).value})")
+                    state = supervisor.state(crew).value
+                    _print_outcome(as_json, f"-> not finished after {timeout:g}s (state {state})", str(crew), state)
                     return 1
                 detail = outcome.result if outcome.failure is None else outcome.failure
-                print(f"-> {outcome.status.value}: {detail}", flush=True)
+                if totals is not None and not as_json:
+                    print(f"   {totals}")
+                status = outcome.status.value
+                _print_outcome(
+                    as_json, f"-> {status}: {detail}", str(crew), status, result=outcome.result, failure=outcome.failure
+                )
                 if runtime.studio is not None:
                     _serve_until_interrupted(runtime.studio.url)
                 return 0 if outcome.status is CrewStatus.COMPLETED else 1
             finally:
                 supervisor.stop()
+
+
+def _print_outcome(as_json: bool, text: str, crew: str, status: str, **fields: object) -> None:
+    if as_json:
+        print(json.dumps({"kind": "outcome", "crew": crew, "status": status, **fields}), flush=True)
+    else:
+        print(text, flush=True)
 
 
 def _serve_until_interrupted(url: str) -> None:

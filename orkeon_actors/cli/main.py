@@ -114,6 +114,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--store", metavar="PATH", help="SQLite store file (default: a fresh temporary file)")
     run.add_argument("--simulate", action="store_true", help="run on a virtual clock in memory instead")
     run.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the crew to finish")
+    run.add_argument("--json", action="store_true", help="stream one JSON object per event, one per line")
     run.add_argument(
         "--studio",
         nargs="?",
@@ -228,7 +229,12 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.crew_command == "validate":
             return crew_cli.run_validate(args.files, as_json=args.json)
         return crew_cli.run_crew(
-            args.file, store=args.store, simulate=args.simulate, timeout=args.timeout, studio=args.studio
+            args.file,
+            store=args.store,
+            simulate=args.simulate,
+            timeout=args.timeout,
+            studio=args.studio,
+            as_json=args.json,
         )
     if args.command == "mcp":
         from orkeon_actors.cli.mcp import run_mcp

@@ -37,6 +37,7 @@ from orkeon_actors.middleware.validation import ValidationMiddleware
 
 if TYPE_CHECKING:
     from orkeon_actors.acl.stage import AclMiddleware
+    from orkeon_actors.middleware.genai import AgentTelemetry, observe_agents
     from orkeon_actors.middleware.telemetry import TelemetryMiddleware
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "PUBLISH_OPERATIONS",
     "RECEIVE_OPERATIONS",
     "AclMiddleware",
+    "AgentTelemetry",
     "EventHubMiddleware",
     "EventSchemaRegistry",
     "IdempotencyMiddleware",
@@ -59,10 +61,13 @@ __all__ = [
     "current_operation",
     "discover",
     "load",
+    "observe_agents",
 ]
 
 _LAZY = {
     "TelemetryMiddleware": "orkeon_actors.middleware.telemetry",
+    "AgentTelemetry": "orkeon_actors.middleware.genai",
+    "observe_agents": "orkeon_actors.middleware.genai",
     "AclMiddleware": "orkeon_actors.acl.stage",
 }
 
