@@ -200,6 +200,30 @@ class SqliteSentHistory:
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
 
+    def replay_reply(self, message: Message, key: str) -> Message | None:
+        """The reply ``message``'s sender made under ``key`` to its correlation id (the
+        request was answered, so it is not pending any more), or ``None``; raises
+        ``IdempotencyKeyConflictError`` when that reply had other content."""
+        if not self.enabled or message.source_agent_id is None or message.correlation_id is None:
+            return None
+        sender = self._sender(message)
+        self._settle()
+        with self.hub.readers.connection() as conn:
+            found = sent_rows.find_reply(conn, sender.id, key, str(message.correlation_id))
+        if found is None:
+            return None
+        original_content, original = found
+        to = original.to
+        first = original_message(original)
+        if content_digest(SendKind.REPLY, to, message) != original_content:
+            raise IdempotencyKeyConflictError(
+                f"idempotency_key {key!r} of {sender.address} was used for reply {first.id} to "
+                f"request {message.correlation_id} with other content; the request was answered already",
+                key=key,
+                original_id=str(first.id),
+            )
+        return first
+
     def _sender(self, message: Message) -> Endpoint:
         """The agent endpoint of ``message``'s sender, with its crew's name now."""
         assert message.source_agent_id is not None

@@ -32,7 +32,7 @@ from orkeon_actors.errors import StoreCorruptError
 from orkeon_actors.history import ledger
 from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
-from orkeon_actors.history.records import SentIntent, SentRecord
+from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
 from orkeon_actors.history.view import Coverage, CoverageState
 from orkeon_actors.store import faults
 from orkeon_actors.wire.sent_history import (
@@ -54,6 +54,7 @@ __all__ = [
     "drop_index",
     "ensure_index",
     "find_key",
+    "find_reply",
     "has_tables",
     "pending_intents",
     "read_rows",
@@ -310,6 +311,27 @@ def find_key(
     ).fetchone()
     if pending is not None:
         return str(pending[0]), bytes(pending[1]), intent_from_bytes(bytes(pending[2]))
+    return None
+
+
+def find_reply(
+    conn: apsw.Connection, sender: str, key: str, correlation_id: str
+) -> tuple[bytes, SentRecord | SentIntent] | None:
+    """``sender``'s reply under ``key`` to the request ``correlation_id``, completed or
+    pending: ``(content digest, record or intent)``, or ``None``. A key is scoped by its
+    recipient, so the sender's rows with that key are few; each is decoded."""
+    for content, raw in conn.execute(
+        "SELECT content, record FROM sent_rows WHERE sender = ? AND idempotency_key = ?", (sender, key)
+    ):
+        record = record_from_bytes(bytes(raw))
+        if record.kind is SendKind.REPLY and record.correlation_id == correlation_id:
+            return bytes(content), record
+    for content, raw in conn.execute(
+        "SELECT content, intent FROM sent_intents WHERE sender = ? AND idempotency_key = ?", (sender, key)
+    ):
+        intent = intent_from_bytes(bytes(raw))
+        if intent.kind is SendKind.REPLY and str(intent.message.correlation_id) == correlation_id:
+            return bytes(content), intent
     return None
 
 

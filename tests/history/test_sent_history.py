@@ -411,3 +411,27 @@ class TestIdempotencyKeys:
             hub.bind("a").post("topic://news", "crew-level broadcast", idempotency_key="k")
         with pytest.raises(ok.errors.InvalidArgumentError, match="idempotency_key"):
             hub.bind("a", "alice").post(BOB, "x", idempotency_key="")
+
+    def test_a_keyed_reply_replayed_after_delivery_returns_the_original(self, open_store: Opener) -> None:
+        rt = open_store()
+        hub = rt.hub
+        desk = hub.register_mailbox("agent://b/desk")
+        alice, bob = hub.bind("a", "alice"), hub.bind("b", "bob")
+        asked = alice.request("agent://b/desk", "q", timeout=30)
+        with desk.reader() as reader:
+            reader.receive()
+        assert asked.correlation_id is not None
+        first = bob.reply(asked.correlation_id, "answer", idempotency_key="answer-1")
+        assert alice.wait_for(ok.WaitOnReply(asked.correlation_id), 5).id == first.id
+        again = bob.reply(asked.correlation_id, "answer", idempotency_key="answer-1")  # a retry after a lost ack
+        assert (again.id, again.json()) == (first.id, "answer")
+        with pytest.raises(IdempotencyKeyConflictError) as info:
+            bob.reply(asked.correlation_id, "another answer", idempotency_key="answer-1")
+        assert info.value.original_id == str(first.id)
+        with pytest.raises(UnknownCorrelationError):  # no key: an answered request stays unknown
+            bob.reply(asked.correlation_id, "answer")
+        with pytest.raises(UnknownCorrelationError):  # a key bob never used for this request
+            bob.reply(asked.correlation_id, "answer", idempotency_key="answer-2")
+        with pytest.raises(UnknownCorrelationError):  # another replier learns nothing
+            hub.bind("b", "eve").reply(asked.correlation_id, "answer", idempotency_key="answer-1")
+        assert [r.message_id for r in bob.sent().rows] == [first.id]
