@@ -13,7 +13,7 @@ from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.history.ledger import LedgerReport, verify
 from orkeon_actors.history.view import CoverageState, SentHistory
 from orkeon_actors.store import sent_rows
-from orkeon_actors.wire.sent_history import SentRecordError, intent_from_bytes
+from orkeon_actors.wire.sent_history import SentRecordError, content_digest, intent_from_bytes
 
 __all__ = ["read_history", "verify_history", "verify_intents"]
 
@@ -26,8 +26,9 @@ def read_history(
     include_body: bool = False,
 ) -> SentHistory:
     """``sender``'s history (to ``to``, strictly after ``since_ms``) and its coverage,
-    read in one snapshot. An unavailable index returns no rows; rows this release cannot
-    decode raise ``SentRecordError`` (never skipped: a gap would pass for completeness)."""
+    read in one snapshot. An unavailable index returns no rows; a row this release cannot
+    decode, or whose columns disagree with its hashed record, raises
+    ``StoreCorruptError`` (never skipped: a gap would pass for completeness)."""
     conn.execute("BEGIN")
     try:
         coverage = sent_rows.coverage(conn, sender.id)
@@ -45,22 +46,35 @@ def read_history(
 
 def verify_intents(conn: apsw.Connection, sender: Endpoint, report: LedgerReport) -> LedgerReport:
     """Extend a valid ledger report with the sender's pending intents: each must decode
-    as an intent of this release's version and name this sender; the first one that does
-    not fails the report (at the position past the head it would take)."""
+    as an intent of this release's version, name this sender, and agree with the
+    columns a keyed retry looks it up by (recipient, key, content digest); the first one
+    that does not fails the report (at the position past the head it would take)."""
     if not report.ok:
         return report
-    for message_id, raw in sent_rows.pending_intents(conn, sender.id):
+
+    def bad(problem: str) -> LedgerReport:
+        return attrs.evolve(report, ok=False, first_bad=report.rows + 1, problem=problem)
+
+    for message_id, recipient, key, content, raw in conn.execute(
+        "SELECT message_id, recipient, idempotency_key, content, intent FROM sent_intents"
+        " WHERE sender = ? ORDER BY created_ms, message_id",
+        (sender.id,),
+    ):
         try:
-            intent = intent_from_bytes(raw)
+            intent = intent_from_bytes(bytes(raw))
         except SentRecordError as exc:
-            return attrs.evolve(report, ok=False, first_bad=report.rows + 1, problem=f"intent {message_id}: {exc}")
+            return bad(f"intent {message_id}: {exc}")
         if intent.sender.id != sender.id or intent.message_id != message_id:
-            return attrs.evolve(
-                report,
-                ok=False,
-                first_bad=report.rows + 1,
-                problem=f"intent {message_id} names sender {intent.sender.id} and message {intent.message_id}",
-            )
+            return bad(f"intent {message_id} names sender {intent.sender.id} and message {intent.message_id}")
+        columns = (("recipient", recipient, intent.to.key), ("idempotency_key", key, intent.idempotency_key))
+        for name, column, held in columns:
+            if column != held:
+                return bad(
+                    f"intent {message_id}: its {name} column holds {column!r} but its bytes say {held!r} "
+                    "(the column was edited)"
+                )
+        if content != content_digest(intent.kind, intent.to, intent.message):
+            return bad(f"intent {message_id}: its content column is not the digest of its message (edited)")
     return report
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "intent_from_bytes",
     "record_bytes",
     "record_from_bytes",
+    "record_content_digest",
     "record_of",
 ]
 
@@ -168,12 +169,22 @@ def content_digest(kind: SendKind, to: Endpoint, message: Message) -> bytes:
     """What "the same message" means for a reused idempotency key (MESSAGE-R07): the
     kind, the canonical recipient, the topic, schema, metadata and body; not the id,
     the time or the correlation id the hub stamps anew on each call."""
+    return _digest(kind, to, message.topic, message.schema_id, dict(message.metadata), bytes(message.payload))
+
+
+def record_content_digest(record: SentRecord) -> bytes:
+    """:func:`content_digest` of the message behind ``record`` (what its row's
+    ``content`` column must hold for a keyed retry to compare against)."""
+    return _digest(record.kind, record.to, record.topic, record.schema_id, record.metadata or {}, record.body or b"")
+
+
+def _digest(kind: SendKind, to: Endpoint, topic: str, schema_id: str, metadata: dict[str, str], body: bytes) -> bytes:
     data = {
         "kind": kind.value,
         "to": to.key,
-        "topic": message.topic,
-        "schema_id": message.schema_id,
-        "metadata": dict(message.metadata),
-        "body": base64.b64encode(message.payload).decode("ascii"),
+        "topic": topic,
+        "schema_id": schema_id,
+        "metadata": metadata,
+        "body": base64.b64encode(body).decode("ascii"),
     }
     return hashlib.sha256(_dump(data)).digest()

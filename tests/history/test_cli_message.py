@@ -213,3 +213,44 @@ def test_the_sent_read_never_touches_a_mailbox(running: ok.Runtime, store_path: 
     history = read_history(conn, parse_sender("agent://a/alice"), include_body=True)
     conn.close()
     assert len(history.rows) == 2 and touched == []
+
+
+def _edit(store_path: Path, sql: str, *params: object) -> None:
+    conn = apsw.Connection(str(store_path))
+    try:
+        with conn:
+            conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
+def test_an_edited_recipient_column_that_hides_a_row_from_to_fails_verify(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    _edit(store_path, "UPDATE sent_rows SET recipient = 'agent:b/eve' WHERE sender = 'a/alice' AND seq = 1")
+    code, out, _ = _run(capsys, "message", "verify", "agent://a/alice", *store)
+    assert code == 1
+    assert "BAD at position 1" in out and "recipient column" in out
+    code, out, _ = _run(capsys, "message", "verify", "--json", *store)
+    assert code == 1 and json.loads(out)[0]["first_bad"] == 1
+
+
+def test_an_edited_key_column_that_lets_a_retry_send_twice_fails_verify(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(store_path, "UPDATE sent_rows SET idempotency_key = 'ui-other' WHERE sender = 'a/alice' AND seq = 2")
+    code, out, _ = _run(capsys, "message", "verify", "agent://a/alice", "--store", str(store_path))
+    assert (code, "BAD at position 2" in out, "idempotency_key column" in out) == (1, True, True)
+
+
+def test_a_damaged_row_makes_sent_print_a_typed_error_not_a_traceback(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(store_path, "UPDATE sent_rows SET record = x'ff00' WHERE sender = 'a/alice' AND seq = 2")
+    code, out, err = _run(capsys, "message", "sent", "agent://a/alice", "--store", str(store_path))
+    assert code == 1 and out == ""
+    assert "Traceback" not in err
+    assert "sent row 2 of a/alice is damaged" in err and "orkeon message verify" in err
+    with pytest.raises(ok.errors.StoreCorruptError, match="sent row 2"):
+        running.hub.bind("a", "alice").sent()
