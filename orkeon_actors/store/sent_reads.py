@@ -9,13 +9,14 @@ from __future__ import annotations
 import apsw
 import attrs
 
+from orkeon_actors.errors import SentHistoryUnavailableError
 from orkeon_actors.history.endpoint import Endpoint
 from orkeon_actors.history.ledger import LedgerReport, verify
 from orkeon_actors.history.view import CoverageState, SentHistory
 from orkeon_actors.store import sent_rows
 from orkeon_actors.wire.sent_history import SentRecordError, content_digest, intent_from_bytes
 
-__all__ = ["read_history", "verify_history", "verify_intents"]
+__all__ = ["known_senders", "read_history", "verify_history", "verify_intents"]
 
 
 def read_history(
@@ -87,3 +88,16 @@ def verify_history(conn: apsw.Connection, sender: Endpoint) -> LedgerReport:
         return verify_intents(conn, sender, verify(sent_rows.LedgerTables(conn), sender.id))
     finally:
         conn.execute("COMMIT")
+
+
+def known_senders(conn: apsw.Connection) -> list[str]:
+    """The canonical id of every sender with a head, a node, a row or a pending intent
+    in the store, sorted (``SentHistoryUnavailableError`` for a store without the
+    history's tables)."""
+    if not sent_rows.has_tables(conn):
+        raise SentHistoryUnavailableError("this store keeps no sent history (an older schema)")
+    found = conn.execute(
+        "SELECT sender FROM sent_heads UNION SELECT sender FROM sent_nodes"
+        " UNION SELECT sender FROM sent_rows UNION SELECT sender FROM sent_intents ORDER BY 1"
+    )
+    return [str(row[0]) for row in found]

@@ -6,6 +6,7 @@ that never touches a mailbox."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,34 @@ def test_a_damaged_row_makes_sent_print_a_typed_error_not_a_traceback(
     assert "sent row 2 of a/alice is damaged" in err and "orkeon message verify" in err
     with pytest.raises(ok.errors.StoreCorruptError, match="sent row 2"):
         running.hub.bind("a", "alice").sent()
+
+
+def test_the_table_shows_readable_utc_times_and_json_keeps_unix_ms(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    rows = _json(capsys, "message", "sent", "agent://a/alice", "--json", *store)["rows"]
+    assert all(isinstance(row["sent_at"], int) for row in rows)
+    code, out, _ = _run(capsys, "message", "sent", "agent://a/alice", *store)
+    first = rows[0]["sent_at"]
+    readable = datetime.fromtimestamp(first / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{first % 1000:03d}Z"
+    assert code == 0 and readable in out
+    assert str(first) not in out
+
+
+def test_a_misspelled_sender_is_said_unknown_not_an_empty_complete_history(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "message", "sent", "agent://a/alcie", "--store", str(store_path))
+    assert code == 0
+    assert "unknown sender" in out and "did you mean: agent://a/alice" in out
+    assert "0 sent" not in out
+
+
+def test_verify_without_any_sender_says_there_is_nothing_to_verify(
+    open_store: Opener, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_store().stop()
+    code, out, _ = _run(capsys, "message", "verify", "--store", str(store_path))
+    assert code == 0 and "no sender has a sent history" in out
+    assert _json(capsys, "message", "verify", "--json", "--store", str(store_path)) == []
