@@ -48,6 +48,12 @@ def add_message_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     _sender_arguments(sent)
     sent.add_argument("--to", metavar="ADDRESS", help="only rows to this recipient (its canonical id)")
     sent.add_argument("--since", metavar="UNIX_MS", type=_unix_ms, help="only rows strictly after this instant")
+    sent.add_argument(
+        "--after-seq",
+        metavar="SEQ",
+        type=_after_seq,
+        help="only rows past this ledger position (each row's seq in --json): the poller's cursor, never skips",
+    )
     sent.add_argument("--count", action="store_true", help="the number of rows; refused unless coverage is complete")
     sent.add_argument("--include-body", action="store_true", help="include each message's body")
     sent.add_argument("--json", action="store_true", help="print the stable JSON shape (docs/history.md)")
@@ -76,6 +82,16 @@ def _unix_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(f"--since takes unix milliseconds (an integer), got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"--since takes non-negative unix milliseconds, got {value}")
+    return value
+
+
+def _after_seq(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--after-seq takes a row's seq (an integer), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--after-seq takes a non-negative seq, got {value}")
     return value
 
 
@@ -126,7 +142,7 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     assert sender is not None
     to = None if args.to is None else endpoint_of(MailboxAddress.parse(args.to))
     with _read_only(args.store) as conn:
-        history = read_history(conn, sender, to, args.since, args.include_body)
+        history = read_history(conn, sender, to, args.since, args.include_body, args.after_seq)
         complete = history.coverage.state is CoverageState.COMPLETE
         known = known_senders(conn) if complete and not history.rows else [sender.id]
     if args.json:
@@ -148,9 +164,11 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"  (its coverage is complete{since}: it sent nothing the store recorded since then)")
         return 0
     print(f"{sender.address}{name}: {len(history)} sent, coverage {coverage.state.value}{since}{pending}")
-    for row in history.rows:
+    for seq, row in zip(history.seqs, history.rows, strict=True):
         key = "" if row.idempotency_key is None else f"  key={row.idempotency_key}"
-        print(f"  {utc_text(row.sent_at_ms)}  {row.kind.value:<5}  {row.message_id}  to {row.to.display()}{key}")
+        print(
+            f"  #{seq:<5} {utc_text(row.sent_at_ms)}  {row.kind.value:<5}  {row.message_id}  to {row.to.display()}{key}"
+        )
         if row.body is not None:
             print(f"      {row.body.decode('utf-8', errors='replace')}")
     return 0

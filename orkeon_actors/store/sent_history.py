@@ -458,11 +458,20 @@ class SqliteSentHistory:
             self.staged.settle()
 
     def read(
-        self, sender: Endpoint, to: Endpoint | None = None, since_ms: int | None = None, include_body: bool = False
+        self,
+        sender: Endpoint,
+        to: Endpoint | None = None,
+        since_ms: int | None = None,
+        include_body: bool = False,
+        after_seq: int | None = None,
     ) -> SentHistory:
+        """``sender``'s history (:func:`~orkeon_actors.store.sent_reads.read_history`);
+        ``after_seq`` resumes past a ledger position (``SentHistory.seqs``): the cursor
+        that never skips a row, where ``since_ms`` may (rows commit in ledger order,
+        not in the order their senders' threads stamped them)."""
         self._settle()
         with self.hub.readers.connection() as conn:
-            return read_history(conn, sender, to, since_ms, include_body)
+            return read_history(conn, sender, to, since_ms, include_body, after_seq)
 
     def coverage(self, sender: Endpoint) -> Coverage:
         self._settle()

@@ -25,24 +25,28 @@ def read_history(
     to: Endpoint | None = None,
     since_ms: int | None = None,
     include_body: bool = False,
+    after_seq: int | None = None,
 ) -> SentHistory:
-    """``sender``'s history (to ``to``, strictly after ``since_ms``) and its coverage,
-    read in one snapshot. An unavailable index returns no rows; a row this release cannot
+    """``sender``'s history (to ``to``, strictly after ``since_ms``, past the ledger
+    position ``after_seq``) and its coverage, read in one snapshot. The rows are exactly
+    those the coverage covers: sent strictly after its boundary (the later of
+    ``since_ms`` and the index's start), so a count never reaches across a time the
+    index was off. An unavailable index returns no rows; a row this release cannot
     decode, or whose columns disagree with its hashed record, raises
     ``StoreCorruptError`` (never skipped: a gap would pass for completeness)."""
     conn.execute("BEGIN")
     try:
         coverage = sent_rows.coverage(conn, sender.id)
-        if coverage.state is CoverageState.UNAVAILABLE:
+        if coverage.state is CoverageState.UNAVAILABLE or coverage.since_ms is None:
             return SentHistory(sender, coverage, (), include_body)
-        rows = sent_rows.read_rows(conn, sender.id, to, since_ms)
+        boundary = coverage.since_ms if since_ms is None else max(since_ms, coverage.since_ms)
+        found = sent_rows.read_rows(conn, sender.id, to, boundary, after_seq)
     finally:
         conn.execute("COMMIT")
-    if since_ms is not None and coverage.since_ms is not None and since_ms > coverage.since_ms:
-        coverage = attrs.evolve(coverage, since_ms=since_ms)
-    if not include_body:
-        rows = [attrs.evolve(row, body=None) for row in rows]
-    return SentHistory(sender, coverage, tuple(rows), include_body)
+    rows = [record if include_body else attrs.evolve(record, body=None) for _, record in found]
+    return SentHistory(
+        sender, attrs.evolve(coverage, since_ms=boundary), tuple(rows), include_body, tuple(seq for seq, _ in found)
+    )
 
 
 def verify_intents(conn: apsw.Connection, sender: Endpoint, report: LedgerReport) -> LedgerReport:

@@ -463,28 +463,36 @@ def pending_intents(conn: apsw.Connection, sender: str | None = None) -> Iterato
 
 
 def coverage(conn: apsw.Connection, sender: str) -> Coverage:
-    """The coverage of ``sender``'s history, from the index marker, its head and its
-    pending intents (an intent already completed is cleanup state, not pending)."""
+    """The coverage of ``sender``'s history, from the index marker and its pending
+    intents (an intent already completed is cleanup state, not pending). Its boundary is
+    exclusive, as ``--since`` is: the millisecond before the index (re)started, so that
+    every send stamped since then, the very first included, lies strictly after it."""
     if not has_tables(conn):
         return Coverage(CoverageState.UNAVAILABLE, None)
     since_index = _index_since(conn)
     if since_index is None:
         return Coverage(CoverageState.UNAVAILABLE, None)
-    head = conn.execute("SELECT since_ms FROM sent_heads WHERE sender = ?", (sender,)).fetchone()
-    since = since_index if head is None else max(int(head[0]), since_index)
     pending = sum(1 for message_id, _ in pending_intents(conn, sender) if not is_completed(conn, sender, message_id))
-    return Coverage(CoverageState.PARTIAL if pending else CoverageState.COMPLETE, since, pending)
+    return Coverage(CoverageState.PARTIAL if pending else CoverageState.COMPLETE, since_index - 1, pending)
 
 
 def read_rows(
-    conn: apsw.Connection, sender: str, to: Endpoint | None = None, since_ms: int | None = None
-) -> list[SentRecord]:
-    """``sender``'s completed rows, oldest first (to one recipient; strictly after
-    ``since_ms``). Raises ``StoreCorruptError`` naming the first row this release cannot
+    conn: apsw.Connection,
+    sender: str,
+    to: Endpoint | None = None,
+    since_ms: int | None = None,
+    after_seq: int | None = None,
+) -> list[tuple[int, SentRecord]]:
+    """``(seq, record)`` of ``sender``'s completed rows in ledger order, oldest first
+    (to one recipient; sent strictly after ``since_ms``; past the ledger position
+    ``after_seq``). Raises ``StoreCorruptError`` naming the first row this release cannot
     read or whose columns disagree with its hashed record (never skipped: a gap would
     pass for completeness)."""
     sql = f"SELECT seq, record, {_COLUMNS} FROM sent_rows WHERE sender = ?"
     params: list[object] = [sender]
+    if after_seq is not None:
+        sql += " AND seq > ?"
+        params.append(after_seq)
     if to is not None:
         sql += " AND recipient = ?"
         params.append(to.key)
@@ -501,7 +509,7 @@ def read_rows(
         disagreement = column_disagreement(record, tuple(columns), with_content=False)
         if disagreement is not None or record.sender.id != sender:
             raise _damaged(sender, seq, disagreement or f"it names sender {record.sender.id}")
-        rows.append(record)
+        rows.append((int(seq), record))
     return rows
 
 

@@ -58,7 +58,9 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
     assert out["coverage"]["state"] == "complete" and out["coverage"]["pending"] == 0
     assert isinstance(out["coverage"]["since_ms"], int)
     first, second = out["rows"]
+    assert (first["seq"], second["seq"]) == (1, 2)
     assert set(first) == {
+        "seq",
         "message_id",
         "kind",
         "to",

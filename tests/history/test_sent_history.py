@@ -227,9 +227,15 @@ def test_a_store_run_without_the_index_never_claims_completeness_across_the_gap(
     alice = on.hub.bind("a", "alice")
     history = alice.sent()
     assert history.coverage.state is CoverageState.COMPLETE
-    assert history.coverage.since_ms is not None and history.coverage.since_ms > history.rows[0].sent_at_ms
+    assert history.rows == () and alice.sent_count() == 0  # the row before the gap is outside the coverage
     alice.post(BOB, "indexed again")
-    assert on.hub.verify_sent("agent://a/alice").ok
+    after = alice.sent()
+    assert [r.body for r in alice.sent(include_body=True).rows] == [b'"indexed again"']
+    assert after.coverage.since_ms is not None and all(r.sent_at_ms > after.coverage.since_ms for r in after.rows)
+    assert alice.sent_count() == len(after.rows) == 1  # never counted across the gap
+    assert alice.sent(since=0).rows == after.rows  # an earlier since does not reach across it either
+    report = on.hub.verify_sent("agent://a/alice")
+    assert (report.ok, report.rows) == (True, 2)  # the ledger keeps (and checks) both rows
 
 
 def test_an_interrupted_reply_completion_is_partial_then_resumed_by_the_senders_next_op(open_store: Opener) -> None:
