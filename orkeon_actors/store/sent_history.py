@@ -88,6 +88,11 @@ def is_recorded(message: Message, to: MailboxAddress | None) -> bool:
     return not (to.crew_id is not None and to.crew_id.is_system)
 
 
+_agent_endpoint = functools.lru_cache(maxsize=4096)(agent_endpoint)
+"""Endpoints are immutable values of their arguments: built once per sender (and name)."""
+_endpoint_of = functools.lru_cache(maxsize=4096)(endpoint_of)
+
+
 def _kind(message: Message, to: MailboxAddress) -> SendKind:
     if to.scheme is Scheme.TOPIC:
         return SendKind.POST  # a topic post's message topic is the topic itself
@@ -228,7 +233,7 @@ class SqliteSentHistory:
         """The agent endpoint of ``message``'s sender, with its crew's name now."""
         assert message.source_agent_id is not None
         crew = message.source_crew_id
-        return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
+        return _agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
 
     def _endpoint(self, to: MailboxAddress, *, elsewhere: bool = False) -> Endpoint:
         """The canonical endpoint of ``to``, with its crew's name now (display only): the
@@ -237,11 +242,18 @@ class SqliteSentHistory:
         crew this store never held, such as one on another host). ``elsewhere``: ``to``
         is a mailbox of another host (:meth:`_lives_elsewhere`), whose crew is not asleep
         here (a sleeping crew's mailboxes stay registered in its store): no snapshot is
-        read for it."""
+        read for it. Nor for a mailbox live in this runtime: its crew is not asleep (a
+        live crew that told no name has none), and the post pays no reader query."""
         name = self.hub.crew_name(to.crew_id)
-        if name is None and not elsewhere and to.crew_id is not None and to.scheme in (Scheme.AGENT, Scheme.CREW):
+        if (
+            name is None
+            and not elsewhere
+            and to.crew_id is not None
+            and to.scheme in (Scheme.AGENT, Scheme.CREW)
+            and to not in self.hub.mailbox_store.live  # a live mailbox's crew is not asleep
+        ):
             name = self._stored_crew_name(to.crew_id)
-        return endpoint_of(to, name)
+        return _endpoint_of(to, name)
 
     def _stored_crew_name(self, crew_id: CrewId) -> str | None:
         """The ``name`` field of ``crew_id``'s last committed snapshot, read through a
