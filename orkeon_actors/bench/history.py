@@ -314,6 +314,18 @@ def agent_post_latency(directory: str, per_round: int, rounds: int) -> dict[str,
     return best
 
 
+def _off_and_on(
+    name: str, rate: Callable[[str, bool, int], float], directory: str, per_thread: int, rounds: int
+) -> dict[str, float]:
+    """``rate`` with the history off and on, ``rounds`` interleaved rounds, the best of
+    each: ``{name}_history_off_per_s``, ``..._on_per_s`` and ``..._on_vs_off``."""
+    off = on = 0.0
+    for _ in range(rounds):
+        off = max(off, rate(directory, False, per_thread))
+        on = max(on, rate(directory, True, per_thread))
+    return {f"{name}_history_off_per_s": off, f"{name}_history_on_per_s": on, f"{name}_history_on_vs_off": on / off}
+
+
 @register("history")
 def bench_history(quick: bool) -> BenchResult:
     directory = scratch_directory("orkeon-bench-history-")
@@ -331,23 +343,9 @@ def bench_history(quick: bool) -> BenchResult:
         figures["agent_mailbox_post_ms"] = latency["mailbox"] * 1e3
         figures["agent_topic_post_ms"] = latency["topic"] * 1e3
         progress("durable posts with the history off and on")
-        per_thread = 150 if quick else 600
-        off = on = 0.0
-        for _ in range(2 if quick else 3):
-            off = max(off, durable_post_rate(directory, False, per_thread))
-            on = max(on, durable_post_rate(directory, True, per_thread))
-        figures["post_history_off_per_s"] = off
-        figures["post_history_on_per_s"] = on
-        figures["post_history_on_vs_off"] = on / off
+        figures.update(_off_and_on("post", durable_post_rate, directory, 150 if quick else 600, 2 if quick else 3))
         progress("durable sends (request and reply) with the history off and on")
-        per_pair = 40 if quick else 150
-        send_off = send_on = 0.0
-        for _ in range(2 if quick else 3):
-            send_off = max(send_off, durable_send_rate(directory, False, per_pair))
-            send_on = max(send_on, durable_send_rate(directory, True, per_pair))
-        figures["send_history_off_per_s"] = send_off
-        figures["send_history_on_per_s"] = send_on
-        figures["send_history_on_vs_off"] = send_on / send_off
+        figures.update(_off_and_on("send", durable_send_rate, directory, 40 if quick else 150, 2 if quick else 3))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     units = {

@@ -17,7 +17,7 @@ import argparse
 import difflib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -47,11 +47,16 @@ def add_message_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sent = verbs.add_parser("sent", parents=[common], help="what an agent sent, with its coverage")
     _sender_arguments(sent)
     sent.add_argument("--to", metavar="ADDRESS", help="only rows to this recipient (its canonical id)")
-    sent.add_argument("--since", metavar="UNIX_MS", type=_unix_ms, help="only rows strictly after this instant")
+    sent.add_argument(
+        "--since",
+        metavar="UNIX_MS",
+        type=_non_negative("--since", "unix milliseconds"),
+        help="only rows strictly after this instant",
+    )
     sent.add_argument(
         "--after-seq",
         metavar="SEQ",
-        type=_after_seq,
+        type=_non_negative("--after-seq", "a row's seq"),
         help="only rows past this ledger position (each row's seq in --json): the poller's cursor, never skips",
     )
     sent.add_argument("--count", action="store_true", help="the number of rows; refused unless coverage is complete")
@@ -75,24 +80,19 @@ def _sender_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--id", dest="canonical_id", metavar="ID", help="the sender's canonical id, CREW/AGENT")
 
 
-def _unix_ms(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--since takes unix milliseconds (an integer), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--since takes non-negative unix milliseconds, got {value}")
-    return value
+def _non_negative(flag: str, what: str) -> Callable[[str], int]:
+    """The argparse type of ``flag``: a non-negative integer, ``what`` it stands for."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes {what} (an integer), got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{flag} takes non-negative {what}, got {value}")
+        return value
 
-def _after_seq(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--after-seq takes a row's seq (an integer), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--after-seq takes a non-negative seq, got {value}")
-    return value
+    return parse
 
 
 def _sender(args: argparse.Namespace, parser: argparse.ArgumentParser, *, required: bool) -> Endpoint | None:
