@@ -23,7 +23,10 @@
   interleaved, best of each.
 * **durable post (the history's cost)**: ``THREADS`` agents posting (the ``orkeon bench
   store`` workload) on stores with ``sent_history`` off and on, rounds interleaved, best
-  of each: ``post_history_on_vs_off``.
+  of each: ``post_history_on_vs_off`` (target >= 0.75).
+* **durable send**: ``THREADS`` requester agents, each sending to its own responder
+  agent and waiting for the reply, history off and on, rounds interleaved, best of
+  each: ``send_history_on_vs_off`` (target >= 0.75).
 """
 
 from __future__ import annotations
@@ -57,7 +60,14 @@ from orkeon_actors.store.schema import migrate
 from orkeon_actors.store.sent_group import PreparedSend, SentGroup
 from orkeon_actors.timed_threads import run_together
 
-__all__ = ["agent_post_latency", "catalog_reads", "durable_post_rate", "write_cost_per_send", "write_costs"]
+__all__ = [
+    "agent_post_latency",
+    "catalog_reads",
+    "durable_post_rate",
+    "durable_send_rate",
+    "write_cost_per_send",
+    "write_costs",
+]
 
 AGENTS = 557
 READS = 10
@@ -247,6 +257,42 @@ def durable_post_rate(directory: str, history: bool, per_thread: int) -> float:
         return THREADS * per_thread / timed.seconds
 
 
+def durable_send_rate(directory: str, history: bool, per_thread: int) -> float:
+    """Requests answered per second: ``THREADS`` agent pairs, each requester sending
+    (``send``: post the request, wait for the reply) to its own responder agent, which
+    replies to each; with the history on, both the request and the reply are rows."""
+    path = os.path.join(directory, f"sends-{history}-{time.monotonic_ns()}.db")
+    with Runtime.start(store=StoreConfig(path, sent_history=history)) as rt:
+        hub = rt.hub
+        desks = [hub.register_mailbox(f"agent://bench-desk-{i}/desk") for i in range(THREADS)]
+
+        def serve(index: int) -> None:
+            responder = hub.bind(f"bench-desk-{index}", "responder")
+            with desks[index].reader() as reader:
+                for _ in range(per_thread):
+                    request = reader.receive()
+                    assert request.correlation_id is not None
+                    responder.reply(request.correlation_id, b'{"ok":true}')
+
+        servers = [threading.Thread(target=serve, args=(i,), daemon=True) for i in range(THREADS)]
+        for server in servers:
+            server.start()
+
+        def requester(index: int) -> Callable[[], None]:
+            client = hub.bind(f"bench-asker-{index}", "asker")
+
+            def send_all() -> None:
+                for _ in range(per_thread):
+                    client.send(f"agent://bench-desk-{index}/desk", b'{"order":42}', timeout=60)
+
+            return send_all
+
+        timed = run_together([functools.partial(requester, i) for i in range(THREADS)], name="bench-asker")
+        for server in servers:
+            server.join(60)
+        return THREADS * per_thread / timed.seconds
+
+
 def agent_post_latency(directory: str, per_round: int, rounds: int) -> dict[str, float]:
     """Seconds per post of one agent waiting for each (``synchronous=FULL``): to a
     mailbox (one transaction with its sent row) and to ``topic://`` (intent, routing,
@@ -268,6 +314,18 @@ def agent_post_latency(directory: str, per_round: int, rounds: int) -> dict[str,
     return best
 
 
+def _off_and_on(
+    name: str, rate: Callable[[str, bool, int], float], directory: str, per_thread: int, rounds: int
+) -> dict[str, float]:
+    """``rate`` with the history off and on, ``rounds`` interleaved rounds, the best of
+    each: ``{name}_history_off_per_s``, ``..._on_per_s`` and ``..._on_vs_off``."""
+    off = on = 0.0
+    for _ in range(rounds):
+        off = max(off, rate(directory, False, per_thread))
+        on = max(on, rate(directory, True, per_thread))
+    return {f"{name}_history_off_per_s": off, f"{name}_history_on_per_s": on, f"{name}_history_on_vs_off": on / off}
+
+
 @register("history")
 def bench_history(quick: bool) -> BenchResult:
     directory = scratch_directory("orkeon-bench-history-")
@@ -285,14 +343,9 @@ def bench_history(quick: bool) -> BenchResult:
         figures["agent_mailbox_post_ms"] = latency["mailbox"] * 1e3
         figures["agent_topic_post_ms"] = latency["topic"] * 1e3
         progress("durable posts with the history off and on")
-        per_thread = 150 if quick else 600
-        off = on = 0.0
-        for _ in range(2 if quick else 3):
-            off = max(off, durable_post_rate(directory, False, per_thread))
-            on = max(on, durable_post_rate(directory, True, per_thread))
-        figures["post_history_off_per_s"] = off
-        figures["post_history_on_per_s"] = on
-        figures["post_history_on_vs_off"] = on / off
+        figures.update(_off_and_on("post", durable_post_rate, directory, 150 if quick else 600, 2 if quick else 3))
+        progress("durable sends (request and reply) with the history off and on")
+        figures.update(_off_and_on("send", durable_send_rate, directory, 40 if quick else 150, 2 if quick else 3))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     units = {
@@ -309,7 +362,10 @@ def bench_history(quick: bool) -> BenchResult:
         "agent_topic_post_ms": "ms per post to topic://, one agent waiting for each (best round)",
         "post_history_off_per_s": f"posts/s, {THREADS} agents, sent_history=False",
         "post_history_on_per_s": f"posts/s, {THREADS} agents, sent_history=True",
-        "post_history_on_vs_off": "ratio, same run",
+        "post_history_on_vs_off": "ratio, same run (target >= 0.75)",
+        "send_history_off_per_s": f"requests answered/s, {THREADS} agent pairs, sent_history=False",
+        "send_history_on_per_s": f"requests answered/s, {THREADS} agent pairs, sent_history=True",
+        "send_history_on_vs_off": "ratio, same run (target >= 0.75)",
     }
     return BenchResult(
         "history",

@@ -14,22 +14,24 @@ and excludes the three. ``verify`` without any sender checks every sender of the
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import apsw
 
-from orkeon_actors.errors import SentHistoryUnavailableError, StoreError, StoreVersionError
+from orkeon_actors.errors import StoreError, StoreVersionError
 from orkeon_actors.history.endpoint import Endpoint, endpoint_of, parse_sender
-from orkeon_actors.history.view import endpoint_json
+from orkeon_actors.history.view import CoverageState, endpoint_json
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.store.open_errors import typed_open_errors
-from orkeon_actors.store.sent_reads import read_history, verify_history
+from orkeon_actors.store.sent_reads import known_senders, read_history, verify_history
 
-__all__ = ["add_message_parser", "run_message"]
+__all__ = ["add_message_parser", "run_message", "utc_text"]
 
 AGENT_VARIABLE = "ORKEON_AGENT"
 
@@ -45,7 +47,18 @@ def add_message_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sent = verbs.add_parser("sent", parents=[common], help="what an agent sent, with its coverage")
     _sender_arguments(sent)
     sent.add_argument("--to", metavar="ADDRESS", help="only rows to this recipient (its canonical id)")
-    sent.add_argument("--since", metavar="UNIX_MS", type=_unix_ms, help="only rows strictly after this instant")
+    sent.add_argument(
+        "--since",
+        metavar="UNIX_MS",
+        type=_non_negative("--since", "unix milliseconds"),
+        help="only rows strictly after this instant",
+    )
+    sent.add_argument(
+        "--after-seq",
+        metavar="SEQ",
+        type=_non_negative("--after-seq", "a row's seq"),
+        help="only rows past this ledger position (each row's seq in --json): the poller's cursor, never skips",
+    )
     sent.add_argument("--count", action="store_true", help="the number of rows; refused unless coverage is complete")
     sent.add_argument("--include-body", action="store_true", help="include each message's body")
     sent.add_argument("--json", action="store_true", help="print the stable JSON shape (docs/history.md)")
@@ -67,14 +80,19 @@ def _sender_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--id", dest="canonical_id", metavar="ID", help="the sender's canonical id, CREW/AGENT")
 
 
-def _unix_ms(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--since takes unix milliseconds (an integer), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--since takes non-negative unix milliseconds, got {value}")
-    return value
+def _non_negative(flag: str, what: str) -> Callable[[str], int]:
+    """The argparse type of ``flag``: a non-negative integer, ``what`` it stands for."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes {what} (an integer), got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{flag} takes non-negative {what}, got {value}")
+        return value
+
+    return parse
 
 
 def _sender(args: argparse.Namespace, parser: argparse.ArgumentParser, *, required: bool) -> Endpoint | None:
@@ -124,7 +142,9 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     assert sender is not None
     to = None if args.to is None else endpoint_of(MailboxAddress.parse(args.to))
     with _read_only(args.store) as conn:
-        history = read_history(conn, sender, to, args.since, args.include_body)
+        history = read_history(conn, sender, to, args.since, args.include_body, args.after_seq)
+        complete = history.coverage.state is CoverageState.COMPLETE
+        known = known_senders(conn) if complete and not history.rows else [sender.id]
     if args.json:
         print(json.dumps(history.to_json(count=args.count), ensure_ascii=False))
         return 0
@@ -132,17 +152,33 @@ def _sent(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(history.count())
         return 0
     coverage = history.coverage
-    since = "" if coverage.since_ms is None else f" since {coverage.since_ms}"
+    since = "" if coverage.since_ms is None else f" since {utc_text(coverage.since_ms)}"
     pending = f", {coverage.pending} pending" if coverage.pending else ""
     named = history.named_sender
     name = "" if named.name is None else f" ({named.name}, name at send time)"
+    if sender.id not in known:
+        print(f"{sender.address}: unknown sender: this store holds no sent row, head or pending send of it")
+        near = difflib.get_close_matches(sender.id, known, n=3)
+        if near:
+            print("  did you mean: " + ", ".join(f"agent://{one}" for one in near))
+        print(f"  (its coverage is complete{since}: it sent nothing the store recorded since then)")
+        return 0
     print(f"{sender.address}{name}: {len(history)} sent, coverage {coverage.state.value}{since}{pending}")
-    for row in history.rows:
+    for seq, row in zip(history.seqs, history.rows, strict=True):
         key = "" if row.idempotency_key is None else f"  key={row.idempotency_key}"
-        print(f"  {row.sent_at_ms}  {row.kind.value:<5}  {row.message_id}  to {row.to.display()}{key}")
+        print(
+            f"  #{seq:<5} {utc_text(row.sent_at_ms)}  {row.kind.value:<5}  {row.message_id}  to {row.to.display()}{key}"
+        )
         if row.body is not None:
             print(f"      {row.body.decode('utf-8', errors='replace')}")
     return 0
+
+
+def utc_text(unix_ms: int) -> str:
+    """``unix_ms`` as a readable UTC instant at millisecond precision:
+    ``2026-12-02 03:35:05.123Z`` (the table's form; ``--json`` keeps unix ms)."""
+    instant = datetime.fromtimestamp(unix_ms / 1000, tz=UTC)
+    return instant.strftime("%Y-%m-%d %H:%M:%S.") + f"{unix_ms % 1000:03d}Z"
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -201,16 +237,7 @@ def _verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if sender is not None:
             senders = [sender]
         else:
-            try:
-                found = conn.execute(
-                    "SELECT sender FROM sent_heads UNION SELECT DISTINCT sender FROM sent_nodes"
-                    " UNION SELECT DISTINCT sender FROM sent_rows UNION SELECT DISTINCT sender FROM sent_intents"
-                ).fetchall()
-            except apsw.SQLError as exc:
-                raise SentHistoryUnavailableError(
-                    f"{args.store} keeps no sent history (an older store): {exc}"
-                ) from exc
-            senders = [parse_sender(canonical_id=str(row[0])) for row in sorted(found)]
+            senders = [parse_sender(canonical_id=one) for one in known_senders(conn)]
         reports = [verify_history(conn, one) for one in senders]
     if args.json:
         print(
@@ -221,6 +248,8 @@ def _verify(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 ]
             )
         )
+    elif not senders:
+        print(f"{args.store}: no sender has a sent history in this store: nothing to verify")
     else:
         for s, r in zip(senders, reports, strict=True):
             verdict = f"ok, {r.rows} row(s)" if r.ok else f"BAD at position {r.first_bad}: {r.problem}"

@@ -13,7 +13,8 @@ Guarantees:
   and one node, whatever the history's length (R08).
 * **Exact verification.** :func:`verify` walks from genesis to the head and reports the
   first position where anything is missing, extra, substituted, corrupt, unreadable or of
-  another version (head, node or row), with what was wrong (R03). It never reports a
+  another version (head, node or row), or where a column the store queries a row by
+  disagrees with the row's hashed bytes, with what was wrong (R03). It never reports a
   partial walk as valid. Its cost is linear in the history.
 
 What the ledger does not know is where rows live: :class:`LedgerSource` is the read
@@ -34,6 +35,7 @@ __all__ = [
     "LedgerNode",
     "LedgerReport",
     "LedgerSource",
+    "LedgerColumnError",
     "LedgerUnreadableError",
     "append",
     "append_hash",
@@ -50,6 +52,12 @@ _DOMAIN: Final = b"orkeon-sent-ledger\x00"
 
 class LedgerUnreadableError(Exception):
     """A source could not read a head, node or row (damaged bytes, an I/O error)."""
+
+
+class LedgerColumnError(LedgerUnreadableError):
+    """A row's hashed bytes are intact but a column the store filters, shows or dedupes
+    on (its recipient, time, key, content digest) disagrees with them: edited behind
+    the ledger's back."""
 
 
 @attrs.frozen
@@ -93,6 +101,12 @@ class LedgerSource(Protocol):
     def node(self, sender: str, seq: int) -> LedgerNode | None: ...
 
     def row(self, sender: str, seq: int) -> bytes | None: ...
+
+    def columns(self, sender: str, seq: int) -> None:
+        """Check the columns a store queries the row ``seq`` by against its hashed
+        bytes (called once those matched their node); raises :class:`LedgerColumnError`
+        naming the first that disagrees."""
+        ...
 
     def max_seq(self, sender: str) -> int:
         """The highest ``seq`` of any node or row stored for ``sender`` (0 without any)."""
@@ -157,6 +171,10 @@ def verify(source: LedgerSource, sender: str) -> LedgerReport:
         expected = link_of(link, seq, node.row_hash)
         if node.link != expected:
             return bad(seq, "the node's link does not follow from the previous one", seq - 1)
+        try:
+            source.columns(sender, seq)
+        except LedgerUnreadableError as exc:  # a LedgerColumnError names the column
+            return bad(seq, str(exc), seq - 1)
         link = expected
     if head.tip != link:
         return bad(0, "the head's tip does not commit to the last node", head.count)

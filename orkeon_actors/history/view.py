@@ -76,6 +76,10 @@ class SentHistory:
     coverage: Coverage
     rows: tuple[SentRecord, ...]
     include_body: bool = False
+    seqs: tuple[int, ...] = ()
+    """Each row's position in its sender's ledger (1, 2, ...), in commit order: the
+    cursor a poller resumes after (``orkeon message sent --after-seq``); empty for a
+    history that keeps none."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -87,6 +91,9 @@ class SentHistory:
         if not self.rows or self.rows[-1].sender.name is None:
             return self.sender
         return attrs.evolve(self.sender, name=self.rows[-1].sender.name)
+
+    def _positions(self) -> tuple[int | None, ...]:
+        return self.seqs if len(self.seqs) == len(self.rows) else (None,) * len(self.rows)
 
     def count(self) -> int:
         """How many rows, refusing (``SentCoverageError``) a coverage that is not
@@ -100,15 +107,18 @@ class SentHistory:
         out: dict[str, Any] = {
             "sender": endpoint_json(self.named_sender),
             "coverage": self.coverage.to_json(),
-            "rows": [_row_json(row, self.include_body) for row in self.rows],
+            "rows": [
+                _row_json(row, self.include_body, seq) for row, seq in zip(self.rows, self._positions(), strict=True)
+            ],
         }
         if count:
             out["count"] = self.count()
         return out
 
 
-def _row_json(row: SentRecord, include_body: bool) -> dict[str, Any]:
+def _row_json(row: SentRecord, include_body: bool, seq: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {
+        "seq": seq,
         "message_id": row.message_id,
         "kind": row.kind.value,
         "to": endpoint_json(row.to),

@@ -125,3 +125,9 @@ class SentRecorder(Protocol):
         Raises what ``terminal`` raises, ``IdempotencyKeyConflictError``, and
         ``SentHistoryUnavailableError`` for a ``key`` on a send it does not record."""
         ...
+
+    def replay_reply(self, message: Message, key: str) -> Message | None:
+        """The reply its sender already made under ``key`` to ``message``'s correlation
+        id (a keyed retry once the request was answered), or ``None`` when it made none.
+        Raises ``IdempotencyKeyConflictError`` when that reply had other content."""
+        ...

@@ -45,6 +45,7 @@ from orkeon_actors.errors import (
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
     SentHistoryUnavailableError,
+    UnknownCorrelationError,
 )
 from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
 from orkeon_actors.hub.crew_names import CrewNames
@@ -626,7 +627,12 @@ class HubCore(EventHub):
     ) -> Message:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        request = self._replies.require_active(correlation_id, caller)
+        try:
+            request = self._replies.require_active(correlation_id, caller)
+        except UnknownCorrelationError as unknown:
+            if idempotency_key is None or self._sent is None or caller.agent_id is None:
+                raise
+            return self._replay_reply(caller, correlation_id, payload, metadata, idempotency_key, unknown)
         message = self.stamp(caller, REPLY_TOPIC, payload, metadata, request.requester_crew, None, correlation_id)
         agent = request.requester_agent
         # A reply to the system or to a service principal (a requester with no agent: a
@@ -647,6 +653,30 @@ class HubCore(EventHub):
         return self.pipeline.publish_chain("reply", lambda m: sent.deliver(m, requester, None, self._deliver_reply))(
             message
         )
+
+    def _replay_reply(
+        self,
+        caller: CallerContext,
+        correlation_id: CorrelationId,
+        payload: object,
+        metadata: Mapping[str, str] | None,
+        key: str,
+        unknown: UnknownCorrelationError,
+    ) -> Message:
+        """A keyed reply to a request no longer pending: the replier's original reply
+        under ``key`` (through the reply's stages, as any keyed retry), else ``unknown``."""
+        sent = self._sent
+        assert sent is not None
+        _check_key(key)
+
+        def original(message: Message) -> Message:
+            replayed = sent.replay_reply(message, key)
+            if replayed is None:
+                raise unknown
+            return replayed
+
+        message = self.stamp(caller, REPLY_TOPIC, payload, metadata, None, None, correlation_id)
+        return self.pipeline.publish_chain("reply", original)(message)
 
     def subscribe(
         self,

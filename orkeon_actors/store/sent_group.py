@@ -49,7 +49,8 @@ class PreparedSend:
     @classmethod
     def of(cls, intent: SentIntent, to: MailboxAddress) -> PreparedSend:
         address = str(to)
-        content = content_digest(intent.kind, intent.to, intent.message)
+        # Only a keyed retry compares contents: an unkeyed row keeps an empty digest.
+        content = b"" if intent.idempotency_key is None else content_digest(intent.kind, intent.to, intent.message)
         return cls(
             intent,
             to,

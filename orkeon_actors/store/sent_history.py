@@ -88,6 +88,11 @@ def is_recorded(message: Message, to: MailboxAddress | None) -> bool:
     return not (to.crew_id is not None and to.crew_id.is_system)
 
 
+_agent_endpoint = functools.lru_cache(maxsize=4096)(agent_endpoint)
+"""Endpoints are immutable values of their arguments: built once per sender (and name)."""
+_endpoint_of = functools.lru_cache(maxsize=4096)(endpoint_of)
+
+
 def _kind(message: Message, to: MailboxAddress) -> SendKind:
     if to.scheme is Scheme.TOPIC:
         return SendKind.POST  # a topic post's message topic is the topic itself
@@ -200,11 +205,35 @@ class SqliteSentHistory:
             return self._staged(intent, content_digest(kind, intent.to, message), terminal)
         return self._one_transaction(intent, to)
 
+    def replay_reply(self, message: Message, key: str) -> Message | None:
+        """The reply ``message``'s sender made under ``key`` to its correlation id (the
+        request was answered, so it is not pending any more), or ``None``; raises
+        ``IdempotencyKeyConflictError`` when that reply had other content."""
+        if not self.enabled or message.source_agent_id is None or message.correlation_id is None:
+            return None
+        sender = self._sender(message)
+        self._settle()
+        with self.hub.readers.connection() as conn:
+            found = sent_rows.find_reply(conn, sender.id, key, str(message.correlation_id))
+        if found is None:
+            return None
+        original_content, original = found
+        to = original.to
+        first = original_message(original)
+        if content_digest(SendKind.REPLY, to, message) != original_content:
+            raise IdempotencyKeyConflictError(
+                f"idempotency_key {key!r} of {sender.address} was used for reply {first.id} to "
+                f"request {message.correlation_id} with other content; the request was answered already",
+                key=key,
+                original_id=str(first.id),
+            )
+        return first
+
     def _sender(self, message: Message) -> Endpoint:
         """The agent endpoint of ``message``'s sender, with its crew's name now."""
         assert message.source_agent_id is not None
         crew = message.source_crew_id
-        return agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
+        return _agent_endpoint(crew, message.source_agent_id, self.hub.crew_name(crew))
 
     def _endpoint(self, to: MailboxAddress, *, elsewhere: bool = False) -> Endpoint:
         """The canonical endpoint of ``to``, with its crew's name now (display only): the
@@ -213,11 +242,18 @@ class SqliteSentHistory:
         crew this store never held, such as one on another host). ``elsewhere``: ``to``
         is a mailbox of another host (:meth:`_lives_elsewhere`), whose crew is not asleep
         here (a sleeping crew's mailboxes stay registered in its store): no snapshot is
-        read for it."""
+        read for it. Nor for a mailbox live in this runtime: its crew is not asleep (a
+        live crew that told no name has none), and the post pays no reader query."""
         name = self.hub.crew_name(to.crew_id)
-        if name is None and not elsewhere and to.crew_id is not None and to.scheme in (Scheme.AGENT, Scheme.CREW):
+        if (
+            name is None
+            and not elsewhere
+            and to.crew_id is not None
+            and to.scheme in (Scheme.AGENT, Scheme.CREW)
+            and to not in self.hub.mailbox_store.live  # a live mailbox's crew is not asleep
+        ):
             name = self._stored_crew_name(to.crew_id)
-        return endpoint_of(to, name)
+        return _endpoint_of(to, name)
 
     def _stored_crew_name(self, crew_id: CrewId) -> str | None:
         """The ``name`` field of ``crew_id``'s last committed snapshot, read through a
@@ -434,11 +470,20 @@ class SqliteSentHistory:
             self.staged.settle()
 
     def read(
-        self, sender: Endpoint, to: Endpoint | None = None, since_ms: int | None = None, include_body: bool = False
+        self,
+        sender: Endpoint,
+        to: Endpoint | None = None,
+        since_ms: int | None = None,
+        include_body: bool = False,
+        after_seq: int | None = None,
     ) -> SentHistory:
+        """``sender``'s history (:func:`~orkeon_actors.store.sent_reads.read_history`);
+        ``after_seq`` resumes past a ledger position (``SentHistory.seqs``): the cursor
+        that never skips a row, where ``since_ms`` may (rows commit in ledger order,
+        not in the order their senders' threads stamped them)."""
         self._settle()
         with self.hub.readers.connection() as conn:
-            return read_history(conn, sender, to, since_ms, include_body)
+            return read_history(conn, sender, to, since_ms, include_body, after_seq)
 
     def coverage(self, sender: Endpoint) -> Coverage:
         self._settle()

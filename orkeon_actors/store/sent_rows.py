@@ -31,8 +31,8 @@ import attrs
 from orkeon_actors.errors import StoreCorruptError
 from orkeon_actors.history import ledger
 from orkeon_actors.history.endpoint import Endpoint
-from orkeon_actors.history.ledger import LedgerHead, LedgerNode, LedgerUnreadableError
-from orkeon_actors.history.records import SentIntent, SentRecord
+from orkeon_actors.history.ledger import LedgerColumnError, LedgerHead, LedgerNode, LedgerUnreadableError
+from orkeon_actors.history.records import SendKind, SentIntent, SentRecord
 from orkeon_actors.history.view import Coverage, CoverageState
 from orkeon_actors.store import faults
 from orkeon_actors.wire.sent_history import (
@@ -40,6 +40,7 @@ from orkeon_actors.wire.sent_history import (
     intent_bytes,
     intent_from_bytes,
     record_bytes,
+    record_content_digest,
     record_from_bytes,
     record_of,
 )
@@ -54,6 +55,8 @@ __all__ = [
     "drop_index",
     "ensure_index",
     "find_key",
+    "find_reply",
+    "column_disagreement",
     "has_tables",
     "pending_intents",
     "read_rows",
@@ -147,6 +150,38 @@ def _index_since(conn: apsw.Connection) -> int | None:
 
 # -- the ledger's storage ------------------------------------------------------------------
 
+_COLUMNS: Final = "message_id, recipient, sent_ms, idempotency_key, content"
+"""The columns of ``sent_rows`` that queries filter (``recipient``: ``--to``,
+``sent_ms``: ``--since``), dedupe on (``idempotency_key``, ``content``, ``message_id``)
+or show: each is a copy of the hashed record, checked against it."""
+
+
+def column_disagreement(record: SentRecord, columns: tuple[object, ...], *, with_content: bool) -> str | None:
+    """What the row's ``_COLUMNS`` (in that order) say that its hashed ``record`` does
+    not, or ``None``. An unkeyed row's ``content`` is never compared against (no key
+    looks it up): it may be empty. ``with_content=False`` skips the digest (a read)."""
+    message_id, recipient, sent_ms, key, content = columns
+    expected: tuple[tuple[str, object, object], ...] = (
+        ("message_id", message_id, record.message_id),
+        ("recipient", recipient, record.to.key),
+        ("sent_ms", sent_ms, record.sent_at_ms),
+        ("idempotency_key", key, record.idempotency_key),
+    )
+    for name, column, hashed in expected:
+        if column != hashed:
+            return (
+                f"its {name} column holds {column!r} but the hashed record says {hashed!r} "
+                "(the column was edited behind the ledger)"
+            )
+    if with_content and not (record.idempotency_key is None and content == b""):
+        digest = record_content_digest(record)
+        if content != digest:
+            return (
+                "its content column is not the digest of the hashed record's content "
+                "(the column was edited behind the ledger)"
+            )
+    return None
+
 
 class LedgerTables:
     """The :class:`~orkeon_actors.history.ledger.LedgerSource` of one connection. A row
@@ -194,6 +229,18 @@ class LedgerTables:
         if record.sender.id != sender or record.message_id != message_id:
             raise LedgerUnreadableError(f"row {seq} names sender {record.sender.id} and message {record.message_id}")
         return raw
+
+    def columns(self, sender: str, seq: int) -> None:
+        """Every column a query filters, shows or dedupes on agrees with the row's
+        hashed record (:func:`column_disagreement`, the content digest included)."""
+        found = self.conn.execute(
+            f"SELECT record, {_COLUMNS} FROM sent_rows WHERE sender = ? AND seq = ?", (sender, seq)
+        ).fetchone()
+        assert found is not None  # row() found it in this same snapshot
+        raw, *columns = found
+        disagreement = column_disagreement(record_from_bytes(bytes(raw)), tuple(columns), with_content=True)
+        if disagreement is not None:
+            raise LedgerColumnError(f"row {seq}: {disagreement}")
 
     def max_seq(self, sender: str) -> int:
         row = self.conn.execute(
@@ -313,6 +360,27 @@ def find_key(
     return None
 
 
+def find_reply(
+    conn: apsw.Connection, sender: str, key: str, correlation_id: str
+) -> tuple[bytes, SentRecord | SentIntent] | None:
+    """``sender``'s reply under ``key`` to the request ``correlation_id``, completed or
+    pending: ``(content digest, record or intent)``, or ``None``. A key is scoped by its
+    recipient, so the sender's rows with that key are few; each is decoded."""
+    for content, raw in conn.execute(
+        "SELECT content, record FROM sent_rows WHERE sender = ? AND idempotency_key = ?", (sender, key)
+    ):
+        record = record_from_bytes(bytes(raw))
+        if record.kind is SendKind.REPLY and record.correlation_id == correlation_id:
+            return bytes(content), record
+    for content, raw in conn.execute(
+        "SELECT content, intent FROM sent_intents WHERE sender = ? AND idempotency_key = ?", (sender, key)
+    ):
+        intent = intent_from_bytes(bytes(raw))
+        if intent.kind is SendKind.REPLY and str(intent.message.correlation_id) == correlation_id:
+            return bytes(content), intent
+    return None
+
+
 def reserve(conn: apsw.Connection, intent: SentIntent, content: bytes) -> None:
     """Write the durable intent of a send (its original bytes)."""
     conn.execute(
@@ -395,26 +463,36 @@ def pending_intents(conn: apsw.Connection, sender: str | None = None) -> Iterato
 
 
 def coverage(conn: apsw.Connection, sender: str) -> Coverage:
-    """The coverage of ``sender``'s history, from the index marker, its head and its
-    pending intents (an intent already completed is cleanup state, not pending)."""
+    """The coverage of ``sender``'s history, from the index marker and its pending
+    intents (an intent already completed is cleanup state, not pending). Its boundary is
+    exclusive, as ``--since`` is: the millisecond before the index (re)started, so that
+    every send stamped since then, the very first included, lies strictly after it."""
     if not has_tables(conn):
         return Coverage(CoverageState.UNAVAILABLE, None)
     since_index = _index_since(conn)
     if since_index is None:
         return Coverage(CoverageState.UNAVAILABLE, None)
-    head = conn.execute("SELECT since_ms FROM sent_heads WHERE sender = ?", (sender,)).fetchone()
-    since = since_index if head is None else max(int(head[0]), since_index)
     pending = sum(1 for message_id, _ in pending_intents(conn, sender) if not is_completed(conn, sender, message_id))
-    return Coverage(CoverageState.PARTIAL if pending else CoverageState.COMPLETE, since, pending)
+    return Coverage(CoverageState.PARTIAL if pending else CoverageState.COMPLETE, since_index - 1, pending)
 
 
 def read_rows(
-    conn: apsw.Connection, sender: str, to: Endpoint | None = None, since_ms: int | None = None
-) -> list[SentRecord]:
-    """``sender``'s completed rows, oldest first (to one recipient; strictly after
-    ``since_ms``). Raises ``SentRecordError`` for a row this release cannot read."""
-    sql = "SELECT record FROM sent_rows WHERE sender = ?"
+    conn: apsw.Connection,
+    sender: str,
+    to: Endpoint | None = None,
+    since_ms: int | None = None,
+    after_seq: int | None = None,
+) -> list[tuple[int, SentRecord]]:
+    """``(seq, record)`` of ``sender``'s completed rows in ledger order, oldest first
+    (to one recipient; sent strictly after ``since_ms``; past the ledger position
+    ``after_seq``). Raises ``StoreCorruptError`` naming the first row this release cannot
+    read or whose columns disagree with its hashed record (never skipped: a gap would
+    pass for completeness)."""
+    sql = f"SELECT seq, record, {_COLUMNS} FROM sent_rows WHERE sender = ?"
     params: list[object] = [sender]
+    if after_seq is not None:
+        sql += " AND seq > ?"
+        params.append(after_seq)
     if to is not None:
         sql += " AND recipient = ?"
         params.append(to.key)
@@ -422,4 +500,21 @@ def read_rows(
         sql += " AND sent_ms > ?"
         params.append(since_ms)
     sql += " ORDER BY seq"
-    return [record_from_bytes(bytes(row[0])) for row in conn.execute(sql, params)]
+    rows = []
+    for seq, raw, *columns in conn.execute(sql, params):
+        try:
+            record = record_from_bytes(bytes(raw))
+        except SentRecordError as exc:
+            raise _damaged(sender, seq, str(exc)) from exc
+        disagreement = column_disagreement(record, tuple(columns), with_content=False)
+        if disagreement is not None or record.sender.id != sender:
+            raise _damaged(sender, seq, disagreement or f"it names sender {record.sender.id}")
+        rows.append((int(seq), record))
+    return rows
+
+
+def _damaged(sender: str, seq: int, what: str) -> StoreCorruptError:
+    return StoreCorruptError(
+        f"sent row {seq} of {sender} is damaged: {what}. Nothing is listed rather than a history with a hole; "
+        f"find every damaged position with: orkeon message verify --id {sender} --store PATH"
+    )

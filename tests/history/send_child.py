@@ -4,11 +4,12 @@ SIGKILLed at a crash point armed through the environment (``ORKEON_TEST_HOOKS=1`
 
 Usage::
 
-    python tests/history/send_child.py DB post|reply|uow|topic|staged N
+    python tests/history/send_child.py DB post|reply|keyed-reply|uow|topic|staged N
     python tests/history/send_child.py DB --recover
 
 ``post``: agent a/alice posts N messages to agent://b/bob (nobody consumes them).
-``reply``: a/alice sends N requests to agent://b/desk, b/bob answers each.
+``reply``: a/alice sends N requests to agent://b/desk, b/bob answers each (``keyed-reply``:
+with the idempotency key ``answer-<i>``); each accepted reply prints its correlation id too.
 ``uow``: N units of work of a/alice each post one message to agent://b/bob.
 ``topic``: a/alice posts N messages to topic://news (a subscriber of crew c reads them).
 ``staged``: a/alice sends N posts through the intent protocol of
@@ -120,7 +121,9 @@ def run(db: str, mode: str, count: int) -> None:
                     for _ in range(count):
                         request = reader.receive()
                         assert request.correlation_id is not None
-                        emit(f"ACCEPTED {bob.reply(request.correlation_id, {'re': request.json()}).id}")
+                        key = f"answer-{request.json()['i']}" if mode == "keyed-reply" else None
+                        answer = bob.reply(request.correlation_id, {"re": request.json()}, idempotency_key=key)
+                        emit(f"ACCEPTED {answer.id} {request.correlation_id}")
 
             server = threading.Thread(target=serve, daemon=True)
             server.start()

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orkeon_actors.bench.history import agent_post_latency, catalog_reads, write_cost_per_send, write_costs
+from orkeon_actors.bench.history import (
+    agent_post_latency,
+    catalog_reads,
+    durable_send_rate,
+    write_cost_per_send,
+    write_costs,
+)
 
 
 def test_the_catalog_read_times_whole_processes_and_the_broken_box_stays_unread(tmp_path: Path) -> None:
@@ -26,3 +32,8 @@ def test_the_write_costs_alternate_rounds_between_the_stores(tmp_path: Path) -> 
 def test_the_agent_post_latency_covers_a_mailbox_and_a_topic(tmp_path: Path) -> None:
     latency = agent_post_latency(str(tmp_path), per_round=3, rounds=2)
     assert set(latency) == {"mailbox", "topic"} and all(value > 0 for value in latency.values())
+
+
+def test_the_send_rate_runs_request_and_reply_between_agent_pairs(tmp_path: Path) -> None:
+    assert durable_send_rate(str(tmp_path), True, per_thread=2) > 0
+    assert durable_send_rate(str(tmp_path), False, per_thread=2) > 0

@@ -6,6 +6,7 @@ that never touches a mailbox."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,9 @@ def test_sent_json_has_the_documented_shape_beside_a_running_runtime(
     assert out["coverage"]["state"] == "complete" and out["coverage"]["pending"] == 0
     assert isinstance(out["coverage"]["since_ms"], int)
     first, second = out["rows"]
+    assert (first["seq"], second["seq"]) == (1, 2)
     assert set(first) == {
+        "seq",
         "message_id",
         "kind",
         "to",
@@ -213,3 +216,75 @@ def test_the_sent_read_never_touches_a_mailbox(running: ok.Runtime, store_path: 
     history = read_history(conn, parse_sender("agent://a/alice"), include_body=True)
     conn.close()
     assert len(history.rows) == 2 and touched == []
+
+
+def _edit(store_path: Path, sql: str, *params: object) -> None:
+    conn = apsw.Connection(str(store_path))
+    try:
+        with conn:
+            conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
+def test_an_edited_recipient_column_that_hides_a_row_from_to_fails_verify(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    _edit(store_path, "UPDATE sent_rows SET recipient = 'agent:b/eve' WHERE sender = 'a/alice' AND seq = 1")
+    code, out, _ = _run(capsys, "message", "verify", "agent://a/alice", *store)
+    assert code == 1
+    assert "BAD at position 1" in out and "recipient column" in out
+    code, out, _ = _run(capsys, "message", "verify", "--json", *store)
+    assert code == 1 and json.loads(out)[0]["first_bad"] == 1
+
+
+def test_an_edited_key_column_that_lets_a_retry_send_twice_fails_verify(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(store_path, "UPDATE sent_rows SET idempotency_key = 'ui-other' WHERE sender = 'a/alice' AND seq = 2")
+    code, out, _ = _run(capsys, "message", "verify", "agent://a/alice", "--store", str(store_path))
+    assert (code, "BAD at position 2" in out, "idempotency_key column" in out) == (1, True, True)
+
+
+def test_a_damaged_row_makes_sent_print_a_typed_error_not_a_traceback(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(store_path, "UPDATE sent_rows SET record = x'ff00' WHERE sender = 'a/alice' AND seq = 2")
+    code, out, err = _run(capsys, "message", "sent", "agent://a/alice", "--store", str(store_path))
+    assert code == 1 and out == ""
+    assert "Traceback" not in err
+    assert "sent row 2 of a/alice is damaged" in err and "orkeon message verify" in err
+    with pytest.raises(ok.errors.StoreCorruptError, match="sent row 2"):
+        running.hub.bind("a", "alice").sent()
+
+
+def test_the_table_shows_readable_utc_times_and_json_keeps_unix_ms(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = ("--store", str(store_path))
+    rows = _json(capsys, "message", "sent", "agent://a/alice", "--json", *store)["rows"]
+    assert all(isinstance(row["sent_at"], int) for row in rows)
+    code, out, _ = _run(capsys, "message", "sent", "agent://a/alice", *store)
+    first = rows[0]["sent_at"]
+    readable = datetime.fromtimestamp(first / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{first % 1000:03d}Z"
+    assert code == 0 and readable in out
+    assert str(first) not in out
+
+
+def test_a_misspelled_sender_is_said_unknown_not_an_empty_complete_history(
+    running: ok.Runtime, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "message", "sent", "agent://a/alcie", "--store", str(store_path))
+    assert code == 0
+    assert "unknown sender" in out and "did you mean: agent://a/alice" in out
+    assert "0 sent" not in out
+
+
+def test_verify_without_any_sender_says_there_is_nothing_to_verify(
+    open_store: Opener, store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_store().stop()
+    code, out, _ = _run(capsys, "message", "verify", "--store", str(store_path))
+    assert code == 0 and "no sender has a sent history" in out
+    assert _json(capsys, "message", "verify", "--json", "--store", str(store_path)) == []

@@ -22,6 +22,7 @@ from orkeon_actors.wire.sent_history import (
     intent_from_bytes,
     record_bytes,
     record_from_bytes,
+    sent_history_converter,
 )
 
 texts = st.text(min_size=1, max_size=12)
@@ -53,6 +54,16 @@ def test_a_record_round_trips_exactly_and_its_bytes_are_canonical(record: SentRe
     assert list(data) == sorted(data)
     assert ("metadata" in data) == (record.metadata is not None)
     assert ("body" in data) == (record.body is not None)
+
+
+@given(record=records)
+def test_the_canonical_bytes_are_the_converters_form_byte_for_byte(record: SentRecord) -> None:
+    data = sent_history_converter().unstructure(record)
+    for absent in ("metadata", "body"):
+        if data[absent] is None:
+            del data[absent]
+    reference = json.dumps(data, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    assert record_bytes(record) == reference
 
 
 @given(record=records)

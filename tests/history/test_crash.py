@@ -20,6 +20,8 @@ from typing import Any
 import apsw
 import pytest
 
+import orkeon_actors as ok
+from orkeon_actors.errors import IdempotencyKeyConflictError
 from orkeon_actors.history.endpoint import parse_sender
 from orkeon_actors.store.faults import SEND_POINTS
 from orkeon_actors.store.sent_reads import read_history
@@ -40,7 +42,7 @@ def _child(db: Path, *args: str, env: dict[str, str] | None = None) -> subproces
 
 
 def _accepted(output: str) -> list[str]:
-    return [line.split(" ", 1)[1] for line in output.splitlines() if line.startswith("ACCEPTED ")]
+    return [line.split()[1] for line in output.splitlines() if line.startswith("ACCEPTED ")]
 
 
 def _as_left(db: Path, sender: str) -> tuple[str, int, list[str]]:
@@ -147,3 +149,21 @@ def test_a_topic_post_killed_at_any_point_is_pending_then_abandoned_at_boot(tmp_
     assert len(result["sent"]["a/alice"]) == 2
     [abandoned] = _abandoned(tmp_path / "s.db")
     assert abandoned not in result["sent"]["a/alice"]
+
+
+def test_a_keyed_reply_replayed_after_a_sigkill_and_a_restart_returns_the_original(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    point = "send.intent_reserved"  # the 4th hit: the second reply's intent, after the first reply completed
+    env = {"ORKEON_TEST_HOOKS": "1", "ORKEON_TEST_SEND_FAIL_AFTER": point, "ORKEON_TEST_SEND_FAIL_NTH": "4"}
+    first = _child(db, "keyed-reply", str(SENDS), env=env)
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    [(reply_id, correlation)] = [
+        tuple(line.split()[1:3]) for line in first.stdout.splitlines() if line.startswith("ACCEPTED ")
+    ]
+    with ok.Runtime.start(store=str(db)) as rt:
+        bob = rt.hub.bind("b", "bob")
+        again = bob.reply(ok.CorrelationId(correlation), {"re": {"i": 0}}, idempotency_key="answer-0")
+        assert str(again.id) == reply_id  # the original, though its requester died with the process
+        with pytest.raises(IdempotencyKeyConflictError):
+            bob.reply(ok.CorrelationId(correlation), {"re": {"i": 99}}, idempotency_key="answer-0")
+        assert [r.message_id for r in bob.sent().rows] == [reply_id]

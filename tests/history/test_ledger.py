@@ -49,6 +49,9 @@ class DictSource:
     def row(self, sender: str, seq: int) -> bytes | None:
         return self.rows.get(seq)
 
+    def columns(self, sender: str, seq: int) -> None:
+        """A dict keeps no columns beside the bytes: nothing to disagree."""
+
     def max_seq(self, sender: str) -> int:
         return max([*self.nodes, *self.rows, 0])
 

@@ -227,9 +227,15 @@ def test_a_store_run_without_the_index_never_claims_completeness_across_the_gap(
     alice = on.hub.bind("a", "alice")
     history = alice.sent()
     assert history.coverage.state is CoverageState.COMPLETE
-    assert history.coverage.since_ms is not None and history.coverage.since_ms > history.rows[0].sent_at_ms
+    assert history.rows == () and alice.sent_count() == 0  # the row before the gap is outside the coverage
     alice.post(BOB, "indexed again")
-    assert on.hub.verify_sent("agent://a/alice").ok
+    after = alice.sent()
+    assert [r.body for r in alice.sent(include_body=True).rows] == [b'"indexed again"']
+    assert after.coverage.since_ms is not None and all(r.sent_at_ms > after.coverage.since_ms for r in after.rows)
+    assert alice.sent_count() == len(after.rows) == 1  # never counted across the gap
+    assert alice.sent(since=0).rows == after.rows  # an earlier since does not reach across it either
+    report = on.hub.verify_sent("agent://a/alice")
+    assert (report.ok, report.rows) == (True, 2)  # the ledger keeps (and checks) both rows
 
 
 def test_an_interrupted_reply_completion_is_partial_then_resumed_by_the_senders_next_op(open_store: Opener) -> None:
@@ -411,3 +417,27 @@ class TestIdempotencyKeys:
             hub.bind("a").post("topic://news", "crew-level broadcast", idempotency_key="k")
         with pytest.raises(ok.errors.InvalidArgumentError, match="idempotency_key"):
             hub.bind("a", "alice").post(BOB, "x", idempotency_key="")
+
+    def test_a_keyed_reply_replayed_after_delivery_returns_the_original(self, open_store: Opener) -> None:
+        rt = open_store()
+        hub = rt.hub
+        desk = hub.register_mailbox("agent://b/desk")
+        alice, bob = hub.bind("a", "alice"), hub.bind("b", "bob")
+        asked = alice.request("agent://b/desk", "q", timeout=30)
+        with desk.reader() as reader:
+            reader.receive()
+        assert asked.correlation_id is not None
+        first = bob.reply(asked.correlation_id, "answer", idempotency_key="answer-1")
+        assert alice.wait_for(ok.WaitOnReply(asked.correlation_id), 5).id == first.id
+        again = bob.reply(asked.correlation_id, "answer", idempotency_key="answer-1")  # a retry after a lost ack
+        assert (again.id, again.json()) == (first.id, "answer")
+        with pytest.raises(IdempotencyKeyConflictError) as info:
+            bob.reply(asked.correlation_id, "another answer", idempotency_key="answer-1")
+        assert info.value.original_id == str(first.id)
+        with pytest.raises(UnknownCorrelationError):  # no key: an answered request stays unknown
+            bob.reply(asked.correlation_id, "answer")
+        with pytest.raises(UnknownCorrelationError):  # a key bob never used for this request
+            bob.reply(asked.correlation_id, "answer", idempotency_key="answer-2")
+        with pytest.raises(UnknownCorrelationError):  # another replier learns nothing
+            hub.bind("b", "eve").reply(asked.correlation_id, "answer", idempotency_key="answer-1")
+        assert [r.message_id for r in bob.sent().rows] == [first.id]

@@ -95,9 +95,45 @@ def _pending(message_id: str, raw: bytes) -> Damage:
     return insert
 
 
+def _edited_intent(conn: apsw.Connection) -> None:
+    """A well-formed pending intent whose recipient column no longer says what its
+    bytes say (a keyed retry would look it up under the wrong recipient)."""
+    message_id, raw = _valid_intent(SENDER, 2)
+    _pending(message_id, raw)(conn)
+    conn.execute("UPDATE sent_intents SET recipient = 'agent:b/eve' WHERE message_id = ?", (message_id,))
+
+
 DAMAGES: dict[str, tuple[Damage, int, str]] = {
     "intent of another version": (_pending(*_valid_intent(SENDER, 99)), ROWS + 1, "version 99"),
     "intent of another sender": (_pending(*_valid_intent("z/zoe", 2)), ROWS + 1, "names sender z/zoe"),
+    "edited recipient column": (
+        lambda c: c.execute(
+            "UPDATE sent_rows SET recipient = 'agent:b/eve' WHERE sender = ? AND seq = ?", (SENDER, BAD)
+        ),
+        BAD,
+        "recipient column",
+    ),
+    "edited time column": (
+        lambda c: c.execute("UPDATE sent_rows SET sent_ms = sent_ms + 1 WHERE sender = ? AND seq = ?", (SENDER, BAD)),
+        BAD,
+        "sent_ms column",
+    ),
+    "edited key column": (
+        lambda c: c.execute("UPDATE sent_rows SET idempotency_key = 'k' WHERE sender = ? AND seq = ?", (SENDER, BAD)),
+        BAD,
+        "idempotency_key column",
+    ),
+    "edited message id column": (
+        lambda c: c.execute("UPDATE sent_rows SET message_id = 'x' WHERE sender = ? AND seq = ?", (SENDER, BAD)),
+        BAD,
+        "names sender",
+    ),
+    "edited content column": (
+        lambda c: c.execute("UPDATE sent_rows SET content = x'01' WHERE sender = ? AND seq = ?", (SENDER, BAD)),
+        BAD,
+        "content column",
+    ),
+    "intent with an edited recipient column": (_edited_intent, ROWS + 1, "recipient column"),
     "missing node": (
         lambda c: c.execute("DELETE FROM sent_nodes WHERE sender = ? AND seq = ?", (SENDER, BAD)),
         BAD,
