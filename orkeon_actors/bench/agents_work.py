@@ -110,7 +110,7 @@ def runtime_awaits_async_models() -> bool:
     from orkeon_actors.runtime import Runtime
 
     with _quiet_unawaited(), Runtime.start() as rt:
-        agent = Agent("a", AwaitingModel(0.0))  # type: ignore[arg-type]  # the async form of Model
+        agent = Agent("a", AwaitingModel(0.0))
         ref = CrewActor.start(rt.hub, agents=[agent], orchestration=Sequential([Task("go", "a")]), crew_id="probe")
         try:
             start_crew(ref)
