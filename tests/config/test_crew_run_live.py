@@ -91,12 +91,18 @@ def test_the_timeline_is_printed_while_the_crew_runs(run_crew: object) -> None:
 
 def test_json_streams_one_object_per_event_as_it_happens(run_crew: object) -> None:
     process, lines = run_crew("--json")  # type: ignore[operator]
-    seen = [json.loads(line) for line in lines.until(lambda line: "wait_for_event" in line)]
+    seen = [
+        json.loads(line)
+        for line in lines.until(lambda line: '"entry": "tool_call"' in line and "wait_for_event" in line)
+    ]
     assert process.poll() is None, "the crew is still waiting for its review request"
     assert seen[0]["kind"] == "run_started" and seen[0]["name"] == "newsroom" and seen[0]["mode"] == "sequential"
     wait = seen[-1]
     assert (wait["kind"], wait["entry"], wait["agent"]) == ("trace", "tool_call", "writer")
-    assert [entry["t"] for entry in seen[1:]] == sorted(entry["t"] for entry in seen[1:])
+    trace = [entry for entry in seen if entry["kind"] == "trace"]
+    assert [entry["t"] for entry in trace] == sorted(entry["t"] for entry in trace)
+    calls = [(entry["kind"], entry["agent_id"]) for entry in seen if entry["kind"] == "model_call_finished"]
+    assert calls == [("model_call_finished", "writer")] * 2, "each model call is streamed as it ends"
 
 
 def test_json_ends_with_the_outcome(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
