@@ -148,6 +148,9 @@ class StudioApp:
 
     async def _page(self, request: Request) -> Response:
         page = _static("index.html").replace(b"__TOKEN__", self.studio.token.encode())
+        if self.studio.source.read_only:  # a read-only page has no post form at all, hidden or not
+            start, end = page.index(b"<!--post-->"), page.index(b"<!--/post-->") + len(b"<!--/post-->")
+            page = page[:start] + page[end:]
         return Response(page, headers=_SECURITY_HEADERS, media_type="text/html; charset=utf-8")
 
     async def _asset(self, request: Request) -> Response:

@@ -64,6 +64,7 @@ function sourceLane(ev) {
 }
 function targetLane(ev) {
   if (["publish"].includes(ev.kind)) return ev.to_crew ? ev.to_crew : "topics";
+  if (ev.kind === "reply" && ev.to_agent && ev.to_crew) return ev.to_crew + "/" + ev.to_agent;  // the requester
   if (["post", "send", "reply", "acl_refused"].includes(ev.kind)) return laneOf(ev.to) || ev.to_crew || "topics";
   return null;
 }
@@ -72,13 +73,16 @@ function laneIndex(key) {
   if (i < 0) { ui.lanes.push(key); i = ui.lanes.length - 1; }
   return i;
 }
+// Internal topics (the hub's own, such as _system.post for a post) are not shown in labels.
+function shownTopic(topic) { return topic && !topic.startsWith("_system.") ? topic : ""; }
 function label(ev) {
+  const topic = shownTopic(ev.topic);
   switch (ev.kind) {
     case "timeout": return "timeout: " + (ev.waited_for || "");
     case "wake": case "sleep": case "state": return ev.kind + " " + (ev.from_state || "-") + " \u2192 " + ev.to_state;
     case "acl_refused": return "ACL refused (" + (ev.rule || "") + ")";
-    case "receive": return "received " + (ev.topic || "") + (ev.latency_ms !== undefined ? " (" + ev.latency_ms + " ms)" : "");
-    default: return ev.kind + " " + (ev.topic || "");
+    case "receive": return "received" + (topic ? " " + topic : "") + (ev.latency_ms !== undefined ? " (" + ev.latency_ms + " ms)" : "");
+    default: return ev.kind + (topic ? " " + topic : "");
   }
 }
 
@@ -133,11 +137,24 @@ function renderFlow() {
     + (ui.paused ? " \u2014 paused, " + ui.held.length + " new" : "");
 }
 
+// Events are drawn in the order things happened (their "at"), not the order they arrived: a
+// post is stamped when it was posted, and its receipt may reach the page first. At the same
+// instant, a consumption (receive, timeout) comes after what it consumed.
+function happenedBefore(a, b) {
+  if (a.at !== b.at) return a.at < b.at;
+  const rank = (ev) => (ev.kind === "receive" || ev.kind === "timeout" ? 1 : 0);
+  return rank(a) < rank(b);
+}
+function insertInOrder(list, ev) {
+  let i = list.length;
+  while (i > 0 && happenedBefore(ev, list[i - 1])) i -= 1;
+  list.splice(i, 0, ev);
+}
 function onEvent(ev) {
   if (ev.kind in ui.counts) ui.counts[ev.kind] += 1;
   if (ev.kind === "receive" && ev.latency_ms !== undefined) ui.latencies.push(ev.latency_ms);
   if (ui.paused) { ui.held.push(ev); $("flow-count").textContent = ui.held.length + " new while paused"; return; }
-  ui.events.push(ev);
+  insertInOrder(ui.events, ev);
   if (ui.events.length > MAX_EVENTS) ui.events.splice(0, ui.events.length - MAX_EVENTS);
   scheduleFlow();
 }
@@ -163,6 +180,7 @@ function renderCrews(state) {
     tr.appendChild(td);
     tr.appendChild(el("td", {}, crew.mode || ""));
     tr.appendChild(el("td", {}, (crew.agents || []).join(", ")));
+    tr.appendChild(el("td", { class: "as-of", "data-as-of": crew.as_of || "" }, crew.as_of ? "" : "live"));
     tr.addEventListener("click", () => showSnapshot(crew.id));
     body.appendChild(tr);
   }
@@ -183,8 +201,37 @@ function renderWaits(state) {
   }
   tickCountdowns();
 }
+// How old each stored state is: a store holds what the runtime last committed, not the live state.
+function age(seconds) {
+  if (seconds < 90) return Math.max(0, Math.round(seconds)) + " s ago";
+  if (seconds < 5400) return Math.round(seconds / 60) + " min ago";
+  return Math.round(seconds / 3600) + " h ago";
+}
+function renderMailboxes(state) {
+  const body = $("mailboxes").tBodies[0];
+  body.replaceChildren();
+  for (const box of state.mailboxes || []) {
+    const tr = el("tr", { "data-address": box.address });
+    tr.appendChild(el("td", {}, box.address));
+    tr.appendChild(el("td", {}, String(box.depth)));
+    body.appendChild(tr);
+  }
+  $("mailbox-count").textContent = "(" + (state.mailboxes || []).length + ")";
+  const outbox = $("outbox").tBodies[0];
+  outbox.replaceChildren();
+  for (const [name, count] of Object.entries(state.outbox || {})) {
+    const tr = el("tr", { "data-state": name });
+    tr.appendChild(el("td", {}, name));
+    tr.appendChild(el("td", {}, String(count)));
+    outbox.appendChild(tr);
+  }
+}
 function tickCountdowns() {
   const now = Date.now() + ui.offsetMs;
+  for (const cell of document.querySelectorAll("td.as-of[data-as-of]")) {
+    const asOf = cell.getAttribute("data-as-of");
+    if (asOf) cell.textContent = age((now - Date.parse(asOf)) / 1000);
+  }
   for (const cell of document.querySelectorAll("td.countdown[data-expires]")) {
     const expires = cell.getAttribute("data-expires");
     if (!expires) continue;
@@ -268,8 +315,8 @@ function sampleMetrics(state) {
   const c = ui.counts;
   const published = c.publish + c.post + c.send + c.reply;
   const prev = lastCounts || { published, timeout: c.timeout, acl: c.acl_refused };
-  const waits = Object.values(state.metrics.pending_waits || {}).reduce((a, b) => a + b, 0)
-    + state.waits.filter((w) => w.asleep).length;
+  // the server counts each wait once (live and asleep), by kind
+  const waits = Object.values(state.metrics.pending_waits || {}).reduce((a, b) => a + b, 0);
   const lat = ui.latencies.splice(0);
   const sample = {
     messages: published - prev.published,
@@ -312,9 +359,10 @@ async function refresh() {
     ui.state = state;
     ui.offsetMs = Date.parse(state.now) - Date.now();
     $("source").textContent = state.mode + ": " + state.source + (state.read_only ? " (read-only)" : "");
-    $("post-panel").hidden = state.read_only;
+    if ($("post-panel")) $("post-panel").hidden = state.read_only;  // absent from a read-only page
     renderCrews(state);
     renderWaits(state);
+    renderMailboxes(state);
     renderAcl(state.acl);
     sampleMetrics(state);
     if (state.mode === "store") $("conn").dataset.state = "polling", $("conn").textContent = "polling the store";
@@ -344,7 +392,7 @@ $("pause").addEventListener("click", () => {
   ui.paused = !ui.paused;
   $("pause").textContent = ui.paused ? "Resume" : "Pause";
   if (!ui.paused) {
-    ui.events.push(...ui.held.splice(0));
+    for (const ev of ui.held.splice(0)) insertInOrder(ui.events, ev);
     if (ui.events.length > MAX_EVENTS) ui.events.splice(0, ui.events.length - MAX_EVENTS);
   }
   renderFlow();
@@ -352,7 +400,7 @@ $("pause").addEventListener("click", () => {
 for (const id of ["filter-crew", "filter-topic"]) {
   $(id).addEventListener("input", () => { renderFlow(); if (ui.state) { renderCrews(ui.state); renderWaits(ui.state); } });
 }
-$("post-form").addEventListener("submit", async (e) => {
+if ($("post-form")) $("post-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   let payload = $("post-payload").value;
   try { payload = payload ? JSON.parse(payload) : null; } catch (_) { /* sent as a string */ }
