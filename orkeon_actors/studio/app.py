@@ -140,6 +140,8 @@ class StudioApp:
             return self._asset
         if path in ("/api/state", "/api/events"):
             return self._state
+        if path == "/api/agents":
+            return self._agents
         if path.startswith("/api/crews/") and path.endswith("/snapshot"):
             return self._snapshot
         return None
@@ -161,6 +163,13 @@ class StudioApp:
 
     async def _state(self, request: Request) -> Response:
         return _json(await self._blocking(self.studio.source.overview))
+
+    async def _agents(self, request: Request) -> Response:
+        raw = request.query_params.get("after", "0")
+        if not raw.isdigit():
+            raise StudioError(400, f"after is the last sequence number seen, a whole number >= 0, not {raw!r}")
+        after = int(raw)
+        return _json(await self._blocking(lambda: self.studio.source.agent_events(after)))
 
     async def _snapshot(self, request: Request) -> Response:
         crew = request.url.path.removeprefix("/api/crews/").removesuffix("/snapshot")

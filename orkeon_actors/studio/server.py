@@ -15,6 +15,7 @@ browser that has the URL open):
 ``GET /api/state``              :meth:`StudioSource.overview` as JSON
 ``GET /api/events``             the feed, as ``text/event-stream`` (live runtimes)
 ``GET /api/crews/{id}/snapshot``  one crew's snapshot tree
+``GET /api/agents?after=SEQ``   the agent events after ``SEQ`` (the agent view)
 ``POST /api/post``              ``{"to": address, "payload": json}``, as ``client://studio``
                                 (only when posting was allowed)
 

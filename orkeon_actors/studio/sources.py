@@ -43,6 +43,7 @@ from orkeon_actors.model.message import Message
 from orkeon_actors.store.inspect import StoreInspector
 from orkeon_actors.studio.feed import rfc3339
 from orkeon_actors.studio.tap import StudioTap
+from orkeon_actors.wire.agent_events import encode_agent_event
 
 if TYPE_CHECKING:
     from orkeon_actors.runtime import Runtime
@@ -69,6 +70,8 @@ class StudioSource(Protocol):
     def post(self, to: str, payload: object) -> dict[str, Any]: ...
 
     def visible(self, item: dict[str, Any]) -> bool: ...
+
+    def agent_events(self, after: int) -> dict[str, Any]: ...
 
 
 class Visibility:
@@ -220,6 +223,10 @@ class StoreFileSource:
             return None
         loaded: dict[str, Any] = json.loads(bytes(rows[0][0]))
         return loaded
+
+    def agent_events(self, after: int) -> dict[str, Any]:
+        """A store file keeps no agent events: the agent view is a live runtime's."""
+        return {"events": [], "last_seq": after, "now": rfc3339(datetime.now(UTC)), "kept": False}
 
     def post(self, to: str, payload: object) -> dict[str, Any]:
         raise InvalidArgumentError(
@@ -400,6 +407,16 @@ class LiveSource:
             "acl": acl_graph(self.registry),
             "metrics": {"asleep": asleep, "pending_waits": pending},
         }
+
+    def agent_events(self, after: int) -> dict[str, Any]:
+        """The runtime's agent events after sequence number ``after`` (its journal keeps the
+        most recent ones: a page that attaches late sees what happened before), of visible
+        crews, in the JSON of :mod:`orkeon_actors.wire.agent_events`."""
+        journal = self.runtime.agent_events
+        events = [event for event in journal.recent() if event.seq > after]
+        last = events[-1].seq if events else after
+        shown = [encode_agent_event(event) for event in events if self.visibility.crew(event.crew_id)]
+        return {"events": shown, "last_seq": last, "now": rfc3339(self.runtime.clock.now()), "kept": True}
 
     def snapshot(self, crew_id: str) -> dict[str, Any] | None:
         if not self.visibility.crew(crew_id):

@@ -15,6 +15,13 @@ import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink
 from orkeon_actors.crew import Agent, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
+from orkeon_actors.model.agent_events import (
+    AgentAnswered,
+    ModelCallFinished,
+    ModelCallStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.studio import StoreFileSource, StudioServer
 from orkeon_actors.studio.feed import event
@@ -270,3 +277,69 @@ def test_the_flow_is_drawn_in_the_order_things_happened(page: Any, studio: tuple
     assert not any("_system" in label for label in labels), labels
     arrow = page.locator("#flow g.event[data-kind='reply'] line.arrow")
     assert float(arrow.get_attribute("x2")) == _lane_x(page, "shop/alice")  # on the requester's lane
+
+
+def _model_call(rt: ok.Runtime, agent: str, turn: int, *, tokens: tuple[int, int], cost: float) -> None:
+    journal = rt.agent_events
+    call_id = journal.next_call_id()
+    started_at = rt.clock.now()
+    fields = {"call_id": call_id, "crew_id": "desk", "agent_id": agent, "turn": turn, "model": "gpt-test"}
+    journal.record(ModelCallStarted(**fields, provider="openai", started_at=started_at))
+    journal.record(
+        ModelCallFinished(
+            **fields,
+            provider="openai",
+            started_at=started_at,
+            duration_s=1.5,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cost=cost,
+            finish_reasons=("tool_calls",),
+        )
+    )
+
+
+def test_the_agent_view_draws_history_and_live_calls(chromium: Any, tmp_path: Path) -> None:
+    with ok.Runtime.start(studio=0) as rt:
+        assert rt.studio is not None
+        journal = rt.agent_events
+        # before any browser attached: one turn of clerk (a model call, a tool call, the answer)
+        _model_call(rt, "clerk", 0, tokens=(120, 30), cost=0.0015)
+        tool = {"call_id": journal.next_call_id(), "crew_id": "desk", "agent_id": "clerk", "tool_call_id": "t1"}
+        at = rt.clock.now()
+        journal.record(ToolCallStarted(**tool, name="lookup", started_at=at, arguments='{"sku": 42}'))
+        journal.record(ToolCallFinished(**tool, name="lookup", started_at=at, duration_s=0.2, result='{"price": 9}'))
+        journal.record(AgentAnswered(crew_id="desk", agent_id="clerk", at=rt.clock.now(), text="it costs 9"))
+        with _open(chromium, rt.studio.url, tmp_path / "agents.png") as tab:
+            lane = "#agents .agent-lane[data-agent='desk/clerk']"
+            tab.wait_for_selector(f"{lane} .answer", timeout=DEADLINE_MS)
+            bar = tab.locator(f"{lane} .call.model").first.text_content()
+            assert "gpt-test" in bar and "1.50 s" in bar and "120 \u2192 30 tokens" in bar and "$0.0015" in bar
+            details = tab.locator(f"{lane} details.call.tool[data-tool='lookup']")
+            assert details.get_attribute("open") is None  # collapsed
+            assert '{"sku": 42}' in details.locator("pre.arguments").text_content()
+            assert '{"price": 9}' in details.locator("pre.result").text_content()
+            assert tab.locator(f"{lane} .answer").text_content() == "answer: it costs 9"
+            # live: a call in flight shows its elapsed time, then its figures when it ends
+            call_id = journal.next_call_id()
+            started = {"call_id": call_id, "crew_id": "desk", "agent_id": "boss", "turn": 0, "model": "gpt-test"}
+            started_at = rt.clock.now()
+            journal.record(ModelCallStarted(**started, provider="openai", started_at=started_at))
+            inflight = f"#agents .call.model.inflight[data-call='{call_id}'] .elapsed"
+            tab.wait_for_function(
+                f"() => (document.querySelector(\"{inflight}\") || {{}}).textContent?.endsWith(' s')",
+                timeout=DEADLINE_MS,
+            )
+            journal.record(
+                ModelCallFinished(
+                    **started,
+                    provider="openai",
+                    started_at=started_at,
+                    duration_s=0.5,
+                    input_tokens=10,
+                    output_tokens=5,
+                )
+            )
+            tab.wait_for_selector(f"#agents .call.model[data-call='{call_id}']:not(.inflight)", timeout=DEADLINE_MS)
+            totals = tab.locator("#agent-totals tr[data-crew='desk'] td").all_text_contents()
+            assert totals == ["desk", "2", "2", "130", "35", "$0.0015"]

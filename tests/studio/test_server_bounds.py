@@ -140,6 +140,9 @@ class _Broken:
     def visible(self, item: dict[str, Any]) -> bool:
         return True
 
+    def agent_events(self, after: int) -> dict[str, Any]:
+        raise AssertionError("not called")
+
 
 def test_a_failing_read_is_a_json_500_that_names_only_the_type() -> None:
     server = StudioServer(_Broken())

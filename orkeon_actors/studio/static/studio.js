@@ -350,6 +350,137 @@ function renderMetrics(sample) {
   }
 }
 
+// -- the agent view: per agent, a lane of its model calls, tool calls and answers ---------
+
+const agents = { after: 0, calls: new Map(), order: [], lanes: new Map() };
+// a lane: { key, crew, agent, items: [call ids and answers in order], tokensIn, tokensOut, cost, calls }
+
+function laneFor(ev) {
+  const key = ev.crew_id + "/" + ev.agent_id;
+  let lane = agents.lanes.get(key);
+  if (!lane) {
+    lane = { key, crew: ev.crew_id, agent: ev.agent_id, items: [], tokensIn: 0, tokensOut: 0, cost: 0, calls: 0 };
+    agents.lanes.set(key, lane);
+  }
+  return lane;
+}
+function onAgentEvent(ev) {
+  const lane = laneFor(ev);
+  if (ev.kind === "model_call_started" || ev.kind === "tool_call_started") {
+    agents.calls.set(ev.call_id, { started: ev, finished: null });
+    lane.items.push({ call: ev.call_id });
+  } else if (ev.kind === "model_call_finished" || ev.kind === "tool_call_finished") {
+    const call = agents.calls.get(ev.call_id);
+    if (call) call.finished = ev;
+    else { agents.calls.set(ev.call_id, { started: ev, finished: ev }); lane.items.push({ call: ev.call_id }); }
+    if (ev.kind === "model_call_finished") {
+      lane.tokensIn += ev.input_tokens; lane.tokensOut += ev.output_tokens; lane.cost += ev.cost; lane.calls += 1;
+    }
+  } else if (ev.kind === "agent_answered") {
+    lane.items.push({ answer: ev });
+  }
+}
+function money(cost) { return "$" + cost.toFixed(cost >= 1 ? 2 : 4); }
+function seconds(s) { return s < 10 ? s.toFixed(2) + " s" : s.toFixed(1) + " s"; }
+function content(text) { return text === null || text === undefined ? "(content capture off)" : text; }
+
+function modelCall(call) {
+  const { started, finished } = call;
+  const failed = finished && finished.error;
+  const div = el("div", { class: "call model" + (finished ? "" : " inflight") + (failed ? " failed" : ""),
+    "data-call": started.call_id, "data-started": started.started_at });
+  const parts = [started.model];
+  if (finished) {
+    parts.push(seconds(finished.duration_s), finished.input_tokens + " → " + finished.output_tokens + " tokens",
+      money(finished.cost));
+    if (finished.finish_reasons.length) parts.push(finished.finish_reasons.join(","));
+    if (failed) parts.push("failed: " + finished.error);
+  } else {
+    parts.push("in flight");
+  }
+  div.appendChild(el("span", { class: "label" }, parts.join(" · ")));
+  if (!finished) div.appendChild(el("span", { class: "elapsed" }, ""));
+  const bar = el("div", { class: "bar" });
+  bar.style.width = Math.min(600, 8 + 60 * (finished ? finished.duration_s : 0)) + "px";  // CSSOM: allowed by the CSP
+  div.appendChild(bar);
+  return div;
+}
+function toolCall(call) {
+  const { started, finished } = call;
+  const details = el("details", { class: "call tool", "data-call": started.call_id, "data-tool": started.name });
+  const summary = started.name + (finished ? " · " + seconds(finished.duration_s) + (finished.error ? " · error" : "")
+    + (finished.replayed ? " · replayed" : "") : " · running");
+  details.appendChild(el("summary", {}, summary));
+  details.appendChild(el("div", { class: "muted" }, "arguments"));
+  details.appendChild(el("pre", { class: "arguments" }, content(started.arguments)));
+  if (finished) {
+    details.appendChild(el("div", { class: "muted" }, finished.error ? "error" : "result"));
+    details.appendChild(el("pre", { class: "result" }, finished.error || content(finished.result)));
+  }
+  return details;
+}
+function renderAgents() {
+  const root = $("agents");
+  const open = new Set([...root.querySelectorAll("details[open]")].map((d) => d.dataset.call));
+  root.replaceChildren();
+  const crews = new Map();
+  const filter = $("filter-crew").value.trim();
+  for (const lane of agents.lanes.values()) {
+    const crew = crews.get(lane.crew) || { agents: 0, calls: 0, tokensIn: 0, tokensOut: 0, cost: 0 };
+    crew.agents += 1; crew.calls += lane.calls; crew.tokensIn += lane.tokensIn; crew.tokensOut += lane.tokensOut;
+    crew.cost += lane.cost;
+    crews.set(lane.crew, crew);
+    if (filter && !lane.crew.includes(filter)) continue;
+    const box = el("div", { class: "agent-lane", "data-agent": lane.key });
+    const title = el("h3", {}, lane.key);
+    title.appendChild(el("span", { class: "totals" }, lane.calls + " model calls · " + lane.tokensIn
+      + " → " + lane.tokensOut + " tokens · " + money(lane.cost)));
+    box.appendChild(title);
+    const turns = el("div", { class: "turns" });
+    for (const item of lane.items) {
+      if (item.answer) { turns.appendChild(el("div", { class: "answer" }, "answer: " + content(item.answer.text))); continue; }
+      const call = agents.calls.get(item.call);
+      const node = call.started.kind.startsWith("model") ? modelCall(call) : toolCall(call);
+      if (open.has(item.call)) node.open = true;
+      turns.appendChild(node);
+    }
+    box.appendChild(turns);
+    root.appendChild(box);
+  }
+  const body = $("agent-totals").tBodies[0];
+  body.replaceChildren();
+  for (const [name, crew] of crews) {
+    const tr = el("tr", { "data-crew": name });
+    for (const value of [name, crew.agents, crew.calls, crew.tokensIn, crew.tokensOut, money(crew.cost)]) {
+      tr.appendChild(el("td", {}, String(value)));
+    }
+    body.appendChild(tr);
+  }
+  tickInFlight();
+}
+function tickInFlight() {
+  const now = Date.now() + ui.offsetMs;
+  for (const bar of document.querySelectorAll(".call.model.inflight")) {
+    const elapsed = Math.max(0, (now - Date.parse(bar.dataset.started)) / 1000);
+    bar.querySelector(".elapsed").textContent = " · " + elapsed.toFixed(1) + " s";
+    bar.querySelector(".bar").style.width = Math.min(600, 8 + 60 * elapsed) + "px";
+  }
+}
+async function refreshAgents() {
+  try {
+    const response = await fetch(api("/api/agents?after=" + agents.after));
+    const body = await response.json();
+    if (!response.ok) return;
+    ui.offsetMs = Date.parse(body.now) - Date.now();
+    $("agents-note").textContent = body.kept ? "" : "(a live runtime's: a store file keeps no agent events)";
+    for (const ev of body.events) onAgentEvent(ev);
+    agents.after = body.last_seq;
+    if (body.events.length || !$("agents").dataset.drawn) { $("agents").dataset.drawn = "1"; renderAgents(); }
+  } catch (error) {
+    $("agents-note").textContent = "agent events unavailable: " + error;
+  }
+}
+
 // -- polling, streaming, controls ----------------------------------------------------------
 
 async function refresh() {
@@ -398,7 +529,11 @@ $("pause").addEventListener("click", () => {
   renderFlow();
 });
 for (const id of ["filter-crew", "filter-topic"]) {
-  $(id).addEventListener("input", () => { renderFlow(); if (ui.state) { renderCrews(ui.state); renderWaits(ui.state); } });
+  $(id).addEventListener("input", () => {
+    renderFlow();
+    renderAgents();
+    if (ui.state) { renderCrews(ui.state); renderWaits(ui.state); }
+  });
 }
 if ($("post-form")) $("post-form").addEventListener("submit", async (e) => {
   e.preventDefault();
@@ -416,4 +551,7 @@ if ($("post-form")) $("post-form").addEventListener("submit", async (e) => {
 refresh();
 setInterval(refresh, 1000);
 setInterval(tickCountdowns, 100);
+refreshAgents();
+setInterval(refreshAgents, 1000);
+setInterval(tickInFlight, 100);
 connect();
