@@ -40,6 +40,7 @@ from orkeon_actors.lifecycle.ports import LifecycleState
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
+from orkeon_actors.store.agent_events import read_agent_events
 from orkeon_actors.store.inspect import StoreInspector
 from orkeon_actors.studio.feed import rfc3339
 from orkeon_actors.studio.tap import StudioTap
@@ -225,8 +226,17 @@ class StoreFileSource:
         return loaded
 
     def agent_events(self, after: int) -> dict[str, Any]:
-        """A store file keeps no agent events: the agent view is a live runtime's."""
-        return {"events": [], "last_seq": after, "now": rfc3339(datetime.now(UTC)), "kept": False}
+        """The agent events the store kept after row ``after``
+        (:func:`~orkeon_actors.store.agent_events.read_agent_events`), of visible crews;
+        ``kept`` is false for a store of a release that kept none."""
+        conn = _open_read_only(self.path)
+        try:
+            kept = _has_table(conn, "agent_events")
+            events, last = read_agent_events(conn, after)
+        finally:
+            conn.close()
+        shown = [event for event in events if self.visibility.crew(str(event.get("crew_id")))]
+        return {"events": shown, "last_seq": last, "now": rfc3339(datetime.now(UTC)), "kept": kept}
 
     def post(self, to: str, payload: object) -> dict[str, Any]:
         raise InvalidArgumentError(

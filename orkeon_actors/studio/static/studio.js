@@ -472,7 +472,7 @@ async function refreshAgents() {
     const body = await response.json();
     if (!response.ok) return;
     ui.offsetMs = Date.parse(body.now) - Date.now();
-    $("agents-note").textContent = body.kept ? "" : "(a live runtime's: a store file keeps no agent events)";
+    $("agents-note").textContent = body.kept ? "" : "(this store keeps no agent events: an older release wrote it)";
     for (const ev of body.events) onAgentEvent(ev);
     agents.after = body.last_seq;
     if (body.events.length || !$("agents").dataset.drawn) { $("agents").dataset.drawn = "1"; renderAgents(); }
