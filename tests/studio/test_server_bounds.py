@@ -17,6 +17,7 @@ import pytest
 import orkeon_actors as ok
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.studio import StudioServer
+from orkeon_actors.studio.feed import event
 from orkeon_actors.testing import wait_until
 
 INSTALL_DIR = str(Path(ok.__file__).parent)
@@ -162,3 +163,26 @@ def test_a_studio_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) ->
     expected = r'uvicorn, not installed here: pip install "orkeon-actors\[studio\]"'
     with pytest.raises(InvalidArgumentError, match=expected):
         ok.Runtime.start(studio=0)
+
+
+def test_a_stream_the_browser_stopped_reading_is_ended(rt: ok.Runtime) -> None:
+    assert rt.studio is not None and rt.studio.feed is not None
+    server = StudioServer(rt.studio.source, rt.studio.feed, write_timeout=0.5)
+    try:
+        stalled = socket.socket()
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.connect(("127.0.0.1", server.port))
+        stalled.sendall(b"GET /api/events?token=" + server.token.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait_until(lambda: len(server.streams) == 1, what="the stream attached")
+        big, feed = "x" * 200, rt.studio.feed
+
+        def flood_until_dropped() -> bool:  # the browser reads nothing: the server's writes stall
+            for n in range(200):
+                feed.emit(event("publish", rt.clock.now(), crew="c", topic="t", payload=big, n=n))
+            return not server.streams
+
+        wait_until(flood_until_dropped, what="the stalled stream ended")
+        stalled.close()
+        assert _get(server, "/api/state")[0] == 200  # the server itself is fine
+    finally:
+        server.stop()
