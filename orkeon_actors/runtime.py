@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from orkeon_actors.fleet.operations import Fleet
     from orkeon_actors.lifecycle.ports import LifecycleBackend
     from orkeon_actors.lifecycle.supervisor import CrewSupervisor
+    from orkeon_actors.store.agent_events import AgentEventRecorder
     from orkeon_actors.store.config import Durability, StoreConfig
     from orkeon_actors.studio import LifecycleWatcher, StudioServer, StudioTap
 
@@ -51,6 +52,7 @@ class Runtime:
     _pipeline: Pipeline | None = None
     _studio_watcher: LifecycleWatcher | None = None
     _studio_tap: StudioTap | None = None
+    _agent_event_recorder: AgentEventRecorder | None = None
     fleet: Fleet | None = None
     """A fleet host's cross-host operations (spawn, stop, dead-letter reports), when
     started with a broker (``docs/distributed.md``); ``None`` otherwise."""
@@ -146,6 +148,8 @@ class Runtime:
         runtime = cls(hub, scheduler, clock)
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
+        if store is not None:
+            runtime._record_agent_events()
         if fleet is not None:
             runtime._start_fleet()
         if studio is not None:
@@ -185,6 +189,15 @@ class Runtime:
         """The stages of the chain, in registration order."""
         return () if self._pipeline is None else self._pipeline.stages
 
+    def _record_agent_events(self) -> None:
+        """On a durable runtime, keep the agents' events in the store too, for
+        ``orkeon studio --store`` (:mod:`orkeon_actors.store.agent_events`)."""
+        from orkeon_actors.store import SqliteEventHub
+        from orkeon_actors.store.agent_events import AgentEventRecorder
+
+        if isinstance(self.hub, SqliteEventHub):
+            self._agent_event_recorder = AgentEventRecorder(self.hub.writer).attach(self.agent_events)
+
     def _start_studio(self, *, port: int, allow_post: bool) -> None:
         from orkeon_actors.studio import LifecycleWatcher, LiveSource, StudioFeed, StudioServer, StudioTap
 
@@ -213,6 +226,8 @@ class Runtime:
             self.fleet.close()
         self.agent_io.stop()  # calls in flight are cancelled before the hub goes
         agent_io.detach(self.hub)
+        if self._agent_event_recorder is not None:
+            self._agent_event_recorder.detach()
         self.hub.stop()
         self.scheduler.stop()
         if self._pipeline is not None:

@@ -71,8 +71,10 @@ def test_crews_lists_sleeping_failed_and_completed_crews(populated: Path, capsys
     assert crews["bad"]["finished_at"].endswith("Z") and crews["good"]["snapshot_at"] is None
     assert main(["store", str(populated), "crews"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["crew_id", "name", "mode", "state", "snapshot_at", "pending_waits", "finished_at"]
-    assert len(table) == 5
+    assert table[0].startswith("states as last committed to the store")
+    columns = ["crew_id", "name", "mode", "state", "agents", "pending_waits", "as_of", "age_s"]
+    assert table[1].split() == columns
+    assert len(table) == 6
 
 
 def test_waits_are_sorted_by_deadline_and_forever_last(populated: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,3 +149,23 @@ def test_a_missing_file_is_a_readable_error(tmp_path: Path, capsys: pytest.Captu
     assert main(["store", str(tmp_path / "nope.db"), "crews"]) == 1
     err = capsys.readouterr().err
     assert "no store file at" in err and "Traceback" not in err
+
+
+def test_crews_say_how_old_each_state_is_and_show_takes_the_printed_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "named.db")
+    with ok.Runtime.start(store=db) as rt:
+        sup = CrewSupervisor(rt, factories={"billing": lambda _: _crew(respond("paid"))})  # type: ignore[dict-item]
+        sup.spawn("billing", "billing-7")
+        sup.wait_finished("billing-7", timeout=30)
+        sup.stop()
+    (row,) = _json(capsys, db, "crews")  # type: ignore[misc]
+    described = (row["crew_id"], row["name"], row["state"], row["mode"])
+    assert described == ("billing-7", "billing", "Completed", "sequential")
+    assert row["agents"] == ["a"] and row["as_of"] == row["finished_at"] and row["age_s"] >= 0
+    assert main(["store", db, "crews"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("states as last committed to the store") and "age_s" in table
+    assert main(["store", db, "show", "billing"]) == 0  # the name `crews` prints
+    assert json.loads(capsys.readouterr().out)["crew_id"] == "billing-7"

@@ -1,6 +1,7 @@
 """``orkeon store PATH ...``: look into a store without writing SQL.
 
-``crews``, ``waits``, ``mailboxes``, ``outbox``, ``last-values`` and ``show CREW`` open
+``crews``, ``waits``, ``mailboxes``, ``outbox``, ``last-values`` and ``show CREW`` (an id
+or the name ``crews`` prints) open
 the file read-only (safe beside a running runtime, see
 :mod:`orkeon_actors.store.inspect`); ``purge`` applies the §11.4 policy (``--dry-run``
 only reports what it would delete). A table by default, ``--json`` for scripts.
@@ -58,7 +59,11 @@ def run_store(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     with StoreInspector(args.path) as store:
         if args.view == "show":
-            shown = store.show(args.crew)
+            ids = store.resolve(args.crew)  # an id, or the name `crews` prints
+            if len(ids) > 1:
+                print(f"{len(ids)} crews are named {args.crew!r} in {args.path}: show one by id ({', '.join(ids)})")
+                return 1
+            shown = store.show(ids[0]) if ids else None
             if shown is None:
                 print(f"no crew {args.crew!r} in {args.path}: `orkeon store {args.path} crews` lists them")
                 return 1
@@ -71,7 +76,14 @@ def run_store(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "outbox": store.outbox,
             "last-values": store.last_values,
         }[args.view]()
-    print(json.dumps(rows, indent=2, ensure_ascii=False) if args.json else render_table(rows, empty=f"no {args.view}"))
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if args.view == "crews":  # the states are the store's, as of each crew's last commit
+        columns = ("crew_id", "name", "mode", "state", "agents", "pending_waits", "as_of", "age_s")
+        rows = [{k: row[k] for k in columns} for row in rows]
+        print("states as last committed to the store (age_s: seconds since); a running runtime's crews may be ahead")
+    print(render_table(rows, empty=f"no {args.view}"))
     return 0
 
 
@@ -92,4 +104,6 @@ def _cell(value: Any) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value) or "-"
     return str(value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import apsw
@@ -85,9 +85,12 @@ class StoreInspector:
             return []
         return [dict(zip(names, row, strict=True)) for row in cursor]
 
-    def crews(self) -> list[Row]:
+    def crews(self, now: datetime | None = None) -> list[Row]:
         """Every crew the store knows: snapshots (Asleep, Failed, Active) with their
-        pending waits, then crews known only by their outcome (Completed), by id."""
+        pending waits, then crews known only by their outcome (Completed), by id; each with
+        its name, mode and agents, and ``as_of`` / ``age_s``: when the runtime last committed
+        that state and how many seconds before ``now`` (default: the system clock). A store
+        holds committed states only: a running runtime's crew may have moved on since."""
         snapshots = self._rows(
             "crew_snapshots",
             "SELECT s.crew_id, s.snapshot, s.mode, s.state, s.snapshot_at, "
@@ -97,7 +100,10 @@ class StoreInspector:
         rows: list[Row] = []
         for row in snapshots:
             body = row.pop("snapshot")
-            rows.append({"crew_id": row["crew_id"], "name": _snapshot_name(body), **row, "finished_at": None})
+            rows.append(
+                {"crew_id": row["crew_id"], "name": _snapshot_name(body), **row, "agents": _agents(body)}
+                | {"finished_at": None}
+            )
         known = {r["crew_id"] for r in rows}
         for outcome in self._rows(
             "crew_outcomes", "SELECT crew_id, status, final_snapshot, finished_at FROM crew_outcomes ORDER BY crew_id"
@@ -116,10 +122,23 @@ class StoreInspector:
                     "state": outcome["status"],
                     "snapshot_at": None,
                     "pending_waits": 0,
+                    "agents": _agents(final),
                     "finished_at": outcome["finished_at"],
                 }
             )
+        when = now or datetime.now(UTC)
+        for row in rows:
+            row["as_of"] = row["snapshot_at"] or row["finished_at"]
+            row["age_s"] = None if row["as_of"] is None else _age_s(row["as_of"], when)
         return sorted(rows, key=lambda r: str(r["crew_id"]))
+
+    def resolve(self, crew: str) -> list[str]:
+        """The ids ``crew`` names: itself when the store knows that id, else every crew
+        whose name (the one ``crews`` prints) it is."""
+        rows = self.crews()
+        if any(row["crew_id"] == crew for row in rows):
+            return [crew]
+        return [str(row["crew_id"]) for row in rows if row["name"] == crew]
 
     def waits(self) -> list[Row]:
         """Pending waits of sleeping crews, nearest deadline first (waits without one last)."""
@@ -215,6 +234,22 @@ def _snapshot_field(body: bytes | str | None, field: str) -> Any:
     except ValueError:
         return None
     return data.get(field) if isinstance(data, dict) else None
+
+
+def _agents(body: bytes | str | None) -> list[str]:
+    agents = _snapshot_field(body, "agents")
+    if not isinstance(agents, list):
+        return []
+    return [str(agent.get("agent_id")) for agent in agents if isinstance(agent, dict)]
+
+
+def _age_s(stamp: str, now: datetime) -> float | None:
+    try:
+        at = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    return round((now - at).total_seconds(), 3)
 
 
 def _snapshot_name(body: bytes | str | None) -> Any:

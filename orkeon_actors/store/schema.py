@@ -18,7 +18,8 @@ see :mod:`orkeon_actors.store.marks`), which replace their per-post
 ``processed_messages`` rows; rows written by earlier versions stay and still answer.
 Version 7 adds the sender-owned sent history (``sent_index``, ``sent_heads``,
 ``sent_rows``, ``sent_nodes``, ``sent_intents``, ``sent_abandoned``, see
-:mod:`orkeon_actors.store.sent_rows`). Version 8 keeps the number of crews with pending
+:mod:`orkeon_actors.store.sent_rows`). Version 10 adds ``agent_events``, the agents' recent
+events for read-only views (:mod:`orkeon_actors.store.agent_events`). Version 8 keeps the number of crews with pending
 waits (the crews asleep, ``count(DISTINCT crew_id)`` of ``pending_waits``) in
 ``store_counts``, maintained by triggers on ``pending_waits`` in the transaction of every
 write (``INSERT``, ``INSERT OR REPLACE``, ``UPDATE``, ``DELETE``; not ``INSERT OR
@@ -44,7 +45,7 @@ import apsw
 import attrs
 
 from orkeon_actors.errors import StoreVersionError
-from orkeon_actors.store import sent_rows
+from orkeon_actors.store import agent_events, sent_rows
 
 __all__ = [
     "APPLICATION_ID",
@@ -316,6 +317,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "sender-owned sent history: heads, rows, ledger nodes, intents", _script(sent_rows.SCHEMA)),
     Migration(8, "the number of crews with pending waits, kept by triggers (a boot reads one row)", _script(_V8)),
     Migration(9, "smaller sleeping crews: mailbox registry without rowid, wait indexes without NULLs", _script(_V9)),
+    Migration(10, "the agents' recent events, for read-only views", _script(agent_events.SCHEMA)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -71,6 +71,10 @@ class FeedSubscriber:
         self.dropped = 0
         """Events dropped because this subscriber fell behind."""
         self.closed = False
+        self.on_ready: Callable[[], None] | None = None
+        """Called (from the offering thread, outside the lock) after each offer and on
+        :meth:`close`: the Studio's server wakes its stream's coroutine with it instead of
+        blocking a thread in :meth:`take`. It must be short and must not raise."""
 
     def offer(self, item: dict[str, Any]) -> None:
         with self._ready:
@@ -78,6 +82,9 @@ class FeedSubscriber:
                 self.dropped += 1
             self._events.append(item)
             self._ready.notify()
+        ready = self.on_ready
+        if ready is not None:
+            ready()
 
     def take(self, timeout: float) -> list[dict[str, Any]]:
         """Every queued event, waiting up to ``timeout`` seconds for the first one;
@@ -95,6 +102,9 @@ class FeedSubscriber:
         with self._ready:
             self.closed = True
             self._ready.notify_all()
+        ready = self.on_ready
+        if ready is not None:
+            ready()
 
 
 class StudioFeed:

@@ -1,9 +1,10 @@
 """The Studio's local web server: the page, its JSON reads and the pushed event feed.
 
-Built on the standard library (``http.server.ThreadingHTTPServer``): the Studio serves a
-handful of routes to one person's browser, so a framework would add a dependency and
-nothing the page needs. The feed is pushed as server-sent events (``EventSource`` in the
-browser reconnects by itself; one direction is all the feed needs).
+Served by uvicorn (an ASGI server) on one event-loop thread of its own, with the routes in
+:mod:`orkeon_actors.studio.app` (Starlette requests and responses) and the connection bounds
+of :mod:`orkeon_actors.studio.connections`. Both come with the ``studio`` extra
+(``pip install "orkeon-actors[studio]"``). The feed is pushed as server-sent events
+(``EventSource`` in the browser reconnects by itself; one direction is all the feed needs).
 
 Routes (every one needs the access token, ``?token=...``, or for ``POST`` the
 ``X-Studio-Token`` header, so that a page on another origin cannot post through a
@@ -14,39 +15,54 @@ browser that has the URL open):
 ``GET /api/state``              :meth:`StudioSource.overview` as JSON
 ``GET /api/events``             the feed, as ``text/event-stream`` (live runtimes)
 ``GET /api/crews/{id}/snapshot``  one crew's snapshot tree
+``GET /api/agents?after=SEQ``   the agent events after ``SEQ`` (the agent view)
 ``POST /api/post``              ``{"to": address, "payload": json}``, as ``client://studio``
                                 (only when posting was allowed)
 
 Guarantees: it binds 127.0.0.1 unless told otherwise, and a non-loopback address needs
 ``allow_remote=True``; a request without the right token gets 401 and learns nothing;
-a slow browser never slows the hub (its queue drops old events, see
+every error is JSON; a slow browser never slows the hub (its queue drops old events, see
 :mod:`orkeon_actors.studio.feed`); :meth:`StudioServer.stop` ends every stream.
+
+Bounds (``docs/studio.md``): threads, one event loop plus at most ``io_threads`` for reads of
+the source, whatever the number of connections; connections, at most ``max_connections``
+(an idle one that never sent a request makes room for a new one) and each must send its
+request head within ``header_timeout`` seconds; at most ``max_streams`` event streams; a
+request body or a stream write that stalls for ``write_timeout`` seconds ends its request.
 """
 
 from __future__ import annotations
 
 import hmac
+import importlib
 import ipaddress
-import json
 import secrets
+import socket
 import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from concurrent.futures import ThreadPoolExecutor
 
 from loguru import logger
 
-from orkeon_actors.errors import EventHubError, InvalidArgumentError
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.studio.feed import FeedSubscriber, StudioFeed
 from orkeon_actors.studio.sources import StudioSource
 
-__all__ = ["StudioServer"]
+__all__ = ["StudioServer", "missing_extra"]
 
-_STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
-_HEARTBEAT_S = 10.0
-_MAX_POST_BYTES = 1 << 20
+STUDIO_EXTRA = 'pip install "orkeon-actors[studio]"'
+
+
+def missing_extra() -> str | None:
+    """What the Studio's server needs and is not installed (``None``: nothing)."""
+    missing = []
+    for module in ("starlette", "uvicorn", "h11"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if not missing:
+        return None
+    return f"the Studio needs {' and '.join(missing)}, not installed here: {STUDIO_EXTRA}"
 
 
 def _is_loopback(host: str) -> bool:
@@ -58,15 +74,24 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _static(name: str) -> bytes:
-    return resources.files("orkeon_actors.studio").joinpath("static", name).read_bytes()
+def _listen(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InvalidArgumentError(f"the Studio cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
 
 
 class StudioServer:
     """Serves one :class:`StudioSource` (and, for a live runtime, its feed).
 
     ``port=0`` picks a free port; :attr:`url` is the address to open, token included.
-    Raises ``InvalidArgumentError`` for a non-loopback ``host`` without ``allow_remote``.
+    Raises ``InvalidArgumentError`` for a non-loopback ``host`` without ``allow_remote``,
+    an address it cannot listen on, or a missing ``studio`` extra.
     """
 
     def __init__(
@@ -78,33 +103,76 @@ class StudioServer:
         port: int = 0,
         allow_remote: bool = False,
         token: str | None = None,
+        max_connections: int = 256,
+        max_streams: int = 32,
+        header_timeout: float = 10.0,
+        write_timeout: float = 30.0,
+        io_threads: int = 4,
     ) -> None:
         if not _is_loopback(host) and not allow_remote:
             raise InvalidArgumentError(
                 f"the Studio would listen on {host!r}, reachable from other machines; it binds 127.0.0.1 "
                 "by default: pass allow_remote=True (--allow-remote) if you really mean to expose it"
             )
+        if min(max_connections, max_streams, io_threads) < 1 or min(header_timeout, write_timeout) <= 0:
+            raise InvalidArgumentError(
+                "the Studio's bounds must be positive: max_connections, max_streams and io_threads >= 1, "
+                f"header_timeout and write_timeout > 0 (got {max_connections}, {max_streams}, {io_threads}, "
+                f"{header_timeout}, {write_timeout})"
+            )
+        problem = missing_extra()
+        if problem is not None:
+            raise InvalidArgumentError(problem)
+        import uvicorn  # here: checked just above, and only a Studio pays for the import
+
+        from orkeon_actors.studio.app import StudioApp
+        from orkeon_actors.studio.connections import ConnectionBounds, bounded_protocol
+
         self.source = source
         self.feed = feed
         self.token = token or secrets.token_urlsafe(24)
+        self.max_streams = max_streams
         self.streams: set[FeedSubscriber] = set()
         """The event streams open now (one per attached browser)."""
+        self.bounds = ConnectionBounds(max_connections=max_connections, header_timeout=header_timeout)
+        """The connection limits and what is counted against them (``open``, ``evicted``...)."""
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._executor = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="orkeon-studio-io")
+        self._socket = _listen(host, port)
+        self._address = self._socket.getsockname()
+        config = uvicorn.Config(
+            StudioApp(self, self._executor, write_timeout=write_timeout),
+            http=bounded_protocol(self.bounds),
+            ws="none",
+            lifespan="off",
+            loop="asyncio",
+            log_config=None,
+            access_log=False,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=2,
+            h11_max_incomplete_event_size=16 * 1024,
+            backlog=max_connections,
+        )
+        self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="orkeon-studio", daemon=True
+            target=self._uvicorn.run, kwargs={"sockets": [self._socket]}, name="orkeon-studio", daemon=True
         )
         self._thread.start()
+        while not self._uvicorn.started and self._thread.is_alive():
+            self._thread.join(0.01)
+        if not self._uvicorn.started:
+            self._socket.close()
+            self._executor.shutdown(wait=False)
+            raise InvalidArgumentError(f"the Studio's server did not start on {host}:{port}: see the log")
         logger.bind(component="orkeon_actors.studio").info("Studio at {}", self.url)
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return int(self._address[1])
 
     @property
     def url(self) -> str:
-        host = str(self._httpd.server_address[0])
+        host = str(self._address[0])
         shown = host if ":" not in host else f"[{host}]"
         return f"http://{shown}:{self.port}/?token={self.token}"
 
@@ -118,149 +186,7 @@ class StudioServer:
         self._stopping.set()
         for subscriber in list(self.streams):
             subscriber.close()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-
-def _handler_for(server: StudioServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(_StudioHandler):
-        studio = server
-
-    return Handler
-
-
-class _StudioHandler(BaseHTTPRequestHandler):
-    studio: StudioServer
-    server_version = "orkeon-studio"
-
-    def log_message(self, format: str, *args: Any) -> None:  # the default writes to stderr
-        logger.bind(component="orkeon_actors.studio").debug("{} {}", self.address_string(), format % args)
-
-    # -- helpers ------------------------------------------------------------------------
-
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, value: object, status: HTTPStatus = HTTPStatus.OK) -> None:
-        self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json; charset=utf-8")
-
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._json({"error": {"status": status.value, "message": message}}, status)
-
-    def _token_ok(self, query: dict[str, list[str]]) -> bool:
-        token = self.headers.get("X-Studio-Token") or next(iter(query.get("token", [])), None)
-        if self.studio.authorized(token):
-            return True
-        self._error(HTTPStatus.UNAUTHORIZED, "missing or wrong access token: open the URL the Studio printed")
-        return False
-
-    # -- routes -------------------------------------------------------------------------
-
-    def do_GET(self) -> None:
-        try:
-            self._get()
-        except (BrokenPipeError, ConnectionResetError):
-            return  # the browser went away mid-answer
-        except Exception as exc:  # reported to the page and logged with its traceback, never swallowed
-            logger.bind(component="orkeon_actors.studio").exception("Studio request {} failed", self.path)
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
-
-    def _get(self) -> None:
-        parts = urlsplit(self.path)
-        query = parse_qs(parts.query)
-        if not self._token_ok(query):
-            return
-        path = parts.path
-        if path == "/":
-            page = _static("index.html").replace(b"__TOKEN__", self.studio.token.encode())
-            self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-        elif path.startswith("/static/"):
-            name = path.removeprefix("/static/")
-            suffix = name[name.rfind(".") :]
-            if "/" in name or suffix not in _STATIC_TYPES:
-                self._error(HTTPStatus.NOT_FOUND, f"no static file {name!r}")
-                return
-            self._send(HTTPStatus.OK, _static(name), _STATIC_TYPES[suffix])
-        elif path == "/api/state":
-            self._json(self.studio.source.overview())
-        elif path == "/api/events":
-            self._stream()
-        elif path.startswith("/api/crews/") and path.endswith("/snapshot"):
-            crew = unquote(path.removeprefix("/api/crews/").removesuffix("/snapshot"))
-            snapshot = self.studio.source.snapshot(crew)
-            if snapshot is None:
-                self._error(HTTPStatus.NOT_FOUND, f"no snapshot of crew {crew!r} is visible to the Studio")
-            else:
-                self._json(snapshot)
-        else:
-            self._error(HTTPStatus.NOT_FOUND, f"no route {path!r}")
-
-    def do_POST(self) -> None:
-        parts = urlsplit(self.path)
-        if self.headers.get("X-Studio-Token") is None or not self._token_ok({}):
-            if self.headers.get("X-Studio-Token") is None:
-                self._error(HTTPStatus.UNAUTHORIZED, "a POST carries the access token in the X-Studio-Token header")
-            return
-        if parts.path != "/api/post":
-            self._error(HTTPStatus.NOT_FOUND, f"no route {parts.path!r}")
-            return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_POST_BYTES:
-            too_large = f"a post from the Studio is at most {_MAX_POST_BYTES} bytes"
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, too_large)
-            return
-        try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-            to, payload = body["to"], body.get("payload")
-            if not isinstance(to, str):
-                raise TypeError("to must be a mailbox address string")
-        except (ValueError, KeyError, TypeError) as exc:
-            self._error(HTTPStatus.BAD_REQUEST, f'send {{"to": "agent://crew/agent", "payload": ...}} as JSON ({exc})')
-            return
-        try:
-            self._json(self.studio.source.post(to, payload))
-        except InvalidArgumentError as exc:
-            self._error(HTTPStatus.FORBIDDEN, str(exc))
-        except EventHubError as exc:
-            self._error(HTTPStatus.UNPROCESSABLE_ENTITY, f"{type(exc).__name__}: {exc}")
-
-    def _stream(self) -> None:
-        feed = self.studio.feed
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        if feed is None:  # a store file: nothing is pushed, the page polls the state
-            self.wfile.write(b": no live feed for a store file\n\n")
-            self.wfile.flush()
-            return
-        subscriber = feed.attach()
-        self.studio.streams.add(subscriber)
-        dropped = 0
-        try:
-            self.wfile.write(b"retry: 1000\n: attached\n\n")
-            self.wfile.flush()
-            while not subscriber.closed:
-                items = subscriber.take(_HEARTBEAT_S)
-                chunks = []
-                if subscriber.dropped != dropped:
-                    dropped = subscriber.dropped
-                    chunks.append(f"event: dropped\ndata: {dropped}\n\n")
-                for item in items:
-                    if self.studio.source.visible(item):
-                        chunks.append(f"id: {item['seq']}\ndata: {json.dumps(item, ensure_ascii=False)}\n\n")
-                self.wfile.write(("".join(chunks) or ": keepalive\n\n").encode())
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the browser went away: detach below
-        finally:
-            self.studio.streams.discard(subscriber)
-            subscriber.close()
+        self._uvicorn.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)

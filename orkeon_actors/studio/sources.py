@@ -40,8 +40,11 @@ from orkeon_actors.lifecycle.ports import LifecycleState
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId, MessageId
 from orkeon_actors.model.message import Message
+from orkeon_actors.store.agent_events import read_agent_events
+from orkeon_actors.store.inspect import StoreInspector
 from orkeon_actors.studio.feed import rfc3339
 from orkeon_actors.studio.tap import StudioTap
+from orkeon_actors.wire.agent_events import encode_agent_event
 
 if TYPE_CHECKING:
     from orkeon_actors.runtime import Runtime
@@ -68,6 +71,8 @@ class StudioSource(Protocol):
     def post(self, to: str, payload: object) -> dict[str, Any]: ...
 
     def visible(self, item: dict[str, Any]) -> bool: ...
+
+    def agent_events(self, after: int) -> dict[str, Any]: ...
 
 
 class Visibility:
@@ -122,11 +127,15 @@ class StoreFileSource:
         self.path = os.fspath(path)
         self.visibility = visibility or Visibility(None)
         _open_read_only(self.path).close()  # fail now, with a typed error, if it is not there
+        StoreInspector(self.path).close()  # and as `orkeon store` does if it is not a store
 
     def visible(self, item: dict[str, Any]) -> bool:
         return self.visibility.event(item)
 
     def stored_crews(self, conn: apsw.Connection) -> list[dict[str, Any]]:
+        """Every crew the store knows, newest first: its last committed snapshot (state
+        ``Asleep`` or ``Failed``, as of ``as_of``), then crews known only by their outcome
+        (``Completed`` or ``Failed``), with the name, mode and agents of their final snapshot."""
         crews = []
         for crew_id, raw, mode, snapshot_at, state in _rows(
             conn,
@@ -134,16 +143,20 @@ class StoreFileSource:
             (_LIST_LIMIT,),
         ):
             name, agents = _name_and_agents(raw)
-            crews.append(
-                {
-                    "id": crew_id,
-                    "name": name,
-                    "state": state,
-                    "mode": mode,
-                    "agents": agents,
-                    "snapshot_at": _iso_z(snapshot_at),
-                }
-            )
+            crews.append(_crew_dict(crew_id, name, state, mode, agents, _iso_z(snapshot_at)))
+        if _has_table(conn, "crew_outcomes"):
+            known = {crew["id"] for crew in crews}
+            for crew_id, status, final, finished_at in _rows(
+                conn,
+                "SELECT crew_id, status, final_snapshot, finished_at FROM crew_outcomes "
+                "ORDER BY finished_at DESC LIMIT ?",
+                (_LIST_LIMIT,),
+            ):
+                if crew_id in known:
+                    continue
+                name, agents = _name_and_agents(final.encode() if isinstance(final, str) else final or b"{}")
+                mode = _snapshot_mode(final)
+                crews.append(_crew_dict(crew_id, name, status, mode, agents, _iso_z(finished_at)))
         return crews
 
     def stored_waits(self, conn: apsw.Connection) -> list[dict[str, Any]]:
@@ -195,6 +208,7 @@ class StoreFileSource:
             "mailboxes": mailboxes,
             "outbox": outbox,
             "acl": {"nodes": [], "edges": []},
+            # each wait once, by kind: the page's pending-waits metric is their sum
             "metrics": {"asleep": sum(1 for c in crews if c["state"] == "Asleep"), "pending_waits": _by_kind(waits)},
         }
 
@@ -211,11 +225,55 @@ class StoreFileSource:
         loaded: dict[str, Any] = json.loads(bytes(rows[0][0]))
         return loaded
 
+    def agent_events(self, after: int) -> dict[str, Any]:
+        """The agent events the store kept after row ``after``
+        (:func:`~orkeon_actors.store.agent_events.read_agent_events`), of visible crews;
+        ``kept`` is false for a store of a release that kept none."""
+        conn = _open_read_only(self.path)
+        try:
+            kept = _has_table(conn, "agent_events")
+            events, last = read_agent_events(conn, after)
+        finally:
+            conn.close()
+        shown = [event for event in events if self.visibility.crew(str(event.get("crew_id")))]
+        return {"events": shown, "last_seq": last, "now": rfc3339(datetime.now(UTC)), "kept": kept}
+
     def post(self, to: str, payload: object) -> dict[str, Any]:
         raise InvalidArgumentError(
             "a Studio on a store file is read-only: attach it to the running runtime "
             "(Runtime.start(studio=PORT, studio_post=True)) to post"
         )
+
+
+def _has_table(conn: apsw.Connection, table: str) -> bool:
+    return bool(_rows(conn, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)))
+
+
+def _crew_dict(
+    crew_id: str, name: str | None, state: str, mode: str | None, agents: list[str], as_of: str | None
+) -> dict[str, Any]:
+    """A crew as the page shows it; ``as_of`` is when the store last committed its state
+    (``snapshot_at`` is kept as the same value for older pages)."""
+    return {
+        "id": crew_id,
+        "name": name,
+        "state": state,
+        "mode": mode,
+        "agents": agents,
+        "as_of": as_of,
+        "snapshot_at": as_of,
+    }
+
+
+def _snapshot_mode(final: str | bytes | None) -> str | None:
+    if final is None:
+        return None
+    try:
+        data = json.loads(final)
+    except ValueError:
+        return None
+    mode = data.get("mode") if isinstance(data, dict) else None
+    return mode if isinstance(mode, str) else None
 
 
 def _name_and_agents(raw: bytes) -> tuple[str | None, list[str]]:
@@ -334,6 +392,7 @@ class LiveSource:
                     continue
                 entry = crews.setdefault(str(crew_id), {"id": str(crew_id)})
                 entry["state"] = state.value
+                entry["as_of"] = None  # the supervisor's state is the live one, not a stored one
                 if state.value in ("Active", "Snapshotting", "Activating"):
                     name, mode, agents = self._describe_live(crew_id, supervisor.ref(crew_id))
                     entry.setdefault("name", name)
@@ -343,7 +402,9 @@ class LiveSource:
         live_waits = [_wait_dict(info) for info in self.tap.waits() if self.visibility.crew(str(info.crew_id))]
         # a woken crew's stored waits stay until its next snapshot: only the asleep ones count
         waits = [wait for wait in waits if crews.get(wait["crew"], {}).get("state") == "Asleep"]
-        pending = self.runtime.hub.pending_waits()
+        pending = dict(self.runtime.hub.pending_waits())  # the live waits; the asleep crews' are added
+        for kind, count in _by_kind(waits).items():
+            pending[kind] = pending.get(kind, 0) + count
         return {
             "mode": "live",
             "read_only": self.read_only,
@@ -356,6 +417,16 @@ class LiveSource:
             "acl": acl_graph(self.registry),
             "metrics": {"asleep": asleep, "pending_waits": pending},
         }
+
+    def agent_events(self, after: int) -> dict[str, Any]:
+        """The runtime's agent events after sequence number ``after`` (its journal keeps the
+        most recent ones: a page that attaches late sees what happened before), of visible
+        crews, in the JSON of :mod:`orkeon_actors.wire.agent_events`."""
+        journal = self.runtime.agent_events
+        events = [event for event in journal.recent() if event.seq > after]
+        last = events[-1].seq if events else after
+        shown = [encode_agent_event(event) for event in events if self.visibility.crew(event.crew_id)]
+        return {"events": shown, "last_seq": last, "now": rfc3339(self.runtime.clock.now()), "kept": True}
 
     def snapshot(self, crew_id: str) -> dict[str, Any] | None:
         if not self.visibility.crew(crew_id):

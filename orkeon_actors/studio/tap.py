@@ -2,8 +2,11 @@
 
 :class:`StudioTap` is a middleware stage and a hub wait observer:
 
-* on the publish path it turns every publish, post, send and reply into a feed event,
-  and an ACL refusal (an ``EventAclError`` raised further down the chain) into an
+* on the publish path it turns every publish, post, send and reply into a feed event
+  stamped with the message's ``published_at`` (when it was posted, not when the chain
+  returned: a consumer on another thread may receive it first, and the page orders events
+  by ``at``), a reply with the requesting agent (``to_agent``, from the request's ``send``
+  seen while watching), and an ACL refusal (an ``EventAclError`` raised further down the chain) into an
   ``acl_refused`` event before re-raising it unchanged;
 * on the receive path it records a ``receive`` event with the message's latency
   (from ``published_at`` to the consumer);
@@ -21,6 +24,7 @@ changes, delays or drops a message, and refusals reach the caller exactly as wit
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -34,6 +38,9 @@ from orkeon_actors.studio.feed import StudioFeed, event
 from orkeon_actors.wire.studio_feed import feed_message_fields
 
 __all__ = ["StudioTap", "message_fields"]
+
+_REQUESTERS = 4_096
+"""Requests whose requesting agent the tap remembers for the reply's lane (oldest forgotten)."""
 
 
 def message_fields(message: Message) -> dict[str, Any]:
@@ -53,6 +60,8 @@ class StudioTap:
         self._waits_lock = threading.Lock()
         self._hub: Any = None
         self._previous_timeout_hook: Callable[[Message], None] | None = None
+        self._requesters: OrderedDict[str, str] = OrderedDict()
+        self._requesters_lock = threading.Lock()
 
     # -- installation ---------------------------------------------------------------------
 
@@ -96,8 +105,26 @@ class StudioTap:
             fields["operation"] = current_operation()
             feed.emit(event("acl_refused", self.clock.now(), **fields))
             raise
-        feed.emit(event(current_operation(), self.clock.now(), **message_fields(sent)))
+        operation = current_operation()
+        fields = message_fields(sent)
+        self._note_requester(operation, sent, fields)
+        feed.emit(event(operation, sent.published_at, **fields))
         return sent
+
+    def _note_requester(self, operation: str, sent: Message, fields: dict[str, Any]) -> None:
+        """Remember a request's agent; name it on the reply (``to_agent``)."""
+        correlation = None if sent.correlation_id is None else str(sent.correlation_id)
+        if correlation is None:
+            return
+        with self._requesters_lock:
+            if operation == "send" and sent.source_agent_id is not None:
+                self._requesters[correlation] = str(sent.source_agent_id)
+                if len(self._requesters) > _REQUESTERS:
+                    self._requesters.popitem(last=False)
+            elif operation == "reply":
+                agent = self._requesters.pop(correlation, None)
+                if agent is not None:
+                    fields["to_agent"] = agent
 
     def on_receive(self, message: Message, next: Next) -> Message:
         feed = self.feed

@@ -5,7 +5,9 @@ states (``states()``: the store's sleeping crews and every supervisor's
 ``CrewSupervisor.crews()``, :meth:`LiveSource.crew_states`) every ``interval`` seconds
 and emits the changes since the last read as feed events: ``wake`` (Asleep or Activating to
 Active), ``sleep`` (to Snapshotting or Asleep) and ``state`` (anything else, such as
-Completed or Failed). It reads through the supervisors' public API and the store's
+Completed or Failed). The first read after a browser attaches is the baseline: the states
+a crew already had are not changes, so nothing is emitted for them (a crew that first appears
+later, a new spawn, is a ``state`` event). It reads through the supervisors' public API and the store's
 read-only view only, and never touches crews; while nobody watches it reads nothing. A change shorter than one
 interval can be missed (the crews view, read on demand, is exact).
 """
@@ -52,14 +54,21 @@ class LifecycleWatcher:
         self.clock = clock
         self.interval = interval
         self._known: dict[str, LifecycleState] = {}
+        self.baseline_taken = threading.Event()
+        """Set once the states at attach time were read (cleared when nobody watches)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="orkeon-studio-lifecycle", daemon=True)
         self._thread.start()
 
     def poll(self) -> None:
-        """Read the states once and emit what changed."""
+        """Read the states once and emit what changed (nothing on the first read since a
+        browser attached: that read is the baseline)."""
         now = dict(self.states())
         at = self.clock.now()
+        if not self.baseline_taken.is_set():
+            self._known = now
+            self.baseline_taken.set()
+            return
         for crew, state in now.items():
             before = self._known.get(crew)
             if before is not state:
@@ -80,6 +89,7 @@ class LifecycleWatcher:
                 self.poll()
             else:
                 self._known.clear()
+                self.baseline_taken.clear()
 
     def stop(self) -> None:
         self._stop.set()

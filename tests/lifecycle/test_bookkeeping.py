@@ -98,6 +98,7 @@ def test_a_version_5_store_with_per_post_rows_opens_and_its_crew_goes_on(env: En
     ):  # version 8's count
         conn.execute(f"DROP TRIGGER pending_waits_{trigger}")
     conn.execute("DROP TABLE store_counts")
+    conn.execute("DROP TABLE agent_events")  # version 10's
     conn.execute(
         "INSERT INTO processed_messages VALUES ('01J0000000000000000000000A', 'c', '2026-01-01T00:00:00.000000Z')"
     )

@@ -125,6 +125,7 @@ def test_a_version_7_store_counts_its_sleeping_crews_once_when_it_migrates(env: 
     for trigger in ("first_of_crew", "taken_from_crew", "last_of_crew", "crew_gained", "crew_left"):
         conn.execute(f"DROP TRIGGER pending_waits_{trigger}")
     conn.execute("DROP TABLE store_counts")
+    conn.execute("DROP TABLE agent_events")  # version 10's
     conn.execute("PRAGMA user_version = 7")
     conn.execute(
         "INSERT INTO crew_snapshots SELECT 'c3', snapshot, mode, schema_version, snapshot_at, state "

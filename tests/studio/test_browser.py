@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,17 @@ import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink
 from orkeon_actors.crew import Agent, ScriptedModel, call, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
+from orkeon_actors.model.agent_events import (
+    AgentAnswered,
+    ModelCallFinished,
+    ModelCallStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.studio import StoreFileSource, StudioServer
+from orkeon_actors.studio.feed import event
+from orkeon_actors.testing import wait_until
 from tests.browser import ARGS, CHROMIUM, sync_playwright_or_skip
 
 DEADLINE_MS = 15_000
@@ -119,14 +130,17 @@ def test_the_page_shows_an_asleep_crew_asleep(page: Any) -> None:
 def test_a_post_wakes_the_crew_and_appears_in_the_flow(page: Any, studio: tuple[ok.Runtime, CrewSupervisor]) -> None:
     rt, _ = studio
     page.wait_for_selector("#crews tr[data-crew='napper'] .state-Asleep", timeout=DEADLINE_MS)
-    # The lifecycle watcher has seen napper asleep (its first sighting), so the wake is a
-    # change it reports; a post before that sighting would make "Active" its first state.
-    page.wait_for_selector("#flow g.event[data-kind='state'][data-crew='napper']", timeout=DEADLINE_MS)
+    # The lifecycle watcher has read napper asleep (its baseline at attach, not drawn), so the
+    # wake is a change it reports; a post before that read would make "Active" the baseline.
+    watcher = rt._studio_watcher
+    assert watcher is not None
+    wait_until(watcher.baseline_taken.is_set, what="the watcher's baseline")
+    assert page.locator("#flow g.event[data-kind='state']").count() == 0
     rt.hub.bind("tester", "t").post("agent://napper/a", {"wake": "up"})
     page.wait_for_selector("#crews tr[data-crew='napper'] .state-Active", timeout=DEADLINE_MS)
     page.wait_for_selector("#flow g.event[data-kind='post']", timeout=DEADLINE_MS)
-    post = page.locator("#flow g.event[data-kind='post']").first
-    assert "_system.post" in post.text_content()
+    post = page.locator("#flow g.event[data-kind='post'] text").first
+    assert post.text_content() == "post"  # the hub's own topic, _system.post, is not a label
     page.wait_for_selector("#flow g.event[data-kind='wake'][data-crew='napper']", timeout=DEADLINE_MS)
     lanes = page.locator("#flow .lane-label").all_text_contents()
     assert "tester/t" in lanes and "napper/a" in lanes
@@ -208,3 +222,124 @@ def test_the_acl_graph_draws_each_link_with_its_direction(chromium: Any, tmp_pat
                 ["billing", "fraud", "bidirectional", True, True],
                 ["fraud", "audit", "outbound", False, True],
             ]
+
+
+def test_the_store_page_shows_mailboxes_outbox_ages_and_each_wait_once(chromium: Any, tmp_path: Path) -> None:
+    db = tmp_path / "watched.db"
+    with ok.Runtime.start(store=str(db)) as rt:
+        sup = CrewSupervisor.start(rt, factories={"napper": napper})
+        sup.spawn("napper", "napper")
+        assert sup.sleep("napper") is True
+        server = StudioServer(StoreFileSource(db))
+        errors: list[str] = []
+        context = chromium.new_context()
+        try:
+            tab = context.new_page()
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.goto(server.url)
+            tab.wait_for_selector("#conn[data-state=polling]", timeout=DEADLINE_MS)
+            tab.wait_for_selector("#mailboxes tr[data-address='agent://napper/a']", timeout=DEADLINE_MS)
+            rows = tab.locator("#mailboxes tbody tr").count()
+            assert rows >= 1 and tab.locator("#mailbox-count").text_content() == f"({rows})"
+            tab.wait_for_function(
+                "() => document.querySelector(\"#crews tr[data-crew='napper'] td.as-of\").textContent.endsWith('ago')",
+                timeout=DEADLINE_MS,
+            )
+            assert tab.locator(".metric[data-metric=waits] .value").text_content() == "1"  # one wait, once
+            assert tab.locator("#post-form").count() == 0  # a read-only page has no form
+            tab.screenshot(path=str(tmp_path / "store.png"), full_page=True)
+        finally:
+            context.close()
+            server.stop()
+            sup.stop()
+    assert errors == []
+
+
+def _lane_x(page: Any, lane: str) -> float:
+    return float(page.locator(f"#flow g.lane-group[data-lane='{lane}'] line").get_attribute("x1"))
+
+
+def test_the_flow_is_drawn_in_the_order_things_happened(page: Any, studio: tuple[ok.Runtime, CrewSupervisor]) -> None:
+    rt, _ = studio
+    assert rt.studio is not None and rt.studio.feed is not None
+    feed = rt.studio.feed
+    posted = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    parties = {"crew": "shop", "agent": "alice", "to_crew": "desk", "to": "agent://desk/clerk"}
+    # the receipt reaches the page first, as when a consumer wins the race with the poster
+    feed.emit(event("receive", posted + timedelta(milliseconds=3), topic="_system.post", latency_ms=3.0, **parties))
+    feed.emit(event("post", posted, topic="_system.post", **parties))
+    reply = {"crew": "desk", "agent": "clerk", "to_crew": "shop", "to_agent": "alice"}
+    feed.emit(event("reply", posted + timedelta(milliseconds=5), topic="_system.reply", **reply))
+    page.wait_for_function("() => document.querySelectorAll('#flow g.event').length >= 3", timeout=DEADLINE_MS)
+    kinds = page.locator("#flow g.event").evaluate_all("gs => gs.map(g => g.dataset.kind)")
+    assert [k for k in kinds if k in ("post", "receive", "reply")] == ["post", "receive", "reply"]
+    labels = page.locator("#flow g.event > text:not(.muted)").all_text_contents()
+    assert not any("_system" in label for label in labels), labels
+    arrow = page.locator("#flow g.event[data-kind='reply'] line.arrow")
+    assert float(arrow.get_attribute("x2")) == _lane_x(page, "shop/alice")  # on the requester's lane
+
+
+def _model_call(rt: ok.Runtime, agent: str, turn: int, *, tokens: tuple[int, int], cost: float) -> None:
+    journal = rt.agent_events
+    call_id = journal.next_call_id()
+    started_at = rt.clock.now()
+    fields = {"call_id": call_id, "crew_id": "desk", "agent_id": agent, "turn": turn, "model": "gpt-test"}
+    journal.record(ModelCallStarted(**fields, provider="openai", started_at=started_at))
+    journal.record(
+        ModelCallFinished(
+            **fields,
+            provider="openai",
+            started_at=started_at,
+            duration_s=1.5,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cost=cost,
+            finish_reasons=("tool_calls",),
+        )
+    )
+
+
+def test_the_agent_view_draws_history_and_live_calls(chromium: Any, tmp_path: Path) -> None:
+    with ok.Runtime.start(studio=0) as rt:
+        assert rt.studio is not None
+        journal = rt.agent_events
+        # before any browser attached: one turn of clerk (a model call, a tool call, the answer)
+        _model_call(rt, "clerk", 0, tokens=(120, 30), cost=0.0015)
+        tool = {"call_id": journal.next_call_id(), "crew_id": "desk", "agent_id": "clerk", "tool_call_id": "t1"}
+        at = rt.clock.now()
+        journal.record(ToolCallStarted(**tool, name="lookup", started_at=at, arguments='{"sku": 42}'))
+        journal.record(ToolCallFinished(**tool, name="lookup", started_at=at, duration_s=0.2, result='{"price": 9}'))
+        journal.record(AgentAnswered(crew_id="desk", agent_id="clerk", at=rt.clock.now(), text="it costs 9"))
+        with _open(chromium, rt.studio.url, tmp_path / "agents.png") as tab:
+            lane = "#agents .agent-lane[data-agent='desk/clerk']"
+            tab.wait_for_selector(f"{lane} .answer", timeout=DEADLINE_MS)
+            bar = tab.locator(f"{lane} .call.model").first.text_content()
+            assert "gpt-test" in bar and "1.50 s" in bar and "120 \u2192 30 tokens" in bar and "$0.0015" in bar
+            details = tab.locator(f"{lane} details.call.tool[data-tool='lookup']")
+            assert details.get_attribute("open") is None  # collapsed
+            assert '{"sku": 42}' in details.locator("pre.arguments").text_content()
+            assert '{"price": 9}' in details.locator("pre.result").text_content()
+            assert tab.locator(f"{lane} .answer").text_content() == "answer: it costs 9"
+            # live: a call in flight shows its elapsed time, then its figures when it ends
+            call_id = journal.next_call_id()
+            started = {"call_id": call_id, "crew_id": "desk", "agent_id": "boss", "turn": 0, "model": "gpt-test"}
+            started_at = rt.clock.now()
+            journal.record(ModelCallStarted(**started, provider="openai", started_at=started_at))
+            inflight = f"#agents .call.model.inflight[data-call='{call_id}'] .elapsed"
+            tab.wait_for_function(
+                f"() => (document.querySelector(\"{inflight}\") || {{}}).textContent?.endsWith(' s')",
+                timeout=DEADLINE_MS,
+            )
+            journal.record(
+                ModelCallFinished(
+                    **started,
+                    provider="openai",
+                    started_at=started_at,
+                    duration_s=0.5,
+                    input_tokens=10,
+                    output_tokens=5,
+                )
+            )
+            tab.wait_for_selector(f"#agents .call.model[data-call='{call_id}']:not(.inflight)", timeout=DEADLINE_MS)
+            totals = tab.locator("#agent-totals tr[data-crew='desk'] td").all_text_contents()
+            assert totals == ["desk", "2", "2", "130", "35", "$0.0015"]

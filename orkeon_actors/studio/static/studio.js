@@ -64,6 +64,7 @@ function sourceLane(ev) {
 }
 function targetLane(ev) {
   if (["publish"].includes(ev.kind)) return ev.to_crew ? ev.to_crew : "topics";
+  if (ev.kind === "reply" && ev.to_agent && ev.to_crew) return ev.to_crew + "/" + ev.to_agent;  // the requester
   if (["post", "send", "reply", "acl_refused"].includes(ev.kind)) return laneOf(ev.to) || ev.to_crew || "topics";
   return null;
 }
@@ -72,13 +73,16 @@ function laneIndex(key) {
   if (i < 0) { ui.lanes.push(key); i = ui.lanes.length - 1; }
   return i;
 }
+// Internal topics (the hub's own, such as _system.post for a post) are not shown in labels.
+function shownTopic(topic) { return topic && !topic.startsWith("_system.") ? topic : ""; }
 function label(ev) {
+  const topic = shownTopic(ev.topic);
   switch (ev.kind) {
     case "timeout": return "timeout: " + (ev.waited_for || "");
     case "wake": case "sleep": case "state": return ev.kind + " " + (ev.from_state || "-") + " \u2192 " + ev.to_state;
     case "acl_refused": return "ACL refused (" + (ev.rule || "") + ")";
-    case "receive": return "received " + (ev.topic || "") + (ev.latency_ms !== undefined ? " (" + ev.latency_ms + " ms)" : "");
-    default: return ev.kind + " " + (ev.topic || "");
+    case "receive": return "received" + (topic ? " " + topic : "") + (ev.latency_ms !== undefined ? " (" + ev.latency_ms + " ms)" : "");
+    default: return ev.kind + (topic ? " " + topic : "");
   }
 }
 
@@ -133,11 +137,24 @@ function renderFlow() {
     + (ui.paused ? " \u2014 paused, " + ui.held.length + " new" : "");
 }
 
+// Events are drawn in the order things happened (their "at"), not the order they arrived: a
+// post is stamped when it was posted, and its receipt may reach the page first. At the same
+// instant, a consumption (receive, timeout) comes after what it consumed.
+function happenedBefore(a, b) {
+  if (a.at !== b.at) return a.at < b.at;
+  const rank = (ev) => (ev.kind === "receive" || ev.kind === "timeout" ? 1 : 0);
+  return rank(a) < rank(b);
+}
+function insertInOrder(list, ev) {
+  let i = list.length;
+  while (i > 0 && happenedBefore(ev, list[i - 1])) i -= 1;
+  list.splice(i, 0, ev);
+}
 function onEvent(ev) {
   if (ev.kind in ui.counts) ui.counts[ev.kind] += 1;
   if (ev.kind === "receive" && ev.latency_ms !== undefined) ui.latencies.push(ev.latency_ms);
   if (ui.paused) { ui.held.push(ev); $("flow-count").textContent = ui.held.length + " new while paused"; return; }
-  ui.events.push(ev);
+  insertInOrder(ui.events, ev);
   if (ui.events.length > MAX_EVENTS) ui.events.splice(0, ui.events.length - MAX_EVENTS);
   scheduleFlow();
 }
@@ -163,6 +180,7 @@ function renderCrews(state) {
     tr.appendChild(td);
     tr.appendChild(el("td", {}, crew.mode || ""));
     tr.appendChild(el("td", {}, (crew.agents || []).join(", ")));
+    tr.appendChild(el("td", { class: "as-of", "data-as-of": crew.as_of || "" }, crew.as_of ? "" : "live"));
     tr.addEventListener("click", () => showSnapshot(crew.id));
     body.appendChild(tr);
   }
@@ -183,8 +201,37 @@ function renderWaits(state) {
   }
   tickCountdowns();
 }
+// How old each stored state is: a store holds what the runtime last committed, not the live state.
+function age(seconds) {
+  if (seconds < 90) return Math.max(0, Math.round(seconds)) + " s ago";
+  if (seconds < 5400) return Math.round(seconds / 60) + " min ago";
+  return Math.round(seconds / 3600) + " h ago";
+}
+function renderMailboxes(state) {
+  const body = $("mailboxes").tBodies[0];
+  body.replaceChildren();
+  for (const box of state.mailboxes || []) {
+    const tr = el("tr", { "data-address": box.address });
+    tr.appendChild(el("td", {}, box.address));
+    tr.appendChild(el("td", {}, String(box.depth)));
+    body.appendChild(tr);
+  }
+  $("mailbox-count").textContent = "(" + (state.mailboxes || []).length + ")";
+  const outbox = $("outbox").tBodies[0];
+  outbox.replaceChildren();
+  for (const [name, count] of Object.entries(state.outbox || {})) {
+    const tr = el("tr", { "data-state": name });
+    tr.appendChild(el("td", {}, name));
+    tr.appendChild(el("td", {}, String(count)));
+    outbox.appendChild(tr);
+  }
+}
 function tickCountdowns() {
   const now = Date.now() + ui.offsetMs;
+  for (const cell of document.querySelectorAll("td.as-of[data-as-of]")) {
+    const asOf = cell.getAttribute("data-as-of");
+    if (asOf) cell.textContent = age((now - Date.parse(asOf)) / 1000);
+  }
   for (const cell of document.querySelectorAll("td.countdown[data-expires]")) {
     const expires = cell.getAttribute("data-expires");
     if (!expires) continue;
@@ -268,8 +315,8 @@ function sampleMetrics(state) {
   const c = ui.counts;
   const published = c.publish + c.post + c.send + c.reply;
   const prev = lastCounts || { published, timeout: c.timeout, acl: c.acl_refused };
-  const waits = Object.values(state.metrics.pending_waits || {}).reduce((a, b) => a + b, 0)
-    + state.waits.filter((w) => w.asleep).length;
+  // the server counts each wait once (live and asleep), by kind
+  const waits = Object.values(state.metrics.pending_waits || {}).reduce((a, b) => a + b, 0);
   const lat = ui.latencies.splice(0);
   const sample = {
     messages: published - prev.published,
@@ -303,6 +350,137 @@ function renderMetrics(sample) {
   }
 }
 
+// -- the agent view: per agent, a lane of its model calls, tool calls and answers ---------
+
+const agents = { after: 0, calls: new Map(), order: [], lanes: new Map() };
+// a lane: { key, crew, agent, items: [call ids and answers in order], tokensIn, tokensOut, cost, calls }
+
+function laneFor(ev) {
+  const key = ev.crew_id + "/" + ev.agent_id;
+  let lane = agents.lanes.get(key);
+  if (!lane) {
+    lane = { key, crew: ev.crew_id, agent: ev.agent_id, items: [], tokensIn: 0, tokensOut: 0, cost: 0, calls: 0 };
+    agents.lanes.set(key, lane);
+  }
+  return lane;
+}
+function onAgentEvent(ev) {
+  const lane = laneFor(ev);
+  if (ev.kind === "model_call_started" || ev.kind === "tool_call_started") {
+    agents.calls.set(ev.call_id, { started: ev, finished: null });
+    lane.items.push({ call: ev.call_id });
+  } else if (ev.kind === "model_call_finished" || ev.kind === "tool_call_finished") {
+    const call = agents.calls.get(ev.call_id);
+    if (call) call.finished = ev;
+    else { agents.calls.set(ev.call_id, { started: ev, finished: ev }); lane.items.push({ call: ev.call_id }); }
+    if (ev.kind === "model_call_finished") {
+      lane.tokensIn += ev.input_tokens; lane.tokensOut += ev.output_tokens; lane.cost += ev.cost; lane.calls += 1;
+    }
+  } else if (ev.kind === "agent_answered") {
+    lane.items.push({ answer: ev });
+  }
+}
+function money(cost) { return "$" + cost.toFixed(cost >= 1 ? 2 : 4); }
+function seconds(s) { return s < 10 ? s.toFixed(2) + " s" : s.toFixed(1) + " s"; }
+function content(text) { return text === null || text === undefined ? "(content capture off)" : text; }
+
+function modelCall(call) {
+  const { started, finished } = call;
+  const failed = finished && finished.error;
+  const div = el("div", { class: "call model" + (finished ? "" : " inflight") + (failed ? " failed" : ""),
+    "data-call": started.call_id, "data-started": started.started_at });
+  const parts = [started.model];
+  if (finished) {
+    parts.push(seconds(finished.duration_s), finished.input_tokens + " → " + finished.output_tokens + " tokens",
+      money(finished.cost));
+    if (finished.finish_reasons.length) parts.push(finished.finish_reasons.join(","));
+    if (failed) parts.push("failed: " + finished.error);
+  } else {
+    parts.push("in flight");
+  }
+  div.appendChild(el("span", { class: "label" }, parts.join(" · ")));
+  if (!finished) div.appendChild(el("span", { class: "elapsed" }, ""));
+  const bar = el("div", { class: "bar" });
+  bar.style.width = Math.min(600, 8 + 60 * (finished ? finished.duration_s : 0)) + "px";  // CSSOM: allowed by the CSP
+  div.appendChild(bar);
+  return div;
+}
+function toolCall(call) {
+  const { started, finished } = call;
+  const details = el("details", { class: "call tool", "data-call": started.call_id, "data-tool": started.name });
+  const summary = started.name + (finished ? " · " + seconds(finished.duration_s) + (finished.error ? " · error" : "")
+    + (finished.replayed ? " · replayed" : "") : " · running");
+  details.appendChild(el("summary", {}, summary));
+  details.appendChild(el("div", { class: "muted" }, "arguments"));
+  details.appendChild(el("pre", { class: "arguments" }, content(started.arguments)));
+  if (finished) {
+    details.appendChild(el("div", { class: "muted" }, finished.error ? "error" : "result"));
+    details.appendChild(el("pre", { class: "result" }, finished.error || content(finished.result)));
+  }
+  return details;
+}
+function renderAgents() {
+  const root = $("agents");
+  const open = new Set([...root.querySelectorAll("details[open]")].map((d) => d.dataset.call));
+  root.replaceChildren();
+  const crews = new Map();
+  const filter = $("filter-crew").value.trim();
+  for (const lane of agents.lanes.values()) {
+    const crew = crews.get(lane.crew) || { agents: 0, calls: 0, tokensIn: 0, tokensOut: 0, cost: 0 };
+    crew.agents += 1; crew.calls += lane.calls; crew.tokensIn += lane.tokensIn; crew.tokensOut += lane.tokensOut;
+    crew.cost += lane.cost;
+    crews.set(lane.crew, crew);
+    if (filter && !lane.crew.includes(filter)) continue;
+    const box = el("div", { class: "agent-lane", "data-agent": lane.key });
+    const title = el("h3", {}, lane.key);
+    title.appendChild(el("span", { class: "totals" }, lane.calls + " model calls · " + lane.tokensIn
+      + " → " + lane.tokensOut + " tokens · " + money(lane.cost)));
+    box.appendChild(title);
+    const turns = el("div", { class: "turns" });
+    for (const item of lane.items) {
+      if (item.answer) { turns.appendChild(el("div", { class: "answer" }, "answer: " + content(item.answer.text))); continue; }
+      const call = agents.calls.get(item.call);
+      const node = call.started.kind.startsWith("model") ? modelCall(call) : toolCall(call);
+      if (open.has(item.call)) node.open = true;
+      turns.appendChild(node);
+    }
+    box.appendChild(turns);
+    root.appendChild(box);
+  }
+  const body = $("agent-totals").tBodies[0];
+  body.replaceChildren();
+  for (const [name, crew] of crews) {
+    const tr = el("tr", { "data-crew": name });
+    for (const value of [name, crew.agents, crew.calls, crew.tokensIn, crew.tokensOut, money(crew.cost)]) {
+      tr.appendChild(el("td", {}, String(value)));
+    }
+    body.appendChild(tr);
+  }
+  tickInFlight();
+}
+function tickInFlight() {
+  const now = Date.now() + ui.offsetMs;
+  for (const bar of document.querySelectorAll(".call.model.inflight")) {
+    const elapsed = Math.max(0, (now - Date.parse(bar.dataset.started)) / 1000);
+    bar.querySelector(".elapsed").textContent = " · " + elapsed.toFixed(1) + " s";
+    bar.querySelector(".bar").style.width = Math.min(600, 8 + 60 * elapsed) + "px";
+  }
+}
+async function refreshAgents() {
+  try {
+    const response = await fetch(api("/api/agents?after=" + agents.after));
+    const body = await response.json();
+    if (!response.ok) return;
+    ui.offsetMs = Date.parse(body.now) - Date.now();
+    $("agents-note").textContent = body.kept ? "" : "(this store keeps no agent events: an older release wrote it)";
+    for (const ev of body.events) onAgentEvent(ev);
+    agents.after = body.last_seq;
+    if (body.events.length || !$("agents").dataset.drawn) { $("agents").dataset.drawn = "1"; renderAgents(); }
+  } catch (error) {
+    $("agents-note").textContent = "agent events unavailable: " + error;
+  }
+}
+
 // -- polling, streaming, controls ----------------------------------------------------------
 
 async function refresh() {
@@ -312,9 +490,10 @@ async function refresh() {
     ui.state = state;
     ui.offsetMs = Date.parse(state.now) - Date.now();
     $("source").textContent = state.mode + ": " + state.source + (state.read_only ? " (read-only)" : "");
-    $("post-panel").hidden = state.read_only;
+    if ($("post-panel")) $("post-panel").hidden = state.read_only;  // absent from a read-only page
     renderCrews(state);
     renderWaits(state);
+    renderMailboxes(state);
     renderAcl(state.acl);
     sampleMetrics(state);
     if (state.mode === "store") $("conn").dataset.state = "polling", $("conn").textContent = "polling the store";
@@ -344,15 +523,19 @@ $("pause").addEventListener("click", () => {
   ui.paused = !ui.paused;
   $("pause").textContent = ui.paused ? "Resume" : "Pause";
   if (!ui.paused) {
-    ui.events.push(...ui.held.splice(0));
+    for (const ev of ui.held.splice(0)) insertInOrder(ui.events, ev);
     if (ui.events.length > MAX_EVENTS) ui.events.splice(0, ui.events.length - MAX_EVENTS);
   }
   renderFlow();
 });
 for (const id of ["filter-crew", "filter-topic"]) {
-  $(id).addEventListener("input", () => { renderFlow(); if (ui.state) { renderCrews(ui.state); renderWaits(ui.state); } });
+  $(id).addEventListener("input", () => {
+    renderFlow();
+    renderAgents();
+    if (ui.state) { renderCrews(ui.state); renderWaits(ui.state); }
+  });
 }
-$("post-form").addEventListener("submit", async (e) => {
+if ($("post-form")) $("post-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   let payload = $("post-payload").value;
   try { payload = payload ? JSON.parse(payload) : null; } catch (_) { /* sent as a string */ }
@@ -368,4 +551,7 @@ $("post-form").addEventListener("submit", async (e) => {
 refresh();
 setInterval(refresh, 1000);
 setInterval(tickCountdowns, 100);
+refreshAgents();
+setInterval(refreshAgents, 1000);
+setInterval(tickInFlight, 100);
 connect();
