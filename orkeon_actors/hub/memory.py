@@ -39,11 +39,11 @@ from loguru import logger
 from orkeon_actors.errors import (
     CancelledError,
     DuplicateMessageError,
-    EventHubError,
     HubStoppedError,
     InvalidArgumentError,
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
+    SchedulerFailedError,
     SentHistoryUnavailableError,
 )
 from orkeon_actors.hub.collaborators import LastValueStore, MailboxStore, SentRecorder
@@ -775,18 +775,24 @@ class HubCore(EventHub):
         """Every live mailbox here."""
         return self._mailboxes.handles()
 
-    def _fail_pending(self, error: EventHubError) -> None:
+    def _fail_pending(self, error: SchedulerFailedError) -> None:
         """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
-        ``error`` (a runtime stop, or the timer thread's death)."""
-        self._waits.fail_all(error)
-        self._replies.fail_all(error)
+        a copy of ``error`` each (the timer thread's death)."""
+
+        def own_copy() -> SchedulerFailedError:
+            copy = SchedulerFailedError(*error.args)
+            copy.__cause__ = error.__cause__
+            return copy
+
+        self._waits.fail_all(own_copy)
+        self._replies.fail_all(own_copy)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        self._waits.fail_all(HubStoppedError("the runtime was stopped while waiting"))
-        self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
+        self._waits.fail_all(lambda: HubStoppedError("the runtime was stopped while waiting"))
+        self._replies.fail_all(lambda: HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
         self._router.clear()  # and its match cache: nothing of it outlives the hub

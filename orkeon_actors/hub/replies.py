@@ -12,6 +12,7 @@ completes the requester's waiter directly (no actor hop, no receive stages: spec
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from orkeon_actors.errors import SendTimeoutError, UnknownCorrelationError
 from orkeon_actors.hub.boundary import may_reply
@@ -178,10 +179,11 @@ class PendingReplies:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def fail_all(self, error: BaseException) -> None:
+    def fail_all(self, make_error: Callable[[], BaseException]) -> None:
+        """Fail every pending request with an error of its own, ``make_error()``."""
         with self._lock:
             requests = list(self._pending.values())
             self._pending.clear()
             self._per_requester.clear()
         for request in requests:
-            request.settle(error)
+            request.settle(make_error())
