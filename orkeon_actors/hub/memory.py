@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from typing import NoReturn
 
 from loguru import logger
 
@@ -332,6 +333,21 @@ class HubCore(EventHub):
     def _missing(self, address: MailboxAddress) -> MailboxNotFoundError:
         return self._mailboxes.missing(address)
 
+    def _refuse_missing(self, operation: str, message: Message) -> NoReturn:
+        """A post or send of ``message`` to a mailbox that does not exist: its publish
+        stages run first, ending in ``MailboxNotFoundError``. So a caller a stage
+        refuses (the ACL: the crew links forbid the target crew) gets that refusal, the
+        same answer as for a live mailbox, and learns nothing of which mailboxes exist
+        (issue 34; docs/security.md). Only this cold path pays for it."""
+        address = message.target_mailbox
+        assert address is not None
+
+        def missing(m: Message) -> Message:
+            raise self._missing(address)
+
+        self.pipeline.publish_chain(operation, missing)(message)
+        raise self._missing(address)  # a stage that passed nothing on still gets the answer
+
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
         if self._last_value_store is None:
@@ -475,7 +491,7 @@ class HubCore(EventHub):
                 return self._keyed("post", idempotency_key, to, self._route)(message)
             return self._topic_post_chain(message)
         if not self._mailbox_exists(to):
-            raise self._missing(to)
+            self._refuse_missing("post", self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
         chain = (
             self._post_chain
             if idempotency_key is None
@@ -507,7 +523,8 @@ class HubCore(EventHub):
                 "send to an agent://, crew:// or client:// mailbox"
             )
         if not self._mailbox_exists(to):
-            raise self._missing(to)
+            stamped = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, CorrelationId.new())
+            self._refuse_missing("send", stamped)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
         message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
