@@ -109,7 +109,7 @@ async def _until(predicate: object, what: str, timeout: float = 600.0) -> None:
     while not predicate():  # type: ignore[operator]
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # pending_waits() counts every wait: poll it rarely
 
 
 def _stop_seconds(pending: int, threads: int) -> tuple[float, float]:
