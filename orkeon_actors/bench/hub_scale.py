@@ -11,6 +11,8 @@
   (one shared exception made tracebacks of 25,800 frames and took 3.76 s at 10,000).
 * ``aio_waits_s``: the asyncio facade's 10,000-wait unit test at 100,000 awaited waits
   on 100 topics: registered without a thread each, all settled by 100 publishes.
+* ``stateful_operations``: the hub's stateful contract driven for 100,000 operations
+  on each hub (:mod:`orkeon_actors.bench.hub_stateful`), every observation checked.
 
 The ``--quick`` run uses 10,000 instead of 100,000 (``pending``).
 """
@@ -24,6 +26,7 @@ import time
 
 import orkeon_actors as ok
 from orkeon_actors.bench.context import progress, scratch_directory
+from orkeon_actors.bench.hub_stateful import drive_hub
 from orkeon_actors.errors import HubStoppedError
 from orkeon_actors.hub.async_wait import WaitOutcome, wait_async
 from orkeon_actors.hub.port import CallerContext
@@ -189,4 +192,10 @@ def scale_figures(quick: bool) -> tuple[dict[str, float], dict[str, str]]:
     progress(f"{pending:,} awaited waits through ok.aio")
     figures["aio_waits_s"] = _aio_waits_seconds(pending)
     units["aio_waits_s"] = f"s for {pending:,} ok.aio waits on 100 topics, registered and settled"
+    progress(f"the stateful hub contract for {pending:,} operations per hub")
+    started = time.perf_counter()
+    figures["stateful_operations"] = float(drive_hub(pending))
+    figures["stateful_s"] = time.perf_counter() - started
+    units["stateful_operations"] = "random operations checked against the model (memory and SQLite hubs)"
+    units["stateful_s"] = "s for them"
     return figures, units
