@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,25 @@ def test_a_caller_the_links_allow_still_hears_that_a_mailbox_is_missing(
     rt.hub.register_mailbox(f"agent://{target}/inbox")
     answers = _answers(rt, caller, f"agent://{target}/nobody")
     assert [answer and answer[0] for answer in answers] == [MailboxNotFoundError, MailboxNotFoundError]
+
+
+def test_a_unit_of_work_of_a_refused_crew_gets_the_same_answer_too(tmp_path: Path) -> None:
+    registry = AclRegistry()
+    rt = ok.Runtime.start(
+        store=str(tmp_path / "uow.db"), middleware=[AclMiddleware(RestrictiveCrewLinkPolicy(registry))]
+    )
+    try:
+        closed = registry.register_crew("closed", links=[])
+        target = registry.register_crew("target", links=[])
+        rt.hub.register_mailbox(f"agent://{target}/inbox")
+        answers: list[tuple[type[BaseException], str] | None] = []
+        for address in (f"agent://{target}/inbox", f"agent://{target}/nobody"):
+            with rt.hub.unit_of_work(closed, "agent") as uow:  # type: ignore[attr-defined]
+
+                def probe(uow: Any = uow, address: str = address) -> object:
+                    return uow.post(address, {"probe": 1})
+
+                answers.append(_outcome(probe))
+        assert [answer and answer[0] for answer in answers] == [EventAclError, EventAclError]
+    finally:
+        rt.stop()
