@@ -37,8 +37,11 @@ _SHOWN = {">=": "≥", "<": "<", "<=": "≤"}
 
 TARGETS: dict[str, dict[str, Target]] = {
     "hub": {
-        "post_receive_vs_tell": Target(">=", 0.40),
-        "send_reply_vs_ask": Target(">=", 0.50),
+        "post_receive_vs_tell": Target(">=", 0.60),
+        "send_reply_vs_ask": Target(">=", 0.75),
+        "wait_cost_ratio_memory": Target("<=", 1.5),
+        "wait_cost_ratio_sqlite": Target("<=", 1.5),
+        "stop_waits_s": Target("<", 1.0),
         # Full fidelity is reported, not targeted; what users run in production is.
         "post_receive_production_vs_unstaged": Target(">=", 0.50),
         "send_reply_production_vs_autogen": Target(">=", 1.5),

@@ -43,8 +43,9 @@ __all__ = [
 def bounded_payload(payload: object, limits: Limits) -> bytes:
     """``payload`` encoded (strict JSON unless bytes), or ``LimitExceededError`` when it
     is over ``limits.max_payload_bytes`` (``InvalidArgumentError`` if not encodable)."""
-    data = encode_payload(payload)
-    check_payload_size(len(data), limits)
+    data = payload if type(payload) is bytes else encode_payload(payload)  # bytes: the hot path, inline
+    if len(data) > limits.max_payload_bytes:
+        check_payload_size(len(data), limits)
     return data
 
 
@@ -105,6 +106,8 @@ def may_reply(caller: CallerContext, recipient: object) -> bool:
     ``crew://`` mailboxes. A request to a ``client://`` mailbox (a process outside the
     hub, known to no crew) is answered by whoever holds its correlation id, which is
     unguessable (``CorrelationId.new``)."""
+    if type(recipient) is MailboxAddress and recipient.crew_id == caller.crew_id:
+        return True  # the common case first: a reply from the crew the request went to
     if caller.is_system or not isinstance(recipient, MailboxAddress):
         return True
     if recipient.scheme is Scheme.CLIENT:

@@ -25,7 +25,7 @@ from orkeon_actors.hub.boundary import (
     check_metadata,
     check_publish_topic,
 )
-from orkeon_actors.hub.confirmation import confirming_delivery
+from orkeon_actors.hub.confirmation import confirming_delivery, delivery_confirmation_requested
 from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
 
 if TYPE_CHECKING:
@@ -146,11 +146,15 @@ class HubClient:
                     "or drop confirm_delivery"
                 )
             check_publish_topic(self.caller, address.name or "")
-        check_metadata(metadata)
-        with confirming_delivery(confirm_delivery):
-            return self.hub.post(
-                self.caller, address, self._payload(payload), metadata, cancel, idempotency_key=idempotency_key
-            )
+        if metadata is not None:
+            check_metadata(metadata)
+        data = bounded_payload(payload, self.hub.limits)
+        if confirm_delivery or delivery_confirmation_requested():
+            with confirming_delivery(confirm_delivery):
+                return self.hub.post(self.caller, address, data, metadata, cancel, idempotency_key=idempotency_key)
+        # Neither asked here nor around this call: the context needs no change, and the
+        # hot path skips the context manager (issue 31).
+        return self.hub.post(self.caller, address, data, metadata, cancel, idempotency_key=idempotency_key)
 
     def post_nowait(
         self, to: MailboxAddress | str, payload: object = b"", metadata: Mapping[str, str] | None = None
@@ -207,12 +211,16 @@ class HubClient:
         host does not confirm holding it raises ``DeliveryNotConfirmedError`` after
         ``FleetConfig.delivery_timeout`` instead of waiting the whole ``timeout``."""
         seconds = _send_timeout(timeout)
-        check_metadata(metadata)
+        if metadata is not None:
+            check_metadata(metadata)
         address = MailboxAddress.parse(to)
-        with confirming_delivery(confirm_delivery):
-            return self.hub.send(
-                self.caller, address, self._payload(request), seconds, metadata, cancel, idempotency_key=idempotency_key
-            )
+        data = bounded_payload(request, self.hub.limits)
+        if confirm_delivery or delivery_confirmation_requested():
+            with confirming_delivery(confirm_delivery):
+                return self.hub.send(
+                    self.caller, address, data, seconds, metadata, cancel, idempotency_key=idempotency_key
+                )
+        return self.hub.send(self.caller, address, data, seconds, metadata, cancel, idempotency_key=idempotency_key)
 
     def request(
         self,
@@ -250,11 +258,12 @@ class HubClient:
         """Answer a pending request. Raises ``UnknownCorrelationError`` when the id is
         unknown, already answered or expired, or the request went to another crew.
         ``idempotency_key``: see :meth:`post`."""
-        check_metadata(metadata)
+        if metadata is not None:
+            check_metadata(metadata)
         return self.hub.reply(
             self.caller,
             CorrelationId(correlation_id),
-            self._payload(payload),
+            bounded_payload(payload, self.hub.limits),
             metadata,
             cancel,
             idempotency_key=idempotency_key,

@@ -211,25 +211,40 @@ class MemoryReader(MailboxReader):
         handle.attach(self._buffer)
 
     def receive(self, cancel: CancelToken | None = None) -> Message:
-        self._hub.receiving(self._handle.address)
+        hub = self._hub
+        if cancel is None and not hub.keeps_mailboxes:
+            # The hot path of a held reader: nothing to acknowledge, nothing to cancel.
+            while True:
+                try:
+                    message = self._buffer.take()
+                except BufferClosed:
+                    raise self._closed_error() from None
+                receive = hub.receive_reader
+                if receive is None:
+                    return message
+                consumed = hub.consume(receive, message)
+                if consumed is not None:
+                    return consumed
+        hub.receiving(self._handle.address)
         unregister = cancel.on_cancel(self._buffer.interrupt) if cancel is not None else None
         try:
             while True:
                 try:
                     message = self._buffer.take()
                 except BufferClosed:
-                    if self._handle.closed:
-                        raise MailboxNotFoundError(self._handle.address) from None
-                    raise InvalidArgumentError(
-                        "this mailbox reader was closed; open a new one with reg.reader()"
-                    ) from None
-                consumed = self._hub.consume(self._hub.receive_reader, message)
+                    raise self._closed_error() from None
+                consumed = hub.consume(hub.receive_reader, message)
                 if consumed is not None:
                     return consumed
         finally:
             if unregister is not None:
                 unregister()
                 self._buffer.clear_interrupt()
+
+    def _closed_error(self) -> MailboxNotFoundError | InvalidArgumentError:
+        if self._handle.closed:
+            return MailboxNotFoundError(self._handle.address)
+        return InvalidArgumentError("this mailbox reader was closed; open a new one with reg.reader()")
 
     def __next__(self) -> Message:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from orkeon_actors.errors import MailboxNotFoundError
 from orkeon_actors.hub.mailbox import MailboxHandle
@@ -34,6 +34,12 @@ class LiveMailboxes:
         self._mailboxes: dict[MailboxAddress, MailboxHandle] = {}
         self._mailboxes_lock = threading.Lock()
         self._finished_crews: OrderedDict[CrewId, str] = OrderedDict()
+
+    @property
+    def table(self) -> Mapping[MailboxAddress, MailboxHandle]:
+        """The live table itself (never replaced, changed only under this object's
+        lock): a hot path reads it without a call per lookup. Read it, never write it."""
+        return self._mailboxes
 
     def get(self, address: MailboxAddress) -> MailboxHandle | None:
         """The live mailbox at ``address``, if any."""

@@ -33,17 +33,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from typing import NoReturn
 
 from loguru import logger
 
 from orkeon_actors.errors import (
     CancelledError,
     DuplicateMessageError,
-    EventHubError,
     HubStoppedError,
     InvalidArgumentError,
     MailboxAlreadyRegisteredError,
     MailboxNotFoundError,
+    SchedulerFailedError,
     SentHistoryUnavailableError,
     UnknownCorrelationError,
 )
@@ -148,6 +149,9 @@ class HubCore(EventHub):
         ``CancelledError`` is raised (the distributed hub withdraws the request on the
         recipient's host); it runs on the caller's thread."""
         self._store = mailbox_store
+        self.keeps_mailboxes = mailbox_store is not None
+        """Whether a mailbox store hears of receives (``receiving``, ``consume``); a held
+        reader skips both calls per message when not (the hot path, issue 31)."""
         self._observer = observer
         self._last_value_store = last_value_store
         self.scheduler = scheduler
@@ -158,6 +162,7 @@ class HubCore(EventHub):
         """The runtime's bounds (``Runtime.start(max_payload_bytes=..., limits=...)``)."""
         self.quotas = CallerQuotas()
         self._mailboxes = LiveMailboxes()
+        self._live = self._mailboxes.table  # read on every post: one dict, no call
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
         self._subscriptions: set[MemorySubscription] = set()
         self._waits = HubWaits(self)  # blocked waiters and their kind, and the wait steps
@@ -176,12 +181,18 @@ class HubCore(EventHub):
         pipe = self.pipeline
         self._publish_chain = pipe.publish_chain("publish", self._route)
         self._topic_post_chain = pipe.publish_chain("post", self._route_topic_post)
-        self._post_chain = pipe.publish_chain("post", self._deliver_to_mailbox)
-        self._send_chain = pipe.publish_chain("send", self._deliver_to_mailbox)
+        # Without a sent history the mailbox terminal is the append itself (a frame less
+        # on every post and send: the hot path, issue 31).
+        to_mailbox = self._append_to_mailbox if self._sent is None else self._deliver_to_mailbox
+        self._post_chain = pipe.publish_chain("post", to_mailbox)
+        self._send_chain = pipe.publish_chain("send", to_mailbox)
         self._reply_chain = pipe.publish_chain("reply", self._deliver_reply)
-        self._receive_subscription = pipe.receive_chain("subscribe")
-        self._receive_wait = pipe.receive_chain("wait")
-        self._receive_reader = pipe.receive_chain("receive")
+        self.receive_subscription: Next | None = pipe.receive_chain("subscribe")
+        """The receive stages of subscriptions (``None``: none)."""
+        self.receive_wait: Next | None = pipe.receive_chain("wait")
+        """The receive stages of waits."""
+        self.receive_reader: Next | None = pipe.receive_chain("receive")
+        """The receive stages of held mailbox readers."""
 
     def set_tap(self, tap: EventHubMiddleware | None) -> None:
         """Put the observing stage ``tap`` in front of the middleware chain while the hub
@@ -219,7 +230,7 @@ class HubCore(EventHub):
             topic,
             caller.crew_id,
             self.clock.now(),
-            encode_payload(payload),
+            payload if type(payload) is bytes else encode_payload(payload),
             freeze_metadata(metadata),
             caller.agent_id,
             target_crew_id,
@@ -259,7 +270,7 @@ class HubCore(EventHub):
             self._store.append(message)
             return message
         address = message.target_mailbox
-        handle = self._mailboxes.get(address) if address is not None else None
+        handle = self._live.get(address) if address is not None else None
         if handle is None:
             raise MailboxNotFoundError(address)
         handle.deliver(message)
@@ -304,7 +315,7 @@ class HubCore(EventHub):
     def _mailbox_exists(self, address: MailboxAddress) -> bool:
         """Whether a post or send to ``address`` is accepted; checked before the publish
         stages run: a live mailbox, or one the mailbox store keeps."""
-        return address in self._mailboxes or (self._store is not None and self._store.exists(address))
+        return address in self._live or (self._store is not None and self._store.exists(address))
 
     def mailbox_exists(self, address: MailboxAddress) -> bool:
         """:meth:`_mailbox_exists`, for a unit of work checking its posts."""
@@ -332,6 +343,21 @@ class HubCore(EventHub):
 
     def _missing(self, address: MailboxAddress) -> MailboxNotFoundError:
         return self._mailboxes.missing(address)
+
+    def _refuse_missing(self, operation: str, message: Message) -> NoReturn:
+        """A post or send of ``message`` to a mailbox that does not exist: its publish
+        stages run first, ending in ``MailboxNotFoundError``. So a caller a stage
+        refuses (the ACL: the crew links forbid the target crew) gets that refusal, the
+        same answer as for a live mailbox, and learns nothing of which mailboxes exist
+        (issue 34; docs/security.md). Only this cold path pays for it."""
+        address = message.target_mailbox
+        assert address is not None
+
+        def missing(m: Message) -> Message:
+            raise self._missing(address)
+
+        self.pipeline.publish_chain(operation, missing)(message)
+        raise self._missing(address)  # a stage that passed nothing on still gets the answer
 
     def _retain(self, key: tuple[CrewId | None, str], message: Message) -> None:
         """Keep ``message`` as the last value under ``key`` (a publish with retain)."""
@@ -475,8 +501,8 @@ class HubCore(EventHub):
             if idempotency_key is not None:
                 return self._keyed("post", idempotency_key, to, self._route)(message)
             return self._topic_post_chain(message)
-        if not self._mailbox_exists(to):
-            raise self._missing(to)
+        if to not in self._live and not self._mailbox_exists(to):  # a live one: no call
+            self._refuse_missing("post", self.stamp(caller, POST_TOPIC, payload, metadata, to.crew_id, to))
         chain = (
             self._post_chain
             if idempotency_key is None
@@ -507,8 +533,9 @@ class HubCore(EventHub):
                 f"cannot send a request to {to}: a topic has no single recipient to reply; "
                 "send to an agent://, crew:// or client:// mailbox"
             )
-        if not self._mailbox_exists(to):
-            raise self._missing(to)
+        if to not in self._live and not self._mailbox_exists(to):  # a live one: no call
+            stamped = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, CorrelationId.new())
+            self._refuse_missing("send", stamped)
         correlation_id = CorrelationId.new()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
         message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
@@ -580,7 +607,7 @@ class HubCore(EventHub):
         waiter: Waiter[Message] = Waiter()
         _, request = self._open_request(caller, to, payload, timeout, metadata, waiter, idempotency_key)
         try:
-            return self.block(waiter, "on_reply", cancel)
+            return self._waits.block(waiter, "on_reply", cancel)  # not via self.block: a frame less
         except CancelledError:
             cancelled = self.on_send_cancelled
             if cancelled is not None:
@@ -693,7 +720,7 @@ class HubCore(EventHub):
             cancel.raise_if_cancelled()
         release = self.quotas.acquire("max_subscriptions", self.limits.max_subscriptions, caller)
         subscription = MemorySubscription(
-            self, pattern, caller.crew_id, self._receive_subscription, metadata_match, max_buffered
+            self, pattern, caller.crew_id, self.receive_subscription, metadata_match, max_buffered
         )
         subscription.on_close = release
         self._subscriptions.add(subscription)
@@ -771,21 +798,6 @@ class HubCore(EventHub):
     def router(self) -> TopicRouter:
         return self._router
 
-    @property
-    def receive_subscription(self) -> Next | None:
-        """The receive stages of subscriptions (``None``: none)."""
-        return self._receive_subscription
-
-    @property
-    def receive_wait(self) -> Next | None:
-        """The receive stages of waits."""
-        return self._receive_wait
-
-    @property
-    def receive_reader(self) -> Next | None:
-        """The receive stages of held mailbox readers."""
-        return self._receive_reader
-
     def forget_subscription(self, subscription: Subscription) -> None:
         """A subscription of this hub closed."""
         self._subscriptions.discard(subscription)
@@ -805,18 +817,24 @@ class HubCore(EventHub):
         """Every live mailbox here."""
         return self._mailboxes.handles()
 
-    def _fail_pending(self, error: EventHubError) -> None:
+    def _fail_pending(self, error: SchedulerFailedError) -> None:
         """Fail every blocked ``wait_for`` / ``receive`` and every pending ``send`` with
-        ``error`` (a runtime stop, or the timer thread's death)."""
-        self._waits.fail_all(error)
-        self._replies.fail_all(error)
+        a copy of ``error`` each (the timer thread's death)."""
+
+        def own_copy() -> SchedulerFailedError:
+            copy = SchedulerFailedError(*error.args)
+            copy.__cause__ = error.__cause__
+            return copy
+
+        self._waits.fail_all(own_copy)
+        self._replies.fail_all(own_copy)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        self._waits.fail_all(HubStoppedError("the runtime was stopped while waiting"))
-        self._replies.fail_all(HubStoppedError("the runtime was stopped before the reply arrived"))
+        self._waits.fail_all(lambda: HubStoppedError("the runtime was stopped while waiting"))
+        self._replies.fail_all(lambda: HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):
             subscription.close()
         self._router.clear()  # and its match cache: nothing of it outlives the hub

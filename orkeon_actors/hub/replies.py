@@ -12,6 +12,7 @@ completes the requester's waiter directly (no actor hop, no receive stages: spec
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from orkeon_actors.errors import SendTimeoutError, UnknownCorrelationError
 from orkeon_actors.hub.boundary import may_reply
@@ -34,9 +35,9 @@ class PendingRequest:
         "listeners",
         "lock",
         "outcome",
-        "requester",
         "requester_agent",
         "requester_crew",
+        "requester_key",
         "target",
         "timer",
     )
@@ -52,7 +53,9 @@ class PendingRequest:
         self.correlation_id = correlation_id
         self.requester_crew = requester_crew
         self.requester_agent = requester_agent
-        self.requester = CallerContext(requester_crew, requester_agent)  # the quota key, built once
+        # The quota key: a tuple hashes in C (a CallerContext's attrs hash is a Python
+        # call, and the key is hashed four times per request: the hot path, issue 31).
+        self.requester_key: tuple[CrewId, AgentId | None] = (requester_crew, requester_agent)
         self.target = target  # the request's mailbox address, for error messages
         self.listeners: list[Waiter[Message]] = [] if listener is None else [listener]
         self.outcome: Message | BaseException | None = None
@@ -104,34 +107,34 @@ class PendingReplies:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[str, PendingRequest] = {}
-        self._per_requester: dict[CallerContext, int] = {}
+        self._per_requester: dict[tuple[CrewId, AgentId | None], int] = {}
 
     def open(self, request: PendingRequest, limit: int | None = None) -> None:
         """Register ``request``. Raises ``LimitExceededError`` when its requester already
         has ``limit`` requests pending (the system is not counted)."""
-        requester = request.requester
+        key = request.requester_key
         with self._lock:
-            held = self._per_requester.get(requester, 0)
-            if limit is not None and held >= limit and not requester.is_system:
-                raise quota_exceeded("max_pending_requests", limit, requester)
-            self._per_requester[requester] = held + 1
+            held = self._per_requester.get(key, 0)
+            if limit is not None and held >= limit and not request.requester_crew.is_system:
+                raise quota_exceeded("max_pending_requests", limit, CallerContext(*key))
+            self._per_requester[key] = held + 1
             self._pending[request.correlation_id] = request
 
     def _pop(self, correlation_id: str) -> PendingRequest | None:
         """Remove and return a request; the caller holds ``_lock``."""
         request = self._pending.pop(correlation_id, None)
         if request is not None:
-            requester = request.requester
-            left = self._per_requester.get(requester, 1) - 1
+            key = request.requester_key
+            left = self._per_requester.get(key, 1) - 1
             if left > 0:
-                self._per_requester[requester] = left
+                self._per_requester[key] = left
             else:
-                self._per_requester.pop(requester, None)
+                self._per_requester.pop(key, None)
         return request
 
     def pending_of(self, requester: CallerContext) -> int:
         """How many requests ``requester`` has pending."""
-        return self._per_requester.get(requester, 0)
+        return self._per_requester.get((requester.crew_id, requester.agent_id), 0)
 
     def get(self, correlation_id: str) -> PendingRequest | None:
         return self._pending.get(correlation_id)
@@ -178,10 +181,11 @@ class PendingReplies:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def fail_all(self, error: BaseException) -> None:
+    def fail_all(self, make_error: Callable[[], BaseException]) -> None:
+        """Fail every pending request with an error of its own, ``make_error()``."""
         with self._lock:
             requests = list(self._pending.values())
             self._pending.clear()
             self._per_requester.clear()
         for request in requests:
-            request.settle(error)
+            request.settle(make_error())

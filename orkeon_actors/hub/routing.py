@@ -1,13 +1,14 @@
-"""Topic routing: AMQP-style patterns and the copy-on-write subscriber index.
+"""Topic routing: AMQP-style patterns, the reference matcher, and the subscriber index.
 
 Patterns are dot-separated words where ``*`` matches exactly one word and ``#`` zero or
 more, so ``orders.*`` matches ``orders.created`` but not ``orders`` or
 ``orders.eu.created``, and ``orders.#`` matches all three. The same semantics hold on
 RabbitMQ, so a pattern means the same thing on every adapter.
 
-Publishing reads an immutable snapshot (no lock on the hot path); subscribing and
-unsubscribing replace it under a lock. A subscriber added before ``publish`` reads the
-snapshot is always seen (no lost wake-up).
+:func:`topic_matches` is the reference matcher; :class:`TopicRouter` indexes its entries
+(:mod:`orkeon_actors.hub.topic_index`) so that adding, removing and matching do not grow
+with the number of entries, and caches matches per topic. A subscriber added before
+``publish`` matches is always seen (no lost wake-up).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from orkeon_actors.hub.topic_index import TopicIndex, is_pattern
 from orkeon_actors.model.ids import CrewId
 from orkeon_actors.model.message import FrozenMap, Message
 
@@ -100,39 +102,51 @@ class RouteEntry(Protocol):
 
 
 class TopicRouter:
-    """The subscriber index of one hub. Thread-safe; ``match`` is lock-free."""
+    """The subscriber index of one hub (:class:`~orkeon_actors.hub.topic_index.TopicIndex`).
+    Thread-safe. Adding, removing and matching cost the same at 100 and at 100,000
+    entries; a topic seen before is matched from a cache without the lock.
+
+    Cache contract (no lost wake-up): the cache is only written under the lock, and a
+    change drops what it could make stale before it releases the lock: the one topic
+    of an exact entry, or the whole cache for a pattern (a new dict: readers of the old
+    one finish on it). A ``match`` that starts after ``add`` returned sees the entry."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: tuple[RouteEntry, ...] = ()
+        self._index: TopicIndex[RouteEntry] = TopicIndex()
         self._cache: dict[str, tuple[RouteEntry, ...]] = {}
         self._cache_bytes = 0
 
-    def add(self, entry: RouteEntry) -> None:
-        with self._lock:
-            self._entries = (*self._entries, entry)
+    def _changed(self, pattern: str) -> None:
+        """Under the lock: forget the cached matches ``pattern`` may change."""
+        if is_pattern(pattern):
             self._cache = {}
             self._cache_bytes = 0
+        else:
+            self._cache.pop(pattern, None)
+
+    def add(self, entry: RouteEntry) -> None:
+        with self._lock:
+            self._index.add(entry, entry.pattern)
+            self._changed(entry.pattern)
 
     def remove(self, entry: RouteEntry) -> None:
         with self._lock:
-            entries = tuple(e for e in self._entries if e is not entry)
-            if len(entries) != len(self._entries):
-                self._entries = entries
-                self._cache = {}
-                self._cache_bytes = 0
+            if self._index.remove(entry):
+                self._changed(entry.pattern)
 
     def match(self, topic: str) -> tuple[RouteEntry, ...]:
         """Every entry whose pattern matches ``topic`` (scope and metadata not applied)."""
-        cache = self._cache  # read the cache before the entries: see module docstring
-        found = cache.get(topic)
-        if found is None:
-            found = tuple(e for e in self._entries if topic_matches(e.pattern, topic))
+        found = self._cache.get(topic)
+        if found is not None:
+            return found
+        with self._lock:
+            found = tuple(self._index.match(topic))
             size = len(topic) + 8 * len(found) + _CACHE_ENTRY_OVERHEAD
             if self._cache_bytes + size > _CACHE_BYTES:
-                cache.clear()
+                self._cache = {}
                 self._cache_bytes = 0
-            cache[topic] = found
+            self._cache[topic] = found
             self._cache_bytes += size
         return found
 
@@ -145,10 +159,13 @@ class TopicRouter:
     def clear(self) -> None:
         """Drop every entry and the match cache (the hub stopped)."""
         with self._lock:
-            self._entries = ()
+            self._index.clear()
             self._cache = {}
             self._cache_bytes = 0
 
     def count(self, predicate: Callable[[RouteEntry], bool] | None = None) -> int:
-        entries = self._entries
-        return len(entries) if predicate is None else sum(1 for e in entries if predicate(e))
+        with self._lock:
+            if predicate is None:
+                return len(self._index)
+            entries = self._index.values()
+        return sum(1 for e in entries if predicate(e))

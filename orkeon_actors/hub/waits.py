@@ -201,7 +201,9 @@ class HubWaits:
     def untrack_waiter(self, waiter: Waiter[Message]) -> None:
         self._active_waiters.pop(waiter, None)
 
-    def fail_all(self, error: EventHubError) -> None:
-        """Fail every tracked waiter with ``error`` (a runtime stop, the timer thread's death)."""
+    def fail_all(self, make_error: Callable[[], EventHubError]) -> None:
+        """Fail every tracked waiter with an error of its own, ``make_error()`` (a
+        runtime stop, the timer thread's death). Never one object for all: each waiter
+        re-raises its error, and a shared one would gather every raise's traceback."""
         for waiter in list(self._active_waiters):
-            waiter.try_fail(error)
+            waiter.try_fail(make_error())

@@ -161,11 +161,14 @@ class UnitOfWork:
             message = hub.stamp(self.caller, address.name or "", payload, metadata, None, address)
             self._outgoing.append((PUBLISH, hub.outbox_chain("post")(message), None))
             return self._outgoing[-1][1]
+        message = hub.stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
+        # The stages first, then the missing mailbox: a caller a stage refuses (the ACL)
+        # gets that refusal whether the mailbox exists or not (docs/acl.md §7).
+        staged = hub.outbox_chain("post")(message)
         if not hub.mailbox_exists(address):
             raise MailboxNotFoundError(address)
-        message = hub.stamp(self.caller, POST_TOPIC, payload, metadata, address.crew_id, address)
-        self._outgoing.append((POST, hub.outbox_chain("post")(message), None))
-        return self._outgoing[-1][1]
+        self._outgoing.append((POST, staged, None))
+        return staged
 
     def publish(self, topic: str, payload: object = b"", options: PublishOptions | None = None) -> Message:
         """Queue a publish, routed once the unit of work commits (a retained value is
