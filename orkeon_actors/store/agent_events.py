@@ -3,9 +3,11 @@
 :class:`AgentEventRecorder` subscribes to a durable runtime's journal
 (:class:`~orkeon_actors.model.agent_events.AgentEventJournal`) and writes each event, in the
 JSON of :mod:`orkeon_actors.wire.agent_events`, to the ``agent_events`` table through the
-store's writer: enqueued without waiting (:meth:`StoreWriter.post`, under its own key, so it
-never holds up a post or a wake), committed with whatever group commit comes next. The
-agent loop only enqueues.
+store's writer: the agent loop only appends the event to the recorder's buffer; the first
+event into an empty buffer enqueues one write request (:meth:`StoreWriter.post`, under its
+own key, so it never holds up a post or a wake) that encodes and inserts everything
+buffered by the time the writer runs it, in one ``executemany``. So a burst of events costs
+the writer one request, and the JSON is built on the writer's thread, not the crew's.
 
 Guarantees and limits:
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -68,6 +71,8 @@ class AgentEventRecorder:
         self._written = 0
         self._trim_every = max(1, keep // 10)
         self._unsubscribe: Callable[[], None] | None = None
+        self._lock = threading.Lock()
+        self._buffer: list[AgentEvent] = []
 
     def attach(self, journal: AgentEventJournal) -> AgentEventRecorder:
         """Record ``journal``'s history so far and every event from now on."""
@@ -77,23 +82,31 @@ class AgentEventRecorder:
         return self
 
     def detach(self) -> None:
-        """Stop recording (before the writer stops); idempotent."""
+        """Stop recording (before the writer stops); idempotent. What is buffered is
+        still written by the request already queued."""
         unsubscribe, self._unsubscribe = self._unsubscribe, None
         if unsubscribe is not None:
             unsubscribe()
 
     def record(self, event: AgentEvent) -> None:
-        """Enqueue ``event``'s row (and, now and then, the trim of older rows)."""
-        row = (self.run, event.crew_id, event.agent_id, json.dumps(encode_agent_event(event), ensure_ascii=False))
-        self._written += 1
-        trim = self._written % self._trim_every == 0
+        """Buffer ``event``; the first into an empty buffer queues the write of the lot."""
+        with self._lock:
+            self._buffer.append(event)
+            if len(self._buffer) > 1:
+                return
+        self.writer.post(self._write_buffered, on_error=_log_failure, key=_KEY)
 
-        def write(conn: apsw.Connection) -> None:
-            conn.execute(_INSERT, row)
-            if trim:
-                conn.execute(_TRIM, (self.keep,))
-
-        self.writer.post(write, on_error=_log_failure, key=_KEY)
+    def _write_buffered(self, conn: apsw.Connection) -> None:
+        """The writer's request: insert what is buffered now (and trim now and then)."""
+        with self._lock:
+            events, self._buffer = self._buffer, []
+        conn.executemany(
+            _INSERT,
+            [(self.run, e.crew_id, e.agent_id, json.dumps(encode_agent_event(e), ensure_ascii=False)) for e in events],
+        )
+        before, self._written = self._written, self._written + len(events)
+        if before // self._trim_every != self._written // self._trim_every:
+            conn.execute(_TRIM, (self.keep,))
 
 
 def _log_failure(error: BaseException) -> None:
