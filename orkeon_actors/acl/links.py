@@ -18,13 +18,14 @@ from typing import Final
 
 import attrs
 
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import InvalidArgumentError, YamlInputError
 from orkeon_actors.hub.routing import topic_matches
 from orkeon_actors.model.address import validate_topic_pattern
 
 __all__ = [
     "CLIENT_PREFIX",
     "AclConfigError",
+    "AclYamlError",
     "CrewLink",
     "Direction",
     "client_link_name",
@@ -44,6 +45,13 @@ class AclConfigError(InvalidArgumentError):
     registration that conflicts with an earlier one. (A malformed *entry* of a YAML
     ``links:`` block is not an error: it is discarded with a warning, see
     :func:`orkeon_actors.acl.parse_links`.)"""
+
+
+class AclYamlError(AclConfigError, YamlInputError):
+    """A crew YAML the ``links:`` grammar reads was refused by the one guarded loader
+    (:mod:`orkeon_actors.guarded_yaml`): an :class:`AclConfigError`, as every YAML
+    problem of this grammar is, and a :class:`~orkeon_actors.errors.YamlInputError`
+    with the position and the bound."""
 
 
 class Direction(enum.Enum):
