@@ -115,6 +115,7 @@ class Simulation:
         self._definitions: dict[str, _Definition] = {}
         self._status: dict[str, CrewStatus] = {}
         self._parked: list[str] = []  # crews that just parked every agent (a snapshot point)
+        self._new_parks: set[str] = set()  # crews an agent of which parked since their last snapshot point
         self._restored: set[str] = set()  # restored, not parked again since (no new snapshot point yet)
         self._counter = 0
         self._crashing = False
@@ -210,7 +211,7 @@ class Simulation:
             orchestration=definition.orchestration,
             name=name,
             crew_id=crew_id,
-            observer=self.trace,
+            observer=self,
             on_activity=self._on_activity,
             **definition.options,
         )
@@ -234,20 +235,31 @@ class Simulation:
             return list(agents)
         return [attrs.evolve(a, model=FaultyModel(a.model, self.injector)) for a in agents]
 
+    def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None:
+        """The crews' observer: every entry goes to :attr:`trace`; an agent's ``park``
+        marks its crew's next wait for a message as a new snapshot point."""
+        self.trace.record(crew_id, agent_id, kind, detail)
+        if kind == "park":
+            self._new_parks.add(crew_id)
+
     def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
         """Called on the crew's turn after each message it handled: the crew lane's
-        status changes go to the trace; a crew whose agents all parked is a snapshot
-        point (crash faults)."""
+        status changes go to the trace. A crew that waits with every agent parked after
+        an agent parked anew is at a snapshot point (crash faults): at its first park
+        and at every later one (a wait re-armed after a timeout, each turn of a
+        ``receive_message`` loop), whether or not its status changed in between."""
         key = str(crew_id)
-        if self._status.get(key) is status:
+        if self._status.get(key) is not status:
+            self._status[key] = status
+            self.trace.record(key, None, "status", status.value)
+        if status is not CrewStatus.WAITING:
             return
-        self._status[key] = status
-        self.trace.record(key, None, "status", status.value)
-        if status is CrewStatus.WAITING:
-            if key in self._restored:
-                self._restored.discard(key)  # parked as restored: the snapshot it came from
-            else:
-                self._parked.append(key)
+        if key in self._restored:
+            self._restored.discard(key)  # parked as restored: the snapshot it came from
+            self._new_parks.discard(key)
+        elif key in self._new_parks:
+            self._new_parks.discard(key)
+            self._parked.append(key)
 
     # -- faults -----------------------------------------------------------------------
 
