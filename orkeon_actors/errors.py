@@ -34,6 +34,7 @@ __all__ = [
     "CrewConfigError",
     "ConfigFileError",
     "YamlInputError",
+    "ExtraNotInstalledError",
     "UndeclaredPublishError",
     "LimitExceededError",
     "McpToolError",
@@ -403,6 +404,15 @@ class ConfigFileError(InvalidArgumentError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class ExtraNotInstalledError(EventHubError, ImportError):
+    """A command or suite needs an optional dependency that is not installed; the
+    message names it and the ``orkeon-actors`` extra that installs it (``extra``)."""
+
+    def __init__(self, message: str, *, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class UndeclaredPublishError(EventAclError):

@@ -37,6 +37,7 @@ answer raises :class:`~orkeon_actors.sim.scheduler.SimulationStuckError`.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from orkeon_actors.crew.crew_actor import CrewActor, query_crew, restore_crew, s
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.pipeline import EventHubMiddleware
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
@@ -307,7 +309,12 @@ class Simulation:
 
     def run(self, until: float | None = None) -> SimulationResult:
         """Run until every crew finished, or nothing can happen before virtual time
-        ``until`` (seconds from the start; ``None``: until no timer is left)."""
+        ``until`` (seconds from the start, 0 or more; ``None``: until no timer is left).
+        Raises ``InvalidArgumentError`` for a negative or non-finite ``until``."""
+        if until is not None and not (math.isfinite(until) and until >= 0):
+            raise InvalidArgumentError(
+                f"until={until!r}: a run lasts 0 or more virtual seconds from the start (e.g. 3600)"
+            )
         limit = None if until is None else self._origin + until
         with self._driving():
             while True:
