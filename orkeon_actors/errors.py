@@ -32,6 +32,9 @@ __all__ = [
     "StoreVersionError",
     "StoreWriteError",
     "CrewConfigError",
+    "ConfigFileError",
+    "YamlInputError",
+    "ExtraNotInstalledError",
     "UndeclaredPublishError",
     "LimitExceededError",
     "McpToolError",
@@ -371,6 +374,45 @@ class CrewConfigError(InvalidArgumentError):
     def __init__(self, message: str, issues: tuple[object, ...] = ()) -> None:
         super().__init__(message)
         self.issues = issues
+
+
+class YamlInputError(InvalidArgumentError):
+    """A YAML document was refused before anything was built from it
+    (:mod:`orkeon_actors.guarded_yaml`, ``docs/security.md``): not UTF-8, not valid YAML
+    (a duplicate key included), a tag, a list or mapping as a key, or over one of the
+    loader's bounds. ``file``, ``line`` and ``column`` (1-based; 0 when unknown) say
+    where; ``bound`` names the bound exceeded (``MAX_YAML_NODES``...) and ``limit`` its
+    value, or are ``""`` and ``0``. The message never quotes the document's lines."""
+
+    def __init__(
+        self, message: str, *, file: str = "", line: int = 0, column: int = 0, bound: str = "", limit: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.column = column
+        self.bound = bound
+        self.limit = limit
+
+
+class ConfigFileError(InvalidArgumentError):
+    """A configuration file was refused before it was read: not a regular file (a
+    device, a FIFO, a directory), larger than its bound, unreadable, or (for a file a
+    crew refers to) outside the crew file's directory. ``path`` is the path as given;
+    nothing of the file's content is in the message."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ExtraNotInstalledError(EventHubError, ImportError):
+    """A command or suite needs an optional dependency that is not installed; the
+    message names it and the ``orkeon-actors`` extra that installs it (``extra``)."""
+
+    def __init__(self, message: str, *, extra: str = "") -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class UndeclaredPublishError(EventAclError):

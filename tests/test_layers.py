@@ -133,6 +133,7 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
 
 LAYERS: list[set[str]] = [
     {"errors", "testing", "logs", "lazy", "timed_threads"},
+    {"guarded_yaml"},
     {"model"},
     {"history"},
     {"wire"},

@@ -26,6 +26,7 @@ from orkeon_actors.acl.grammar import (
 from orkeon_actors.acl.links import (
     CLIENT_PREFIX,
     AclConfigError,
+    AclYamlError,
     CrewLink,
     Direction,
     client_link_name,
@@ -49,6 +50,7 @@ __all__ = [
     "AclRegistry",
     "AclRule",
     "AclSnapshot",
+    "AclYamlError",
     "CrewLink",
     "CrewLinkPolicy",
     "CrewSpec",

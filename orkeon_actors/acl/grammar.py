@@ -44,8 +44,9 @@ from typing import Any
 import attrs
 from loguru import logger
 
-from orkeon_actors.acl.links import AclConfigError, CrewLink, Direction, validate_crew_name
-from orkeon_actors.acl.yaml_guard import load_bounded_yaml
+from orkeon_actors.acl.links import AclConfigError, AclYamlError, CrewLink, Direction, validate_crew_name
+from orkeon_actors.errors import YamlInputError
+from orkeon_actors.guarded_yaml import load_yaml, read_config_file
 
 __all__ = [
     "CrewSpec",
@@ -280,8 +281,16 @@ def parse_links(value: object, *, crew: str | None = None, present: bool = True)
     return LinksBlock(True, merged, (*warnings, *duplicates))
 
 
-def _load_document(text: str, source: str) -> Any:
-    return load_bounded_yaml(text, source)
+def _load_document(text: str | bytes, source: str) -> Any:
+    """The document, through the one guarded loader (:mod:`orkeon_actors.guarded_yaml`)."""
+    if not isinstance(text, (str, bytes)):
+        raise AclConfigError(f"a crew YAML must be given as a string, got {type(text).__name__}")
+    try:
+        return load_yaml(text, source)
+    except YamlInputError as exc:
+        raise AclYamlError(
+            str(exc), file=exc.file, line=exc.line, column=exc.column, bound=exc.bound, limit=exc.limit
+        ) from None
 
 
 def _root(document: Any, source: str) -> Mapping[str, Any]:
@@ -292,7 +301,7 @@ def _root(document: Any, source: str) -> Mapping[str, Any]:
     return document
 
 
-def load_links(text: str, *, source: str = "<crew yaml>") -> LinksBlock:
+def load_links(text: str | bytes, *, source: str = "<crew yaml>") -> LinksBlock:
     """The ``links:`` block of a crew YAML document given as text (``name:`` is not
     required here). Raises :class:`AclConfigError` if the text is not YAML or its root is
     not a mapping."""
@@ -301,7 +310,7 @@ def load_links(text: str, *, source: str = "<crew yaml>") -> LinksBlock:
     return parse_links(root.get("links"), crew=name if isinstance(name, str) else None, present="links" in root)
 
 
-def load_crew_yaml(text: str, *, source: str = "<crew yaml>") -> CrewSpec:
+def load_crew_yaml(text: str | bytes, *, source: str = "<crew yaml>") -> CrewSpec:
     """Read a crew YAML document (flat root: ``name:``, ``agents:``, ``links:``) into a
     :class:`CrewSpec`.
 
@@ -324,9 +333,10 @@ def load_crew_yaml(text: str, *, source: str = "<crew yaml>") -> CrewSpec:
 
 def load_crew_file(path: str | os.PathLike[str]) -> CrewSpec:
     """Read a crew YAML file; a directory is the multi-file layout and its ``crew.yaml``
-    is read. Raises ``OSError`` if the file cannot be read, and
-    :class:`AclConfigError` as :func:`load_crew_yaml` does."""
+    is read. Raises :class:`~orkeon_actors.errors.ConfigFileError` if the file cannot be
+    read or is not a regular file within the bounds of :mod:`orkeon_actors.guarded_yaml`,
+    and :class:`AclConfigError` as :func:`load_crew_yaml` does."""
     file = Path(path)
     if file.is_dir():
         file = file / "crew.yaml"
-    return load_crew_yaml(file.read_text(encoding="utf-8"), source=str(file))
+    return load_crew_yaml(read_config_file(file, what="the crew file"), source=str(file))

@@ -18,18 +18,24 @@ from typing import Final
 
 import attrs
 
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import InvalidArgumentError, YamlInputError
 from orkeon_actors.hub.routing import topic_matches
 from orkeon_actors.model.address import validate_topic_pattern
+from orkeon_actors.model.ids import CrewId
 
 __all__ = [
     "CLIENT_PREFIX",
+    "RESERVED_PREFIX",
     "AclConfigError",
+    "AclYamlError",
     "CrewLink",
     "Direction",
     "client_link_name",
     "validate_crew_name",
 ]
+
+RESERVED_PREFIX: Final = "_"
+"""Crew names starting with it are the hub's (``_system``): no crew may take one."""
 
 CLIENT_PREFIX: Final = "client:"
 """The reserved prefix that names an external peer (spec §10.2.1): ``to: "client:studio"``
@@ -44,6 +50,13 @@ class AclConfigError(InvalidArgumentError):
     registration that conflicts with an earlier one. (A malformed *entry* of a YAML
     ``links:`` block is not an error: it is discarded with a warning, see
     :func:`orkeon_actors.acl.parse_links`.)"""
+
+
+class AclYamlError(AclConfigError, YamlInputError):
+    """A crew YAML the ``links:`` grammar reads was refused by the one guarded loader
+    (:mod:`orkeon_actors.guarded_yaml`): an :class:`AclConfigError`, as every YAML
+    problem of this grammar is, and a :class:`~orkeon_actors.errors.YamlInputError`
+    with the position and the bound."""
 
 
 class Direction(enum.Enum):
@@ -96,11 +109,19 @@ def validate_crew_name(name: object, *, what: str = "crew name") -> str:
 
     A crew name is a non-empty string without leading or trailing whitespace (names
     are matched verbatim, so invisible whitespace would make a link silently miss).
-    Names starting with ``client:`` are reserved for external peers.
+    Names starting with ``client:`` are reserved for external peers, and names starting
+    with ``_`` for the hub (``_system`` is the hub itself, as ``CrewId.SYSTEM``): every
+    configuration path (YAML, the builder, TypeScript through the canonical schema, the
+    ACL registry, the supervisor's factories) refuses them.
     """
     if not isinstance(name, str) or not name or name != name.strip():
         raise AclConfigError(
             f"invalid {what} {name!r}: a crew name is a non-empty string with no leading or trailing whitespace"
+        )
+    if name.startswith(RESERVED_PREFIX):
+        raise AclConfigError(
+            f"invalid {what} {name!r}: names starting with {RESERVED_PREFIX!r} are reserved for the hub "
+            f"({CrewId.SYSTEM!r} is the hub itself); start the name with a letter or a digit"
         )
     if name.startswith(CLIENT_PREFIX):
         raise AclConfigError(

@@ -54,7 +54,7 @@ import attrs
 from loguru import logger
 
 from orkeon_actors.bench.context import boot_crews as configured_boot_crews
-from orkeon_actors.bench.context import progress, scratch_directory
+from orkeon_actors.bench.context import progress, restore_logging, scratch_directory
 from orkeon_actors.bench.registry import BenchResult, register
 from orkeon_actors.crew import Agent, CrewStatus, ModelRequest, ModelResponse, ScriptedModel, call, query_crew, respond
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor, LifecycleState
@@ -462,15 +462,15 @@ def _to_stderr(message: str) -> None:
 @contextlib.contextmanager
 def info_logging() -> Iterator[None]:
     """Lifecycle transitions log at DEBUG: run at INFO, as a deployment would (loguru's
-    default handler prints DEBUG to stderr, which would dominate the figures). Leaves
-    a DEBUG handler on the current ``sys.stderr`` behind, as loguru starts with."""
+    default handler prints DEBUG to stderr, which would dominate the figures). Then
+    gives loguru back as the command set it (:func:`restore_logging`)."""
     logger.remove()
     sink = logger.add(_to_stderr, level="INFO")
     try:
         yield
     finally:
         logger.remove(sink)
-        logger.add(_to_stderr)
+        restore_logging()
 
 
 @register("lifecycle")

@@ -30,7 +30,6 @@ call overhead, reported separately as ``passthrough``).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -46,6 +45,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, Sampler, TraceIdRatioBased
 
 from orkeon_actors.acl import AclMiddleware, AclRegistry
+from orkeon_actors.bench.context import restore_logging
 from orkeon_actors.middleware import (
     EventHubMiddleware,
     IdempotencyMiddleware,
@@ -136,7 +136,7 @@ class FiveStages:
         if self._sink is not None:
             logger.remove(self._sink)
             self._sink = None
-            logger.add(sys.stderr)
+            restore_logging()
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
 

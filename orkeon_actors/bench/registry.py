@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 from collections.abc import Callable
@@ -10,10 +11,21 @@ from typing import Any
 import attrs
 
 from orkeon_actors.bench.context import progress
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import ExtraNotInstalledError, InvalidArgumentError
 from orkeon_actors.model.clock import SystemClock, format_utc
 
-__all__ = ["BenchResult", "SUITES", "SUITE_NAMES", "register", "run_suites", "render_table", "best_of"]
+__all__ = [
+    "BenchResult",
+    "EXTRA_OF_MODULE",
+    "SUITES",
+    "SUITE_MODULES",
+    "SUITE_NAMES",
+    "best_of",
+    "load_suite",
+    "register",
+    "render_table",
+    "run_suites",
+]
 
 SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume", "agents")
 """Every suite ``orkeon bench`` knows, in the order ``all`` runs them."""
@@ -48,30 +60,62 @@ def best_of(repeats: int, measure: Callable[[], float]) -> float:
     return max(measure() for _ in range(repeats))
 
 
+SUITE_MODULES: dict[str, str] = {
+    "hub": "hub",
+    "store": "store",
+    "sim": "sim",
+    "lifecycle": "lifecycle",
+    "wakecost": "wake_cost",
+    "history": "history",
+    "amqp": "amqp",
+    "pauseresume": "pause_resume",
+    "agents": "agents",
+}
+"""The module of ``orkeon_actors.bench`` that registers each suite: only the suites a
+run names are imported, so a suite's optional dependency is needed by that suite alone."""
+
+EXTRA_OF_MODULE: dict[str, str] = {
+    "pika": "amqp",
+    "autogen_core": "bench",
+    "langgraph": "bench",
+    "agent_framework": "bench",
+    "openai": "openai",
+}
+"""The ``orkeon-actors`` extra that installs each optional dependency a suite imports."""
+
+
+def load_suite(name: str) -> SuiteFn:
+    """The suite ``name`` (registered, or its module imported now). Raises ``InvalidArgumentError`` for
+    an unknown name, and :class:`~orkeon_actors.errors.ExtraNotInstalledError` naming
+    the extra to install when the suite needs an optional dependency that is missing."""
+    if name in SUITES:
+        return SUITES[name]
+    if name not in SUITE_MODULES:
+        raise InvalidArgumentError(f"unknown bench suite {name!r}; choose from: {', '.join(SUITE_NAMES)}")
+    try:
+        importlib.import_module(f"orkeon_actors.bench.{SUITE_MODULES[name]}")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        extra = EXTRA_OF_MODULE.get(missing)
+        if extra is None:
+            raise
+        raise ExtraNotInstalledError(
+            f"the {name} suite needs {missing}, which is not installed: pip install 'orkeon-actors[{extra}]'",
+            extra=extra,
+        ) from None
+    return SUITES[name]
+
+
 def run_suites(names: list[str], quick: bool) -> list[BenchResult]:
     """Run the suites ``names`` in order (see :mod:`orkeon_actors.bench.context` for where
-    their stores go and how progress is reported). Raises ``InvalidArgumentError`` for an
-    unknown name."""
-    # Import the suites so they register themselves.
-    from orkeon_actors.bench import (
-        agents,  # noqa: F401
-        amqp,  # noqa: F401
-        history,  # noqa: F401
-        hub,  # noqa: F401
-        lifecycle,  # noqa: F401
-        pause_resume,  # noqa: F401
-        sim,  # noqa: F401
-        store,  # noqa: F401
-        wake_cost,  # noqa: F401
-    )
-
-    unknown = [n for n in names if n not in SUITES]
-    if unknown:
-        raise InvalidArgumentError(f"unknown bench suite {unknown[0]!r}; choose from: {', '.join(SUITE_NAMES)}")
+    their stores go and how progress is reported). Each suite's module is imported first
+    (:func:`load_suite`), so a missing extra or an unknown name is reported before any
+    suite runs."""
+    suites = [load_suite(name) for name in names]
     results = []
-    for index, name in enumerate(names):
+    for index, (name, suite) in enumerate(zip(names, suites, strict=True)):
         progress(f"suite {name} ({index + 1}/{len(names)})")
-        results.append(SUITES[name](quick))
+        results.append(suite(quick))
     return results
 
 

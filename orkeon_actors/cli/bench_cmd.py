@@ -42,11 +42,14 @@ def run_bench(
     check: bool,
     directory: str | None,
     boot_crews: int | None = None,
+    verbose: bool = False,
 ) -> int:
-    """Run ``suites`` and print their figures; 1 with ``check`` when a target was missed."""
+    """Run ``suites`` and print their figures; 1 with ``check`` when a target was missed.
+    The runtime's log records go to stderr at WARNING (DEBUG with ``verbose``), as the
+    command set them, also after a suite that measured logging: never into the figures."""
     reporter = _TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
     try:
-        with running(directory, reporter, boot=boot_crews):
+        with running(directory, reporter, boot=boot_crews, log_level="DEBUG" if verbose else "WARNING"):
             results = run_suites(suites, quick=quick)
     finally:
         if reporter is not None:

@@ -21,6 +21,8 @@ suite, mode or view included) prints the choices and exits with status 2, like a
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -96,7 +98,9 @@ def _build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--html", metavar="PATH", help="write a self-contained HTML view of the run")
     simulate.add_argument("--trace", metavar="PATH", help="write the run in the Chrome trace format (Perfetto)")
     simulate.add_argument("--json", action="store_true", help="print the raw trace entries as JSON")
-    simulate.add_argument("--until", type=float, default=3600.0, help="virtual seconds to run at most")
+    simulate.add_argument(
+        "--until", type=_virtual_seconds, default=3600.0, help="virtual seconds to run at most (default 3600)"
+    )
 
     from orkeon_actors.cli.mcp import add_parser as add_mcp_parser
 
@@ -189,6 +193,31 @@ def _configure_logging(verbose: bool) -> None:
     enable_logging("DEBUG" if verbose else "WARNING", lambda line: sys.stderr.write(line))
 
 
+def _virtual_seconds(text: str) -> float:
+    """``--until``: a finite number of virtual seconds, 0 or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of virtual seconds (e.g. 3600)") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of virtual seconds: give 0 or more (e.g. 3600)")
+    return seconds
+
+
+SIGPIPE_EXIT = 128 + 13
+"""The status of a command whose reader went away (``orkeon simulate | head``): what a
+Unix tool killed by ``SIGPIPE`` reports to its shell."""
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of stdout is gone: point stdout at /dev/null (so the interpreter's
+    final flush cannot fail again) and exit quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
@@ -196,7 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from orkeon_actors.errors import EventHubError
 
     try:
-        return _run(args, parser)
+        code = _run(args, parser)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except EventHubError as exc:  # a typed error already says what to do: no traceback
         print(f"orkeon {args.command}: {exc}", file=sys.stderr)
         return 1
@@ -264,6 +297,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             check=args.check,
             directory=args.dir,
             boot_crews=args.boot_crews,
+            verbose=getattr(args, "verbose", False),
         )
     if args.command == "store":
         return run_store(args, parser)

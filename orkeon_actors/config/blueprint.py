@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 from cattrs.errors import BaseValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.representer import SafeRepresenter
 
 from orkeon_actors.acl.grammar import LinksBlock
 from orkeon_actors.config import codec
@@ -48,6 +51,24 @@ from orkeon_actors.errors import InvalidArgumentError
 __all__ = ["CrewBlueprint", "document_issues"]
 
 _END = "__end__"  # orkeon_actors.orchestration.END, kept literal: the schema documents it
+_LINE_BREAKS_OF_YAML_1_1 = re.compile("[\x85\u2028\u2029]")
+
+
+class _Representer(SafeRepresenter):
+    """The safe representer, except that a string holding U+0085, U+2028 or U+2029 is
+    written double-quoted, where they are escaped (``\\N``, ``\\L``, ``\\P``):
+    ruamel.yaml writes them raw in plain or single-quoted scalars, where its reader (and
+    any YAML 1.1 reader) takes them for line breaks, folded to a space."""
+
+    def represent_str(self, data: str) -> ScalarNode:
+        if _LINE_BREAKS_OF_YAML_1_1.search(data):
+            node: ScalarNode = self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+            return node
+        plain: ScalarNode = super().represent_str(data)
+        return plain
+
+
+_Representer.add_representer(str, _Representer.represent_str)
 
 
 def _agents(value: Any) -> tuple[AgentSpec, ...]:
@@ -133,8 +154,9 @@ class CrewBlueprint:
 
     def to_yaml(self) -> str:
         """The canonical document as YAML (block style); reading it back gives an
-        equal blueprint."""
+        equal blueprint, whatever its strings hold."""
         yaml = YAML(typ="safe", pure=True)
+        yaml.Representer = _Representer
         yaml.default_flow_style = False
         yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
         buffer = io.StringIO()

@@ -10,6 +10,12 @@ Layouts:
   ``agents:`` key takes every ``agents/*.yaml`` beside it, in file-name order. Each
   agent file holds one agent mapping (``id:``, ``model:``, ...).
 
+Every file is read through :mod:`orkeon_actors.guarded_yaml` (regular files, bounded
+size, UTF-8, the YAML bounds). A file an ``agents:`` entry names must resolve, ``..``
+and symlinks included, inside the crew file's directory; an absolute path is refused
+unless it resolves there too. A file that is refused, or that holds something other
+than one agent mapping, is named in the error without a word of its content.
+
 Errors (:class:`~orkeon_actors.errors.CrewConfigError`, its ``issues`` one
 :class:`~orkeon_actors.config.ConfigIssue` each) name the file the problem is in, its
 line and column, the JSON pointer and what was expected::
@@ -28,8 +34,10 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from orkeon_actors.config.blueprint import CrewBlueprint
-from orkeon_actors.config.issues import ConfigIssue, Position, raise_if_any
+from orkeon_actors.config.issues import ConfigIssue, Path, Position, raise_if_any
 from orkeon_actors.config.source import SourceMap, read_yaml
+from orkeon_actors.errors import ConfigFileError
+from orkeon_actors.guarded_yaml import read_config_file
 
 __all__ = ["crew_document", "load_crew"]
 
@@ -37,14 +45,38 @@ CREW_FILE = "crew.yaml"
 AGENTS_DIR = "agents"
 
 
-def _read_file(file: FsPath, issues: list[ConfigIssue], at: Position | None = None) -> tuple[Any, SourceMap]:
+def _read_file(file: FsPath, issues: list[ConfigIssue]) -> tuple[Any, SourceMap]:
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        issues.append(ConfigIssue((), f"cannot read {file}: {exc.strerror or exc}", at or Position(str(file), 1, 1)))
+        data = read_config_file(file, what="the crew file")
+    except ConfigFileError as exc:
+        issues.append(ConfigIssue((), str(exc), Position(str(file), 1, 1)))
         return None, SourceMap()
-    document, source, found = read_yaml(text, str(file))
+    document, source, found = read_yaml(data, str(file))
     issues.extend(found)
+    return document, source
+
+
+def _read_agent_file(
+    base: FsPath, entry: str, index: int, issues: list[ConfigIssue], at: Position | None
+) -> tuple[Any, SourceMap]:
+    """The agent mapping of the file ``entry`` names (inside ``base``), or ``None`` with
+    an issue at the entry (``at``) that names the file, never its content."""
+    path: Path = ("agents", index)
+    try:
+        data = read_config_file(entry, within=base, what="the agent file")
+    except ConfigFileError as exc:
+        issues.append(ConfigIssue(path, str(exc), at))
+        return None, SourceMap()
+    file = str(base / entry)
+    document, source, found = read_yaml(data, file)
+    if found:
+        issues.extend(ConfigIssue(path, f"the agent file {entry}: {i.message}", i.position) for i in found)
+        return None, SourceMap()
+    if not isinstance(document, dict):
+        kind = "nothing" if document is None else f"a {type(document).__name__}"
+        problem = f"the agent file {entry} holds {kind}, not one agent mapping (id:, model:, ...)"
+        issues.append(ConfigIssue(path, problem, Position(file, 1, 1)))
+        return None, SourceMap()
     return document, source
 
 
@@ -69,7 +101,7 @@ def crew_document(path: str | os.PathLike[str]) -> tuple[Any, SourceMap, list[Co
             if not isinstance(entry, str):
                 continue
             at = source.find(("agents", index))
-            agent, agent_source = _read_file(base / entry, issues, at)
+            agent, agent_source = _read_agent_file(base, entry, index, issues, at)
             document["agents"][index] = agent
             source.update(agent_source, ("agents", index))
     return document, source, issues

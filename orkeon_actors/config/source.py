@@ -3,9 +3,9 @@ value and list item its line and column; :func:`read_yaml` returns the document 
 plain Python values plus a :class:`SourceMap` from paths to positions, so a schema
 error can name ``crew.yaml:14:20``.
 
-YAML syntax errors and duplicate keys are issues too (with the position ruamel reports),
-never exceptions that stop at the first one... except that a document that cannot be
-parsed yields only its parse issue: nothing after it can be read.
+Every document is read by the one guarded loader (:mod:`orkeon_actors.guarded_yaml`):
+a document it refuses (not UTF-8, invalid YAML, a duplicate key, a tag, over a bound)
+yields only that issue, at the position the loader reports: nothing after it can be read.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from orkeon_actors.config.issues import ConfigIssue, Path, Position
+from orkeon_actors.errors import YamlInputError
+from orkeon_actors.guarded_yaml import load_yaml
 
 __all__ = ["SourceMap", "read_yaml", "to_plain"]
 
@@ -87,18 +87,16 @@ def to_plain(node: Any, file: str, path: Path = (), source: SourceMap | None = N
     return node  # a timestamp or binary scalar: the schema reports its type
 
 
-def read_yaml(text: str, file: str) -> tuple[Any, SourceMap, list[ConfigIssue]]:
-    """Parse ``text`` (named ``file`` in positions): ``(document, positions, issues)``;
-    a parse error gives ``(None, positions, [its issue])``."""
+def read_yaml(text: str | bytes, file: str) -> tuple[Any, SourceMap, list[ConfigIssue]]:
+    """Parse ``text`` (UTF-8 bytes or text, named ``file`` in positions):
+    ``(document, positions, issues)``; a refused document gives ``(None, positions,
+    [its issue])``."""
     source = SourceMap()
     try:
-        node = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        position = None if mark is None else Position(file, mark.line + 1, mark.column + 1)
-        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        return None, source, [ConfigIssue((), f"not valid YAML: {problem or exc}", position)]
-    except YAMLError as exc:
-        return None, source, [ConfigIssue((), f"not valid YAML: {exc}", Position(file, 1, 1))]
+        node = load_yaml(text, file)
+    except YamlInputError as exc:
+        position = Position(file, exc.line, exc.column) if exc.line else Position(file, 1, 1)
+        message = str(exc).removeprefix(f"{file}:{exc.line}:{exc.column}: " if exc.line else f"{file}: ")
+        return None, source, [ConfigIssue((), message, position)]
     source.values[()] = Position(file, 1, 1)
     return to_plain(node, file, (), source), source, []

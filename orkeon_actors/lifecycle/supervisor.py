@@ -52,6 +52,7 @@ import pykka
 from loguru import logger
 from opentelemetry.metrics import MeterProvider
 
+from orkeon_actors.acl.links import validate_crew_name
 from orkeon_actors.actors.caller_runs import may_wait_here
 from orkeon_actors.actors.exit import forget_at_exit, stop_at_exit
 from orkeon_actors.crew.crew_actor import CrewActor
@@ -157,6 +158,8 @@ class CrewSupervisor:
         self.window = window
         self.window_size = window_size
         self.factories: dict[str, CrewSource] = dict(factories or {})
+        for name in self.factories:
+            validate_crew_name(name, what="factory name")  # no reserved name (_system, client:...)
         if isinstance(finished_memory, bool) or not isinstance(finished_memory, int) or finished_memory < 0:
             raise InvalidArgumentError(
                 f"finished_memory must be a number of crews (an int >= 0), got {finished_memory!r}"
@@ -393,7 +396,10 @@ class CrewSupervisor:
 
     def register_factory(self, name: str, factory: CrewSource) -> None:
         """Register how to build crews named ``name`` (at spawn and at every wake): a
-        factory, or a :class:`CrewBlueprint` shared by all of them (``CrewSource``)."""
+        factory, or a :class:`CrewBlueprint` shared by all of them (``CrewSource``).
+        Raises :class:`~orkeon_actors.acl.AclConfigError` for a name a crew may not
+        take (a reserved one: ``_system``, any ``_...`` or ``client:...``)."""
+        validate_crew_name(name, what="factory name")
         self.factories[name] = factory
 
     def spawn(self, name: str, crew_id: CrewId | str | None = None, *, checkpoint: bool = False) -> CrewId:
@@ -403,6 +409,7 @@ class CrewSupervisor:
         snapshot transaction without the sleep, as for a new cursor: :meth:`durable` is
         ``False`` until it commits); from then on a crash restores it and hands it the
         posts it consumed since, once each. It costs one snapshot transaction per spawn."""
+        validate_crew_name(name, what="crew name")  # a reserved name never names a crew
         crew = CrewId(crew_id) if crew_id is not None else CrewId.new()
         if checkpoint:
             self.shared.checkpoint_new(crew)

@@ -23,7 +23,9 @@ Lifecycle specification):
 * ``crashes``: a crew that has just parked every agent (the point where the lifecycle
   writes its snapshot) crashes, and is restored from that snapshot as a wake after a
   restart would: pending waits re-armed with their remaining time, an expired one
-  delivered as its ``WaitTimedOutMessage``. Crash points are these snapshot points only:
+  delivered as its ``WaitTimedOutMessage``. Every snapshot point gets a draw: the first
+  park and each later one (a re-armed wait, each turn of a ``receive_message`` loop),
+  not the park a restored crew resumes. Crash points are these snapshot points only:
   a crash between two snapshots loses, with the durable store, only what the crew's
   next snapshot would have recorded, and an in-memory simulation cannot keep the
   mailbox contents the store would redeliver.

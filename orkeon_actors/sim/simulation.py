@@ -37,6 +37,7 @@ answer raises :class:`~orkeon_actors.sim.scheduler.SimulationStuckError`.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from orkeon_actors.crew.crew_actor import CrewActor, query_crew, restore_crew, s
 from orkeon_actors.crew.mode import Orchestration
 from orkeon_actors.crew.snapshot import CrewSnapshot
 from orkeon_actors.crew.state import CrewStatus
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.hub.pipeline import EventHubMiddleware
 from orkeon_actors.model.clock import VirtualClock
 from orkeon_actors.model.ids import CrewId
@@ -115,6 +117,7 @@ class Simulation:
         self._definitions: dict[str, _Definition] = {}
         self._status: dict[str, CrewStatus] = {}
         self._parked: list[str] = []  # crews that just parked every agent (a snapshot point)
+        self._new_parks: set[str] = set()  # crews an agent of which parked since their last snapshot point
         self._restored: set[str] = set()  # restored, not parked again since (no new snapshot point yet)
         self._counter = 0
         self._crashing = False
@@ -210,7 +213,7 @@ class Simulation:
             orchestration=definition.orchestration,
             name=name,
             crew_id=crew_id,
-            observer=self.trace,
+            observer=self,
             on_activity=self._on_activity,
             **definition.options,
         )
@@ -234,20 +237,31 @@ class Simulation:
             return list(agents)
         return [attrs.evolve(a, model=FaultyModel(a.model, self.injector)) for a in agents]
 
+    def record(self, crew_id: str, agent_id: str | None, kind: str, detail: str) -> None:
+        """The crews' observer: every entry goes to :attr:`trace`; an agent's ``park``
+        marks its crew's next wait for a message as a new snapshot point."""
+        self.trace.record(crew_id, agent_id, kind, detail)
+        if kind == "park":
+            self._new_parks.add(crew_id)
+
     def _on_activity(self, crew_id: CrewId, status: CrewStatus) -> None:
         """Called on the crew's turn after each message it handled: the crew lane's
-        status changes go to the trace; a crew whose agents all parked is a snapshot
-        point (crash faults)."""
+        status changes go to the trace. A crew that waits with every agent parked after
+        an agent parked anew is at a snapshot point (crash faults): at its first park
+        and at every later one (a wait re-armed after a timeout, each turn of a
+        ``receive_message`` loop), whether or not its status changed in between."""
         key = str(crew_id)
-        if self._status.get(key) is status:
+        if self._status.get(key) is not status:
+            self._status[key] = status
+            self.trace.record(key, None, "status", status.value)
+        if status is not CrewStatus.WAITING:
             return
-        self._status[key] = status
-        self.trace.record(key, None, "status", status.value)
-        if status is CrewStatus.WAITING:
-            if key in self._restored:
-                self._restored.discard(key)  # parked as restored: the snapshot it came from
-            else:
-                self._parked.append(key)
+        if key in self._restored:
+            self._restored.discard(key)  # parked as restored: the snapshot it came from
+            self._new_parks.discard(key)
+        elif key in self._new_parks:
+            self._new_parks.discard(key)
+            self._parked.append(key)
 
     # -- faults -----------------------------------------------------------------------
 
@@ -295,7 +309,12 @@ class Simulation:
 
     def run(self, until: float | None = None) -> SimulationResult:
         """Run until every crew finished, or nothing can happen before virtual time
-        ``until`` (seconds from the start; ``None``: until no timer is left)."""
+        ``until`` (seconds from the start, 0 or more; ``None``: until no timer is left).
+        Raises ``InvalidArgumentError`` for a negative or non-finite ``until``."""
+        if until is not None and not (math.isfinite(until) and until >= 0):
+            raise InvalidArgumentError(
+                f"until={until!r}: a run lasts 0 or more virtual seconds from the start (e.g. 3600)"
+            )
         limit = None if until is None else self._origin + until
         with self._driving():
             while True:

@@ -19,6 +19,7 @@ from orkeon_actors.acl import (
     load_links,
     parse_links,
 )
+from orkeon_actors.errors import ConfigFileError
 
 SPEC_EXAMPLE = """\
 name: billing-crew
@@ -224,7 +225,7 @@ def test_load_crew_file_and_multi_file_layout(tmp_path: Path) -> None:
     (layout / "crew.yaml").write_text("name: fraud-crew\nlinks: []\n", encoding="utf-8")
     spec = load_crew_file(layout)
     assert spec.name == "fraud-crew" and spec.links == LinksBlock.of([])
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigFileError, match="No such file"):
         load_crew_file(tmp_path / "missing.yaml")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import orkeon_actors as ok
@@ -14,7 +14,7 @@ from orkeon_actors.config.validate import schema_issues
 ids = st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True)
 words = st.from_regex(r"[a-z][a-z0-9_-]{0,6}", fullmatch=True)
 topics = st.lists(words, min_size=1, max_size=3).map(".".join)
-texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=20)
+texts = st.text(max_size=20)
 durations = st.one_of(
     st.integers(1, 10_000),
     st.sampled_from(["500ms", "30s", "5m", "1h", "2d", "PT5M", "P1DT2H", "PT0.5S", "1.5s"]),
@@ -33,7 +33,7 @@ steps = st.one_of(
     st.fixed_dictionaries({"text": texts}, optional={"tokens": st.integers(0, 100)}),
     st.fixed_dictionaries(
         {"call": st.sampled_from(["publish_event", "wait_for_event"])},
-        optional={"arguments": st.dictionaries(words, st.integers() | texts, max_size=2)},
+        optional={"arguments": st.dictionaries(words, st.integers(-(10**38), 10**38) | texts, max_size=2)},
     ),
 )
 models = st.fixed_dictionaries(
@@ -160,6 +160,25 @@ def test_generated_blueprints_round_trip_yaml_blueprint_yaml(document: dict[str,
     assert again == bp
     assert again.to_yaml() == text
     assert schema_issues(bp.to_document()) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text())
+@example(text="\x85")  # NEL, written raw in quotes, read back as a space (before)
+@example(text="a\u2028b\u2029")
+@example(text="\ufeff\x00\x7f\U0001f600 \t")
+def test_every_string_round_trips_through_to_yaml(text: str) -> None:
+    """Any string hypothesis produces, in free-text fields, reads back as written."""
+    model = {"provider": "scripted", "script": [text, {"text": text}]}
+    bp = ok.CrewBlueprint.from_document(
+        {
+            "name": "c",
+            "description": text,
+            "agents": [{"id": "a", "role": text, "instructions": text, "model": model}],
+            "orchestration": {"mode": "sequential", "tasks": [{"description": text, "agent": "a"}]},
+        }
+    )
+    assert ok.CrewBlueprint.from_yaml(bp.to_yaml()) == bp
 
 
 @settings(max_examples=200, deadline=None)

@@ -96,6 +96,32 @@ def test_a_crew_that_crashes_at_its_snapshot_is_restored_and_its_wait_still_expi
         assert result.virtual_time == 60.0  # the restored wait kept its deadline
 
 
+def _crash_times(sim: Simulation, crew: str) -> list[float]:
+    return [e.time for e in sim.trace.events() if e.crew == crew and e.kind == "fault" and "crashed" in e.detail]
+
+
+def test_a_crew_crashes_at_every_snapshot_point_not_only_its_first() -> None:
+    """It parks at t=0 and again at t=60: with crashes=1.0 it crashes at both (before:
+    only at t=0), and each restored wait keeps its deadline."""
+    script = [call("wait_for_event", {"topic": "never", "timeout_ms": 60_000})] * 2 + [respond("done")]
+    with Simulation(seed=0, faults=Faults(crashes=1.0)) as sim:
+        agents = [Agent("a", ScriptedModel(script))]
+        crew = sim.spawn("sleeper", agents=agents, orchestration=Sequential([Task("t", "a")]))
+        result = sim.run()
+        assert _crash_times(sim, crew) == [0.0, 60.0]
+        assert result.crews[crew][:2] == (CrewStatus.COMPLETED, "done")
+        assert result.virtual_time == 120.0
+
+
+def test_a_receive_message_loop_crashes_at_each_park() -> None:
+    loop = [call("receive_message", {"timeout_ms": 10_000})] * 3 + [respond("looped")]
+    with Simulation(seed=0, faults=Faults(crashes=1.0)) as sim:
+        crew = sim.spawn("loop", agents=[Agent("a", ScriptedModel(loop))], orchestration=Sequential([Task("t", "a")]))
+        result = sim.run()
+        assert _crash_times(sim, crew) == [0.0, 10.0, 20.0]
+        assert result.crews[crew][:2] == (CrewStatus.COMPLETED, "looped")
+
+
 def test_a_faulty_seed_replays_exactly() -> None:
     faults = Faults(delay=0.3, drop_replies=0.5, model_errors=0.05, budget_exhaustion=0.05, crashes=0.5)
     runs = {seed: run_seed(EXAMPLES["hierarchical"], seed, faults=faults) for seed in range(30)}

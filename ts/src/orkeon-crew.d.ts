@@ -72,7 +72,7 @@ export type Orchestration = Sequential | Hierarchical | Parallel | Consensual | 
  */
 export interface OrkeonCrew {
   /**
-   * The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers.
+   * The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers, and a leading _ for the hub (_system is the hub itself).
    */
   name: string;
   /**

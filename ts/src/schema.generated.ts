@@ -16,7 +16,7 @@ export const SCHEMA = {
   "additionalProperties": false,
   "properties": {
     "name": {
-      "description": "The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers.",
+      "description": "The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers, and a leading _ for the hub (_system is the hub itself).",
       "$ref": "#/$defs/CrewName"
     },
     "description": {
@@ -66,7 +66,7 @@ export const SCHEMA = {
     "CrewName": {
       "type": "string",
       "minLength": 1,
-      "pattern": "^(?!client:)\\S(.*\\S)?$"
+      "pattern": "^(?!client:)(?!_)\\S(.*\\S)?$"
     },
     "Identifier": {
       "description": "An agent id, a branch id or a node name: a letter or digit, then letters, digits, dots, underscores or hyphens (at most 128).",
