@@ -74,13 +74,7 @@ SUITE_MODULES: dict[str, str] = {
 """The module of ``orkeon_actors.bench`` that registers each suite: only the suites a
 run names are imported, so a suite's optional dependency is needed by that suite alone."""
 
-EXTRA_OF_MODULE: dict[str, str] = {
-    "pika": "amqp",
-    "autogen_core": "bench",
-    "langgraph": "bench",
-    "agent_framework": "bench",
-    "openai": "openai",
-}
+EXTRA_OF_MODULE: dict[str, str] = {"pika": "amqp", "autogen_core": "bench", "langgraph": "bench"}
 """The ``orkeon-actors`` extra that installs each optional dependency a suite imports."""
 
 
