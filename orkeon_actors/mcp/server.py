@@ -1,4 +1,4 @@
-"""The seven agent tools served over MCP, with the official ``mcp`` SDK (low-level server).
+"""The seven agent tools served over MCP, with the official ``mcp`` SDK (2.x, low-level server).
 
 :class:`HubToolServer` exposes one :class:`~orkeon_actors.tools.EventHubTools` (one
 identity, fixed when it was built: an MCP client cannot choose or forge its source crew
@@ -7,21 +7,23 @@ or agent, spec §6.1) as an MCP server:
 * ``tools/list`` answers ``tool_definitions(style="mcp")`` exactly (name, description,
   ``inputSchema``, ``outputSchema``).
 * ``tools/call`` runs ``EventHubTools.invoke``: the arguments are validated by the same
-  DTOs as everywhere (the SDK's own JSON Schema check is off, so a refusal is the typed
-  ``ToolValidationError`` naming the field, not the SDK's text). A success is a result
-  whose ``structuredContent`` is the tool's response (and its JSON as text); *every*
-  failure, a typed hub error, cancellation by a budget or a stopped runtime included, is
-  a result with ``isError: true`` carrying ``{"error": {"type", "message", "field"}}``,
-  never a JSON-RPC protocol error.
+  DTOs as everywhere, so a refusal is the typed ``ToolValidationError`` naming the field.
+  A success is a result whose ``structuredContent`` is the tool's response (and its JSON
+  as text); *every* failure, a typed hub error, cancellation by a budget or a stopped
+  runtime included, is a result with ``isError: true`` carrying
+  ``{"error": {"type", "message", "field"}}``, never a JSON-RPC protocol error.
 * Long waits (``wait_for_event``, ``receive_message``, ``send_request``) are ordinary
   long-running calls. Each call runs the blocking tool on a worker thread with its own
   :class:`~orkeon_actors.model.cancel.CancelToken`; when the client cancels the request
-  (``notifications/cancelled``) or disconnects, the token fires, the hub withdraws the
+  (``notifications/cancelled``) or goes away, the token fires, the hub withdraws the
   wait (a message it did not take stays for the next call) and the thread is freed. At
   most ``max_concurrent_calls`` calls run at once; further calls queue. A call whose
   request carries a ``progressToken`` gets a progress notification every
-  ``progress_interval`` seconds while it runs (clients that reset their request timeout
-  on progress then never time out a long wait; ``None`` sends none).
+  ``progress_interval`` seconds while it runs (``None`` sends none).
+
+Protocol revisions: the SDK's dual-era loop serves the ``initialize`` handshake
+revisions (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25) and the 2026-07-28 revision's
+per-request envelope, on both transports; the client's first request decides.
 
 Transports: :meth:`HubToolServer.run_stdio` (what Claude Desktop and most clients
 launch) and :meth:`HubToolServer.run_http` (streamable HTTP, one endpoint at ``/mcp``,
@@ -39,9 +41,10 @@ from typing import Any, Final, TextIO
 
 import anyio
 import mcp.types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from orkeon_actors.errors import CancelledError, EventHubError
@@ -49,10 +52,18 @@ from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
 
-__all__ = ["DEFAULT_MAX_CONCURRENT_CALLS", "DEFAULT_PROGRESS_INTERVAL", "HubToolServer", "is_error_result"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENT_CALLS",
+    "DEFAULT_MAX_REQUEST_BODY",
+    "DEFAULT_PROGRESS_INTERVAL",
+    "HubToolServer",
+    "is_error_result",
+]
 
 DEFAULT_MAX_CONCURRENT_CALLS: Final = 64
 DEFAULT_PROGRESS_INTERVAL: Final = 10.0
+DEFAULT_MAX_REQUEST_BODY: Final = 1024 * 1024
+"""Largest HTTP request body accepted (bytes); a larger one gets ``413`` before it is read whole."""
 MCP_PATH: Final = "/mcp"
 
 
@@ -84,32 +95,37 @@ class HubToolServer:
         self.progress_interval = progress_interval
         self.max_concurrent_calls = max_concurrent_calls
         self._limiter: anyio.CapacityLimiter | None = None
-        self.server: Server[Any, Any] = Server(name, version=version)
-        self.server.list_tools()(self._list_tools)  # type: ignore[no-untyped-call]
-        self.server.call_tool(validate_input=False)(self._call_tool)
+        self.server: Server[Any] = Server(
+            name, version=version or "", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
 
     # -- handlers ------------------------------------------------------------------------
 
-    async def _list_tools(self) -> list[types.Tool]:
-        return [types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
+        )
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        context = self.server.request_context
-        progress_token = context.meta.progressToken if context.meta is not None else None
-        if progress_token is None or self.progress_interval is None:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name, arguments = params.name, params.arguments
+        if self.progress_interval is None:
             result = await self.call(name, arguments)
-        else:
+        else:  # report_progress sends nothing for a request without a progressToken
             async with anyio.create_task_group() as group:
-                group.start_soon(self._heartbeat, context.session, progress_token, context.request_id, name)
+                group.start_soon(self._heartbeat, ctx, name)
                 result = await self.call(name, arguments)
                 group.cancel_scope.cancel()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result))],
-            structuredContent=result,
-            isError=is_error_result(result),
+            structured_content=result,
+            is_error=is_error_result(result),
         )
 
-    async def _heartbeat(self, session: Any, progress_token: str | int, request_id: Any, name: str) -> None:
+    async def _heartbeat(self, ctx: ServerRequestContext[Any], name: str) -> None:
         """Every ``progress_interval`` seconds of a running call, a progress notification
         (clients that reset their request timeout on progress keep long waits alive)."""
         assert self.progress_interval is not None
@@ -117,12 +133,7 @@ class HubToolServer:
         while True:
             await anyio.sleep(self.progress_interval)
             beats += 1
-            await session.send_progress_notification(
-                progress_token,
-                float(beats),
-                message=f"{name} still waiting",
-                related_request_id=str(request_id),
-            )
+            await ctx.session.report_progress(float(beats), message=f"{name} still waiting")
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool call on a worker thread and return its result dict (an error
@@ -157,6 +168,7 @@ class HubToolServer:
         port: int = 8765,
         *,
         on_listening: Callable[[str], None] | None = None,
+        max_request_body: int = DEFAULT_MAX_REQUEST_BODY,
     ) -> None:
         """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled.
 
@@ -171,14 +183,16 @@ class HubToolServer:
             allowed_hosts=[host, f"{host}:*"],
             allowed_origins=[f"http://{host}", f"http://{host}:*"],
         )
-        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        manager = StreamableHTTPSessionManager(
+            app=self.server, security_settings=security, max_request_body_size=max_request_body
+        )
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
             async with manager.run():
                 yield
 
-        app = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+        app = Starlette(routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
         announce = on_listening or _print_to(sys.stderr)
@@ -188,18 +202,8 @@ class HubToolServer:
                 if server.should_exit:
                     return
                 await anyio.sleep(0.01)
-            bound = server.servers[0].sockets[0].getsockname()[1]
+            bound = int(server.servers[0].sockets[0].getsockname()[1])
             announce(f"http://{host}:{bound}{MCP_PATH}")
-
-
-class _Endpoint:
-    """The ASGI app of the ``/mcp`` route: every request goes to the session manager."""
-
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
-        self._manager = manager
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self._manager.handle_request(scope, receive, send)
 
 
 def _print_to(stream: TextIO) -> Callable[[str], None]:

@@ -9,11 +9,11 @@ import sys
 
 import anyio
 
-from tests.mcp.helpers import http_session, result_of
+from tests.mcp.helpers import Served, http_session, result_of
 
 
 async def main(url: str, target: str, payload: str) -> None:
-    async with http_session(url) as session:
+    async with http_session(Served(url)) as session:
         result = await session.call_tool("post_message", {"target_mailbox": target, "payload": payload})
         print(json.dumps(result_of(result)), flush=True)
 
