@@ -21,6 +21,7 @@ import argparse
 from pathlib import Path
 
 __all__ = ["add_parser", "run_mcp"]
+_MCP_EXTRA_MODULES = frozenset({"mcp", "mcp_types", "anyio", "starlette", "uvicorn", "pydantic", "httpx2"})
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,8 +48,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    import anyio
-
     import orkeon_actors as ok
     from orkeon_actors.acl import AclMiddleware, AclRegistry, RestrictiveCrewLinkPolicy
     from orkeon_actors.acl.grammar import load_crew_file
@@ -56,11 +55,15 @@ def run_mcp(args: argparse.Namespace) -> int:
     if args.client is None and (args.crew is None or args.agent is None):
         raise SystemExit("orkeon mcp: give --crew CREW --agent AGENT, or --client NAME")
     try:
+        import anyio
+
         from orkeon_actors.mcp.server import HubToolServer
     except ModuleNotFoundError as exc:
-        if exc.name is None or not exc.name.startswith("mcp"):
+        if exc.name is None or exc.name.split(".")[0] not in _MCP_EXTRA_MODULES:
             raise
-        raise SystemExit('orkeon mcp needs the MCP SDK: pip install "orkeon-actors[mcp]"') from None
+        raise SystemExit(
+            f'orkeon mcp needs the "mcp" extra (the MCP SDK; {exc.name} is missing): pip install "orkeon-actors[mcp]"'
+        ) from None
     registry: AclRegistry | None = None
     middleware: list[ok.EventHubMiddleware] = []
     crew_id = args.crew

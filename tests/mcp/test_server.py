@@ -3,6 +3,8 @@ the client launches) and over streamable HTTP (a server process on loopback)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -236,3 +238,17 @@ def test_a_long_wait_sends_progress_when_the_client_asks_for_it(tmp_path: Path, 
             assert seen[0] == (1.0, "receive_message still waiting")
 
     run(main)
+
+
+@pytest.mark.parametrize("missing", ["mcp", "anyio"])
+def test_without_the_extra_the_command_says_which_to_install(tmp_path: Path, missing: str) -> None:
+    hide = f"import sys; sys.modules[{missing!r}] = None; "  # what an install without the extra sees
+    run_cli = "from orkeon_actors.cli.main import main; main(sys.argv[1:])"
+    done = subprocess.run(
+        [sys.executable, "-c", hide + run_cli, "mcp", "--store", str(tmp_path / "s.db"), *IDENTITY],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert 'pip install "orkeon-actors[mcp]"' in done.stderr and "Traceback" not in done.stderr
