@@ -25,10 +25,11 @@ Protocol revisions: the SDK's dual-era loop serves the ``initialize`` handshake
 revisions (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25) and the 2026-07-28 revision's
 per-request envelope, on both transports; the client's first request decides.
 
-Transports: :meth:`HubToolServer.run_stdio` (what Claude Desktop and most clients
-launch) and :meth:`HubToolServer.run_http` (streamable HTTP, one endpoint at ``/mcp``,
-several sessions sharing the identity; DNS-rebinding protection on, only the bound host
-accepted). ``orkeon mcp`` (:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
+Transports: :meth:`HubToolServer.run_stdio` (what desktop clients launch) and
+:meth:`HubToolServer.run_http` (streamable HTTP at ``/mcp``, behind
+:class:`~orkeon_actors.mcp.http_guard.HttpGuard`: a bearer token, ``Host`` and
+``Origin`` checked against the bound address, bounded bodies). ``orkeon mcp``
+(:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from orkeon_actors.errors import CancelledError, EventHubError
+from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
@@ -164,36 +165,32 @@ class HubToolServer:
 
     async def run_http(
         self,
-        host: str = "127.0.0.1",
+        policy: HttpPolicy,
         port: int = 8765,
         *,
-        on_listening: Callable[[str], None] | None = None,
+        on_listening: Callable[[str, str], None] | None = None,
         max_request_body: int = DEFAULT_MAX_REQUEST_BODY,
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled.
+        """Serve streamable HTTP at ``http://policy.host:port/mcp`` until cancelled.
 
-        ``port=0`` picks a free port; ``on_listening(url)`` is called with the bound URL
-        once the server accepts connections (default: print it to stderr)."""
+        ``port=0`` picks a free port; ``on_listening(url, token)`` is called with the
+        bound URL and the bearer token once the server accepts connections (default:
+        print both to stderr)."""
         import uvicorn
         from starlette.applications import Starlette
         from starlette.routing import Route
 
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[host, f"{host}:*"],
-            allowed_origins=[f"http://{host}", f"http://{host}:*"],
-        )
-        manager = StreamableHTTPSessionManager(
-            app=self.server, security_settings=security, max_request_body_size=max_request_body
-        )
+        # Host, Origin and the token are checked by the guard, against the bound port.
+        manager = StreamableHTTPSessionManager(app=self.server, max_request_body_size=max_request_body)
+        guard = HttpGuard(manager.handle_request, policy)
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
             async with manager.run():
                 yield
 
-        app = Starlette(routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        app = Starlette(routes=[Route(MCP_PATH, endpoint=guard)], lifespan=lifespan)
+        config = uvicorn.Config(app, host=policy.host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
         announce = on_listening or _print_to(sys.stderr)
         async with anyio.create_task_group() as group:
@@ -203,11 +200,13 @@ class HubToolServer:
                     return
                 await anyio.sleep(0.01)
             bound = int(server.servers[0].sockets[0].getsockname()[1])
-            announce(f"http://{host}:{bound}{MCP_PATH}")
+            guard.listening(bound)
+            announce(f"http://{policy.url_host}:{bound}{MCP_PATH}", policy.token)
 
 
-def _print_to(stream: TextIO) -> Callable[[str], None]:
-    def announce(url: str) -> None:
+def _print_to(stream: TextIO) -> Callable[[str, str], None]:
+    def announce(url: str, token: str) -> None:
         print(f"orkeon mcp: serving on {url}", file=stream, flush=True)
+        print(f"orkeon mcp: bearer token {token}", file=stream, flush=True)
 
     return announce

@@ -1,5 +1,5 @@
 """Driving ``orkeon mcp`` with the official SDK client: over stdio (a real subprocess)
-and over streamable HTTP on loopback (a real server process).
+and over streamable HTTP on loopback (a real server process, with its bearer token).
 
 Every protocol revision the server serves can be spoken: the ``initialize`` handshake
 revisions through a ``ClientSession`` that offers that revision, the 2026-07-28
@@ -54,14 +54,19 @@ def served_definitions(listed: types.ListToolsResult) -> list[dict[str, Any]]:
 
 @attrs.frozen
 class Served:
-    """A running ``orkeon mcp --transport http``: its URL."""
+    """A running ``orkeon mcp --transport http``: its URL and bearer token."""
 
     url: str
+    token: str
     process: subprocess.Popen[str] | None = None
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
     def transport(self) -> Any:
-        """The SDK's streamable HTTP transport."""
-        return streamable_http_client(self.url, http_client=httpx2.AsyncClient(timeout=120))
+        """The SDK's streamable HTTP transport, token included."""
+        return streamable_http_client(self.url, http_client=httpx2.AsyncClient(headers=self.headers, timeout=120))
 
 
 @contextlib.asynccontextmanager
@@ -120,8 +125,8 @@ async def http_session(served: Served, revision: str = LATEST_HANDSHAKE_VERSION)
 
 @contextlib.contextmanager
 def http_server(store: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """Run ``orkeon mcp --transport http --port 0`` and yield its URL (read from the
-    line it prints once listening); SIGTERM and wait at the end."""
+    """Run ``orkeon mcp --transport http --port 0`` and yield its URL and token (read
+    from the lines it prints once listening); SIGTERM and wait at the end."""
     process = subprocess.Popen(
         [*ORKEON, "mcp", "--store", str(store), "--transport", "http", "--port", "0", *args],
         stderr=subprocess.PIPE,
@@ -130,14 +135,16 @@ def http_server(store: Path, *args: str, env: dict[str, str] | None = None) -> I
     )
     try:
         assert process.stderr is not None
-        url = None
+        url = token = None
         for line in process.stderr:
             if found := re.search(r"serving on (http://\S+)", line):
                 url = found.group(1)
+            if found := re.search(r"bearer token (\S+)", line):
+                token = found.group(1)
                 break
-        assert url is not None, f"orkeon mcp exited without serving (code {process.wait(10)})"
+        assert url is not None and token is not None, f"orkeon mcp exited without serving (code {process.wait(10)})"
         drain(process.stderr)
-        yield Served(url, process)
+        yield Served(url, token, process)
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -49,6 +49,7 @@ def test_http_lists_the_tools_and_a_wait_is_answered_by_another_process(tmp_path
                             "-m",
                             "tests.mcp.poster",
                             served.url,
+                            served.token,
                             "agent://desk/claude",
                             "from afar",
                         ],
