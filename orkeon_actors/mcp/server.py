@@ -25,7 +25,8 @@ Protocol revisions: the SDK's dual-era loop serves the ``initialize`` handshake
 revisions (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25) and the 2026-07-28 revision's
 per-request envelope, on both transports; the client's first request decides.
 
-Transports: :meth:`HubToolServer.run_stdio` (what desktop clients launch) and
+Transports: :meth:`HubToolServer.run_stdio` (what desktop clients launch; see
+:mod:`orkeon_actors.mcp.stdio_guard` for malformed lines) and
 :meth:`HubToolServer.run_http` (streamable HTTP at ``/mcp``, behind
 :class:`~orkeon_actors.mcp.http_guard.HttpGuard`: a bearer token, ``Host`` and
 ``Origin`` checked against the bound address, bounded bodies). ``orkeon mcp``
@@ -49,6 +50,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from orkeon_actors.errors import CancelledError, EventHubError
 from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
+from orkeon_actors.mcp.stdio_guard import answer_malformed
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
@@ -161,7 +163,8 @@ class HubToolServer:
     async def run_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout until it disconnects."""
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+            async with answer_malformed(read_stream, write_stream) as checked:
+                await self.server.run(checked, write_stream, self.server.create_initialization_options())
 
     async def run_http(
         self,
