@@ -47,6 +47,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import Request
 
 from orkeon_actors.errors import CancelledError, EventHubError
 from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
@@ -68,6 +69,8 @@ DEFAULT_PROGRESS_INTERVAL: Final = 10.0
 DEFAULT_MAX_REQUEST_BODY: Final = 1024 * 1024
 """Largest HTTP request body accepted (bytes); a larger one gets ``413`` before it is read whole."""
 MCP_PATH: Final = "/mcp"
+DISCONNECT_POLL: Final = 0.1
+"""Seconds between two checks that an HTTP caller is still connected."""
 
 
 def is_error_result(result: dict[str, Any]) -> bool:
@@ -115,13 +118,18 @@ class HubToolServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name, arguments = params.name, params.arguments
-        if self.progress_interval is None:
-            result = await self.call(name, arguments)
-        else:  # report_progress sends nothing for a request without a progressToken
-            async with anyio.create_task_group() as group:
+        request = ctx.request if isinstance(ctx.request, Request) else None
+        result: dict[str, Any] | None = None
+        async with anyio.create_task_group() as group:
+            if self.progress_interval is not None:  # sends nothing for a request without a progressToken
                 group.start_soon(self._heartbeat, ctx, name)
-                result = await self.call(name, arguments)
-                group.cancel_scope.cancel()
+            if request is not None:
+                group.start_soon(_cancel_when_gone, request, group.cancel_scope)
+            result = await self.call(name, arguments)
+            group.cancel_scope.cancel()
+        if result is None:  # the HTTP caller went away: its wait was withdrawn, nobody reads this
+            gone = CancelledError(f"the MCP client went away during the {name} call")
+            result = tool_error_result(name, gone)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result))],
             structured_content=result,
@@ -205,6 +213,18 @@ class HubToolServer:
             bound = int(server.servers[0].sockets[0].getsockname()[1])
             guard.listening(bound)
             announce(f"http://{policy.url_host}:{bound}{MCP_PATH}", policy.token)
+
+
+async def _cancel_when_gone(request: Request, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` once the HTTP connection that carried ``request`` is closed.
+
+    A streamable HTTP session outlives its requests, so the SDK keeps running a call
+    whose caller dropped its connection: a ``receive_message`` left waiting would take
+    the next message and answer nobody. Polled: Starlette tells a disconnect only when
+    asked."""
+    while not await request.is_disconnected():
+        await anyio.sleep(DISCONNECT_POLL)
+    scope.cancel()
 
 
 def _print_to(stream: TextIO) -> Callable[[str, str], None]:
