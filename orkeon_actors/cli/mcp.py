@@ -55,6 +55,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     mcp.add_argument("--restrictive", action="store_true", help="ACL: refuse traffic no link declares")
     mcp.add_argument("--max-concurrent-calls", type=int, default=64, help="tool calls running at once (default 64)")
     mcp.add_argument(
+        "--max-calls-per-session",
+        type=int,
+        default=16,
+        help="tool calls one session may run at once (default 16); more are refused",
+    )
+    mcp.add_argument(
         "--progress-interval",
         type=float,
         default=10.0,
@@ -114,6 +120,7 @@ def run_mcp(args: argparse.Namespace) -> int:
             tools,
             version=ok.__version__,
             max_concurrent_calls=args.max_concurrent_calls,
+            max_calls_per_session=args.max_calls_per_session,
             progress_interval=args.progress_interval or None,
         )
         try:

@@ -49,7 +49,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 
-from orkeon_actors.errors import CancelledError, EventHubError
+from orkeon_actors.errors import CancelledError, EventHubError, LimitExceededError
 from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
 from orkeon_actors.mcp.stdio_guard import answer_malformed
 from orkeon_actors.model.cancel import CancelToken
@@ -57,6 +57,7 @@ from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
 
 __all__ = [
+    "DEFAULT_MAX_CALLS_PER_SESSION",
     "DEFAULT_MAX_CONCURRENT_CALLS",
     "DEFAULT_MAX_REQUEST_BODY",
     "DEFAULT_PROGRESS_INTERVAL",
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CONCURRENT_CALLS: Final = 64
+DEFAULT_MAX_CALLS_PER_SESSION: Final = 16
 DEFAULT_PROGRESS_INTERVAL: Final = 10.0
 DEFAULT_MAX_REQUEST_BODY: Final = 1024 * 1024
 """Largest HTTP request body accepted (bytes); a larger one gets ``413`` before it is read whole."""
@@ -89,17 +91,25 @@ class HubToolServer:
         name: str = "orkeon",
         version: str | None = None,
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
         progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
-        if isinstance(max_concurrent_calls, bool) or not isinstance(max_concurrent_calls, int):
-            raise TypeError(f"max_concurrent_calls must be an int, got {max_concurrent_calls!r}")
-        if max_concurrent_calls < 1:
-            raise ValueError(f"max_concurrent_calls must be at least 1, got {max_concurrent_calls}")
+        for label, value in (
+            ("max_concurrent_calls", max_concurrent_calls),
+            ("max_calls_per_session", max_calls_per_session),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{label} must be an int, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{label} must be at least 1, got {value}")
         if progress_interval is not None and not progress_interval > 0:
             raise ValueError(f"progress_interval must be positive seconds or None, got {progress_interval!r}")
         self.tools = tools
         self.progress_interval = progress_interval
         self.max_concurrent_calls = max_concurrent_calls
+        self.max_calls_per_session = max_calls_per_session
+        self.running: dict[str, int] = {}
+        """Calls running (or queued for a slot) per session key (see :func:`session_key`)."""
         self._limiter: anyio.CapacityLimiter | None = None
         self.server: Server[Any] = Server(
             name, version=version or "", on_list_tools=self._list_tools, on_call_tool=self._call_tool
@@ -119,6 +129,26 @@ class HubToolServer:
     ) -> types.CallToolResult:
         name, arguments = params.name, params.arguments
         request = ctx.request if isinstance(ctx.request, Request) else None
+        session = session_key(request)
+        if self.running.get(session, 0) >= self.max_calls_per_session:
+            busy = LimitExceededError(
+                f"this MCP session already runs {self.max_calls_per_session} calls (the per-session bound): "
+                "wait for one to finish, or cancel a wait it no longer needs",
+                bound="max_calls_per_session",
+                limit=self.max_calls_per_session,
+            )
+            return _as_call_result(tool_error_result(name, busy))
+        self.running[session] = self.running.get(session, 0) + 1
+        try:
+            return _as_call_result(await self._run_call(ctx, request, name, arguments))
+        finally:
+            self.running[session] -= 1
+            if not self.running[session]:
+                del self.running[session]
+
+    async def _run_call(
+        self, ctx: ServerRequestContext[Any], request: Request | None, name: str, arguments: dict[str, Any] | None
+    ) -> dict[str, Any]:
         result: dict[str, Any] | None = None
         async with anyio.create_task_group() as group:
             if self.progress_interval is not None:  # sends nothing for a request without a progressToken
@@ -130,11 +160,7 @@ class HubToolServer:
         if result is None:  # the HTTP caller went away: its wait was withdrawn, nobody reads this
             gone = CancelledError(f"the MCP client went away during the {name} call")
             result = tool_error_result(name, gone)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(result))],
-            structured_content=result,
-            is_error=is_error_result(result),
-        )
+        return result
 
     async def _heartbeat(self, ctx: ServerRequestContext[Any], name: str) -> None:
         """Every ``progress_interval`` seconds of a running call, a progress notification
@@ -213,6 +239,27 @@ class HubToolServer:
             bound = int(server.servers[0].sockets[0].getsockname()[1])
             guard.listening(bound)
             announce(f"http://{policy.url_host}:{bound}{MCP_PATH}", policy.token)
+
+
+def session_key(request: Request | None) -> str:
+    """Which session a call belongs to, for the per-session bound: a stateful HTTP
+    session by its ``Mcp-Session-Id``; a request without one (the 2026-07-28 revision,
+    stateless) by its TCP connection; stdio (``request`` None) is the one client."""
+    if request is None:
+        return "stdio"
+    session_id = request.headers.get("mcp-session-id")
+    if session_id:
+        return f"session {session_id}"
+    peer = request.client
+    return f"connection {peer.host}:{peer.port}" if peer is not None else "connection ?"
+
+
+def _as_call_result(result: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result))],
+        structured_content=result,
+        is_error=is_error_result(result),
+    )
 
 
 async def _cancel_when_gone(request: Request, scope: anyio.CancelScope) -> None:
