@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,8 +81,21 @@ async def post_then_receive(session: Any, count: int) -> None:
         assert got["timed_out"] is False and got["message"]["id"] == message_id
 
 
+def session_is_full(served: Served, session_id: str) -> bool:
+    """Whether ``session_id`` still holds all its call slots (a call is refused)."""
+    call = {"name": "get_last_value", "arguments": {"key": "k", "crew_scope": "_global"}}
+    with _request(served, {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": call}, session_id) as sock:
+        answer = _headers_of(sock)
+        while b"isError" not in answer:
+            chunk = sock.recv(4096)
+            assert chunk, answer
+            answer += chunk
+    return b"LimitExceededError" in answer
+
+
 def test_a_dropped_http_connection_withdraws_its_waits(tmp_path: Path) -> None:
-    with http_server(tmp_path / "h.db", *IDENTITY, "--progress-interval", "0.05") as served:
+    args = (*IDENTITY, "--progress-interval", "0.05", "--max-calls-per-session", "3")
+    with http_server(tmp_path / "h.db", *args) as served:
         session_id = raw_session(served)
         orphans = []
         for n in range(3):
@@ -98,8 +112,14 @@ def test_a_dropped_http_connection_withdraws_its_waits(tmp_path: Path) -> None:
             sock = _request(served, call, session_id)
             _headers_of(sock)  # the call runs: its SSE stream is open
             orphans.append(sock)
+        assert session_is_full(served, session_id)
         for sock in orphans:  # the caller goes away without a word
             sock.close()
+        # The server notices within its poll (0.1 s): the session's slots come back. A
+        # post made before then could still be taken by a dying wait (docs/mcp.md).
+        deadline = time.monotonic() + 30
+        while session_is_full(served, session_id):
+            assert time.monotonic() < deadline, "the dropped calls were never withdrawn"
 
         async def main() -> None:
             with anyio.fail_after(60):
