@@ -18,9 +18,14 @@ The identity is fixed here, at launch:
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-__all__ = ["add_parser", "run_mcp"]
+__all__ = ["TOKEN_ENV", "add_parser", "run_mcp"]
+
+TOKEN_ENV = "ORKEON_MCP_TOKEN"
+"""The environment variable through which the operator gives the HTTP bearer token."""
+_MCP_EXTRA_MODULES = frozenset({"mcp", "mcp_types", "anyio", "starlette", "uvicorn", "pydantic", "httpx2"})
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,12 +36,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     mcp.add_argument("--client", metavar="NAME", help="serve as the external peer client://NAME (§10.2.1)")
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    mcp.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="HTTP: allow a non-loopback --host (the token is the only guard then)",
+    )
+    mcp.add_argument(
+        "--allow-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="HTTP: a further name clients put in the Host header (repeatable; required for a wildcard --host)",
+    )
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
     mcp.add_argument(
         "--links", metavar="FILE", action="append", default=[], type=Path, help="crew YAML for the ACL (repeatable)"
     )
     mcp.add_argument("--restrictive", action="store_true", help="ACL: refuse traffic no link declares")
     mcp.add_argument("--max-concurrent-calls", type=int, default=64, help="tool calls running at once (default 64)")
+    mcp.add_argument(
+        "--max-calls-per-session",
+        type=int,
+        default=16,
+        help="tool calls one session may run at once (default 16); more are refused",
+    )
     mcp.add_argument(
         "--progress-interval",
         type=float,
@@ -47,8 +70,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    import anyio
-
     import orkeon_actors as ok
     from orkeon_actors.acl import AclMiddleware, AclRegistry, RestrictiveCrewLinkPolicy
     from orkeon_actors.acl.grammar import load_crew_file
@@ -56,11 +77,27 @@ def run_mcp(args: argparse.Namespace) -> int:
     if args.client is None and (args.crew is None or args.agent is None):
         raise SystemExit("orkeon mcp: give --crew CREW --agent AGENT, or --client NAME")
     try:
+        import anyio
+
+        from orkeon_actors.mcp.http_guard import HttpPolicy
         from orkeon_actors.mcp.server import HubToolServer
     except ModuleNotFoundError as exc:
-        if exc.name is None or not exc.name.startswith("mcp"):
+        if exc.name is None or exc.name.split(".")[0] not in _MCP_EXTRA_MODULES:
             raise
-        raise SystemExit('orkeon mcp needs the MCP SDK: pip install "orkeon-actors[mcp]"') from None
+        raise SystemExit(
+            f'orkeon mcp needs the "mcp" extra (the MCP SDK; {exc.name} is missing): pip install "orkeon-actors[mcp]"'
+        ) from None
+    policy = None
+    if args.transport == "http":
+        try:
+            policy = HttpPolicy(
+                args.host,
+                allow_remote=args.allow_remote,
+                allowed_hosts=args.allow_host,
+                **({"token": token} if (token := os.environ.get(TOKEN_ENV)) else {}),
+            )
+        except ok.errors.InvalidArgumentError as exc:
+            raise SystemExit(f"orkeon mcp: {exc}") from None
     registry: AclRegistry | None = None
     middleware: list[ok.EventHubMiddleware] = []
     crew_id = args.crew
@@ -83,13 +120,15 @@ def run_mcp(args: argparse.Namespace) -> int:
             tools,
             version=ok.__version__,
             max_concurrent_calls=args.max_concurrent_calls,
+            max_calls_per_session=args.max_calls_per_session,
             progress_interval=args.progress_interval or None,
         )
         try:
             if args.transport == "stdio":
                 anyio.run(server.run_stdio)
             else:
-                anyio.run(lambda: server.run_http(args.host, args.port))
+                assert policy is not None
+                anyio.run(lambda: server.run_http(policy, args.port))
         finally:
             tools.close()
     finally:

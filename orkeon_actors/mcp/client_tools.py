@@ -33,11 +33,11 @@ import concurrent.futures
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 import attrs
+import httpx2
 import mcp.types as types
 from loguru import logger
 from mcp import ClientSession
@@ -58,12 +58,14 @@ def _command(value: Sequence[str] | None) -> tuple[str, ...] | None:
 class McpServerParams:
     """How to reach an MCP server: ``url`` (streamable HTTP) or ``command`` (stdio: the
     program and its arguments, run with ``env`` added to this process's environment
-    and in ``cwd``). Exactly one of the two."""
+    and in ``cwd``). Exactly one of the two. ``headers`` are sent with every HTTP
+    request (``{"Authorization": "Bearer TOKEN"}`` for ``orkeon mcp --transport http``)."""
 
     command: tuple[str, ...] | None = attrs.field(default=None, converter=_command)
     url: str | None = None
     env: Mapping[str, str] | None = None
     cwd: str | None = None
+    headers: Mapping[str, str] | None = None
 
     def __attrs_post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -131,7 +133,10 @@ class McpToolset:
             async with AsyncExitStack() as stack:
                 params = self.params
                 if params.url is not None:
-                    read, write, _ = await stack.enter_async_context(streamable_http_client(params.url))
+                    client = httpx2.AsyncClient(headers=dict(params.headers or {}), timeout=self.timeout)
+                    await stack.enter_async_context(client)
+                    transport = streamable_http_client(params.url, http_client=client)
+                    read, write = await stack.enter_async_context(transport)
                 else:
                     assert params.command is not None
                     program, *arguments = params.command
@@ -161,7 +166,7 @@ class McpToolset:
         def fn(arguments: Mapping[str, Any]) -> dict[str, Any]:
             return self.call(name, arguments)
 
-        schema = dict(listed.inputSchema) if listed.inputSchema else {"type": "object"}
+        schema = dict(listed.input_schema) if listed.input_schema else {"type": "object"}
         return Tool(self.prefix + name, listed.description or "", fn, schema)
 
     def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -171,7 +176,7 @@ class McpToolset:
         if session is None:
             raise McpToolError(f"the session with the MCP server {self._describe()} is closed", tool=name)
         future = asyncio.run_coroutine_threadsafe(
-            session.call_tool(name, dict(arguments or {}), read_timeout_seconds=timedelta(seconds=self.timeout)),
+            session.call_tool(name, dict(arguments or {}), read_timeout_seconds=self.timeout),
             self._loop,
         )
         try:
@@ -179,13 +184,13 @@ class McpToolset:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise McpToolError(f"the MCP tool {name!r} did not answer within {self.timeout:g}s", tool=name) from None
-        except Exception as exc:  # a protocol error (McpError), a lost connection
+        except Exception as exc:  # a protocol error (MCPError), a lost connection
             raise McpToolError(f"the MCP tool {name!r} failed: {exc}", tool=name) from exc
-        if result.isError:
+        if result.is_error:
             text = " ".join(b.text for b in result.content if isinstance(b, types.TextContent)) or "no message"
             raise McpToolError(f"the MCP tool {name!r} reported an error: {text}", tool=name)
-        if result.structuredContent is not None:
-            return dict(result.structuredContent)
+        if result.structured_content is not None:
+            return dict(result.structured_content)
         return {"content": [block.model_dump(mode="json", exclude_none=True) for block in result.content]}
 
     # -- lifecycle -----------------------------------------------------------------------

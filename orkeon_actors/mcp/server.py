@@ -1,4 +1,4 @@
-"""The seven agent tools served over MCP, with the official ``mcp`` SDK (low-level server).
+"""The seven agent tools served over MCP, with the official ``mcp`` SDK (2.x, low-level server).
 
 :class:`HubToolServer` exposes one :class:`~orkeon_actors.tools.EventHubTools` (one
 identity, fixed when it was built: an MCP client cannot choose or forge its source crew
@@ -7,26 +7,30 @@ or agent, spec §6.1) as an MCP server:
 * ``tools/list`` answers ``tool_definitions(style="mcp")`` exactly (name, description,
   ``inputSchema``, ``outputSchema``).
 * ``tools/call`` runs ``EventHubTools.invoke``: the arguments are validated by the same
-  DTOs as everywhere (the SDK's own JSON Schema check is off, so a refusal is the typed
-  ``ToolValidationError`` naming the field, not the SDK's text). A success is a result
-  whose ``structuredContent`` is the tool's response (and its JSON as text); *every*
-  failure, a typed hub error, cancellation by a budget or a stopped runtime included, is
-  a result with ``isError: true`` carrying ``{"error": {"type", "message", "field"}}``,
-  never a JSON-RPC protocol error.
+  DTOs as everywhere, so a refusal is the typed ``ToolValidationError`` naming the field.
+  A success is a result whose ``structuredContent`` is the tool's response (and its JSON
+  as text); *every* failure, a typed hub error, cancellation by a budget or a stopped
+  runtime included, is a result with ``isError: true`` carrying
+  ``{"error": {"type", "message", "field"}}``, never a JSON-RPC protocol error.
 * Long waits (``wait_for_event``, ``receive_message``, ``send_request``) are ordinary
   long-running calls. Each call runs the blocking tool on a worker thread with its own
   :class:`~orkeon_actors.model.cancel.CancelToken`; when the client cancels the request
-  (``notifications/cancelled``) or disconnects, the token fires, the hub withdraws the
+  (``notifications/cancelled``) or goes away, the token fires, the hub withdraws the
   wait (a message it did not take stays for the next call) and the thread is freed. At
   most ``max_concurrent_calls`` calls run at once; further calls queue. A call whose
   request carries a ``progressToken`` gets a progress notification every
-  ``progress_interval`` seconds while it runs (clients that reset their request timeout
-  on progress then never time out a long wait; ``None`` sends none).
+  ``progress_interval`` seconds while it runs (``None`` sends none).
 
-Transports: :meth:`HubToolServer.run_stdio` (what Claude Desktop and most clients
-launch) and :meth:`HubToolServer.run_http` (streamable HTTP, one endpoint at ``/mcp``,
-several sessions sharing the identity; DNS-rebinding protection on, only the bound host
-accepted). ``orkeon mcp`` (:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
+Protocol revisions: the SDK's dual-era loop serves the ``initialize`` handshake
+revisions (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25) and the 2026-07-28 revision's
+per-request envelope, on both transports; the client's first request decides.
+
+Transports: :meth:`HubToolServer.run_stdio` (what desktop clients launch; see
+:mod:`orkeon_actors.mcp.stdio_guard` for malformed lines) and
+:meth:`HubToolServer.run_http` (streamable HTTP at ``/mcp``, behind
+:class:`~orkeon_actors.mcp.http_guard.HttpGuard`: a bearer token, ``Host`` and
+``Origin`` checked against the bound address, bounded bodies). ``orkeon mcp``
+(:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
 """
 
 from __future__ import annotations
@@ -39,21 +43,36 @@ from typing import Any, Final, TextIO
 
 import anyio
 import mcp.types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
 
-from orkeon_actors.errors import CancelledError, EventHubError
+from orkeon_actors.errors import CancelledError, EventHubError, LimitExceededError
+from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
+from orkeon_actors.mcp.stdio_guard import answer_malformed
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions
 from orkeon_actors.tools.event_hub_tools import EventHubTools, tool_error_result
 
-__all__ = ["DEFAULT_MAX_CONCURRENT_CALLS", "DEFAULT_PROGRESS_INTERVAL", "HubToolServer", "is_error_result"]
+__all__ = [
+    "DEFAULT_MAX_CALLS_PER_SESSION",
+    "DEFAULT_MAX_CONCURRENT_CALLS",
+    "DEFAULT_MAX_REQUEST_BODY",
+    "DEFAULT_PROGRESS_INTERVAL",
+    "HubToolServer",
+    "is_error_result",
+]
 
 DEFAULT_MAX_CONCURRENT_CALLS: Final = 64
+DEFAULT_MAX_CALLS_PER_SESSION: Final = 16
 DEFAULT_PROGRESS_INTERVAL: Final = 10.0
+DEFAULT_MAX_REQUEST_BODY: Final = 1024 * 1024
+"""Largest HTTP request body accepted (bytes); a larger one gets ``413`` before it is read whole."""
 MCP_PATH: Final = "/mcp"
+DISCONNECT_POLL: Final = 0.1
+"""Seconds between two checks that an HTTP caller is still connected."""
 
 
 def is_error_result(result: dict[str, Any]) -> bool:
@@ -72,44 +91,78 @@ class HubToolServer:
         name: str = "orkeon",
         version: str | None = None,
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
         progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
-        if isinstance(max_concurrent_calls, bool) or not isinstance(max_concurrent_calls, int):
-            raise TypeError(f"max_concurrent_calls must be an int, got {max_concurrent_calls!r}")
-        if max_concurrent_calls < 1:
-            raise ValueError(f"max_concurrent_calls must be at least 1, got {max_concurrent_calls}")
+        for label, value in (
+            ("max_concurrent_calls", max_concurrent_calls),
+            ("max_calls_per_session", max_calls_per_session),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{label} must be an int, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{label} must be at least 1, got {value}")
         if progress_interval is not None and not progress_interval > 0:
             raise ValueError(f"progress_interval must be positive seconds or None, got {progress_interval!r}")
         self.tools = tools
         self.progress_interval = progress_interval
         self.max_concurrent_calls = max_concurrent_calls
+        self.max_calls_per_session = max_calls_per_session
+        self.running: dict[str, int] = {}
+        """Calls running (or queued for a slot) per session key (see :func:`session_key`)."""
         self._limiter: anyio.CapacityLimiter | None = None
-        self.server: Server[Any, Any] = Server(name, version=version)
-        self.server.list_tools()(self._list_tools)  # type: ignore[no-untyped-call]
-        self.server.call_tool(validate_input=False)(self._call_tool)
+        self.server: Server[Any] = Server(
+            name, version=version or "", on_list_tools=self._list_tools, on_call_tool=self._call_tool
+        )
 
     # -- handlers ------------------------------------------------------------------------
 
-    async def _list_tools(self) -> list[types.Tool]:
-        return [types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
-
-    async def _call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        context = self.server.request_context
-        progress_token = context.meta.progressToken if context.meta is not None else None
-        if progress_token is None or self.progress_interval is None:
-            result = await self.call(name, arguments)
-        else:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._heartbeat, context.session, progress_token, context.request_id, name)
-                result = await self.call(name, arguments)
-                group.cancel_scope.cancel()
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(result))],
-            structuredContent=result,
-            isError=is_error_result(result),
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[types.Tool.model_validate(definition) for definition in tool_definitions("mcp")]
         )
 
-    async def _heartbeat(self, session: Any, progress_token: str | int, request_id: Any, name: str) -> None:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name, arguments = params.name, params.arguments
+        request = ctx.request if isinstance(ctx.request, Request) else None
+        session = session_key(request)
+        if self.running.get(session, 0) >= self.max_calls_per_session:
+            busy = LimitExceededError(
+                f"this MCP session already runs {self.max_calls_per_session} calls (the per-session bound): "
+                "wait for one to finish, or cancel a wait it no longer needs",
+                bound="max_calls_per_session",
+                limit=self.max_calls_per_session,
+            )
+            return _as_call_result(tool_error_result(name, busy))
+        self.running[session] = self.running.get(session, 0) + 1
+        try:
+            return _as_call_result(await self._run_call(ctx, request, name, arguments))
+        finally:
+            self.running[session] -= 1
+            if not self.running[session]:
+                del self.running[session]
+
+    async def _run_call(
+        self, ctx: ServerRequestContext[Any], request: Request | None, name: str, arguments: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] | None = None
+        async with anyio.create_task_group() as group:
+            if self.progress_interval is not None:  # sends nothing for a request without a progressToken
+                group.start_soon(self._heartbeat, ctx, name)
+            if request is not None:
+                group.start_soon(_cancel_when_gone, request, group.cancel_scope)
+            result = await self.call(name, arguments)
+            group.cancel_scope.cancel()
+        if result is None:  # the HTTP caller went away: its wait was withdrawn, nobody reads this
+            gone = CancelledError(f"the MCP client went away during the {name} call")
+            result = tool_error_result(name, gone)
+        return result
+
+    async def _heartbeat(self, ctx: ServerRequestContext[Any], name: str) -> None:
         """Every ``progress_interval`` seconds of a running call, a progress notification
         (clients that reset their request timeout on progress keep long waits alive)."""
         assert self.progress_interval is not None
@@ -117,12 +170,7 @@ class HubToolServer:
         while True:
             await anyio.sleep(self.progress_interval)
             beats += 1
-            await session.send_progress_notification(
-                progress_token,
-                float(beats),
-                message=f"{name} still waiting",
-                related_request_id=str(request_id),
-            )
+            await ctx.session.report_progress(float(beats), message=f"{name} still waiting")
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool call on a worker thread and return its result dict (an error
@@ -149,37 +197,37 @@ class HubToolServer:
     async def run_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout until it disconnects."""
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+            async with answer_malformed(read_stream, write_stream) as checked:
+                await self.server.run(checked, write_stream, self.server.create_initialization_options())
 
     async def run_http(
         self,
-        host: str = "127.0.0.1",
+        policy: HttpPolicy,
         port: int = 8765,
         *,
-        on_listening: Callable[[str], None] | None = None,
+        on_listening: Callable[[str, str], None] | None = None,
+        max_request_body: int = DEFAULT_MAX_REQUEST_BODY,
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled.
+        """Serve streamable HTTP at ``http://policy.host:port/mcp`` until cancelled.
 
-        ``port=0`` picks a free port; ``on_listening(url)`` is called with the bound URL
-        once the server accepts connections (default: print it to stderr)."""
+        ``port=0`` picks a free port; ``on_listening(url, token)`` is called with the
+        bound URL and the bearer token once the server accepts connections (default:
+        print both to stderr)."""
         import uvicorn
         from starlette.applications import Starlette
         from starlette.routing import Route
 
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[host, f"{host}:*"],
-            allowed_origins=[f"http://{host}", f"http://{host}:*"],
-        )
-        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        # Host, Origin and the token are checked by the guard, against the bound port.
+        manager = StreamableHTTPSessionManager(app=self.server, max_request_body_size=max_request_body)
+        guard = HttpGuard(manager.handle_request, policy)
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:
             async with manager.run():
                 yield
 
-        app = Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        app = Starlette(routes=[Route(MCP_PATH, endpoint=guard)], lifespan=lifespan)
+        config = uvicorn.Config(app, host=policy.host, port=port, log_level="warning", lifespan="on")
         server = uvicorn.Server(config)
         announce = on_listening or _print_to(sys.stderr)
         async with anyio.create_task_group() as group:
@@ -188,22 +236,47 @@ class HubToolServer:
                 if server.should_exit:
                     return
                 await anyio.sleep(0.01)
-            bound = server.servers[0].sockets[0].getsockname()[1]
-            announce(f"http://{host}:{bound}{MCP_PATH}")
+            bound = int(server.servers[0].sockets[0].getsockname()[1])
+            guard.listening(bound)
+            announce(f"http://{policy.url_host}:{bound}{MCP_PATH}", policy.token)
 
 
-class _Endpoint:
-    """The ASGI app of the ``/mcp`` route: every request goes to the session manager."""
+def session_key(request: Request | None) -> str:
+    """Which session a call belongs to, for the per-session bound: a stateful HTTP
+    session by its ``Mcp-Session-Id``; a request without one (the 2026-07-28 revision,
+    stateless) by its TCP connection; stdio (``request`` None) is the one client."""
+    if request is None:
+        return "stdio"
+    session_id = request.headers.get("mcp-session-id")
+    if session_id:
+        return f"session {session_id}"
+    peer = request.client
+    return f"connection {peer.host}:{peer.port}" if peer is not None else "connection ?"
 
-    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
-        self._manager = manager
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self._manager.handle_request(scope, receive, send)
+def _as_call_result(result: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result))],
+        structured_content=result,
+        is_error=is_error_result(result),
+    )
 
 
-def _print_to(stream: TextIO) -> Callable[[str], None]:
-    def announce(url: str) -> None:
+async def _cancel_when_gone(request: Request, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` once the HTTP connection that carried ``request`` is closed.
+
+    A streamable HTTP session outlives its requests, so the SDK keeps running a call
+    whose caller dropped its connection: a ``receive_message`` left waiting would take
+    the next message and answer nobody. Polled: Starlette tells a disconnect only when
+    asked."""
+    while not await request.is_disconnected():
+        await anyio.sleep(DISCONNECT_POLL)
+    scope.cancel()
+
+
+def _print_to(stream: TextIO) -> Callable[[str, str], None]:
+    def announce(url: str, token: str) -> None:
         print(f"orkeon mcp: serving on {url}", file=stream, flush=True)
+        print(f"orkeon mcp: bearer token {token}", file=stream, flush=True)
 
     return announce

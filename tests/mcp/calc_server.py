@@ -1,4 +1,4 @@
-"""A small external MCP server for the mcp_tools tests (FastMCP, from the official SDK).
+"""A small external MCP server for the mcp_tools tests (MCPServer, from the official SDK).
 
 ``python -m tests.mcp.calc_server`` serves stdio; ``... http PORT`` streamable HTTP."""
 
@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import sys
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-server = FastMCP("calc", host="127.0.0.1", port=int(sys.argv[2]) if len(sys.argv) > 2 else 8000)
+server = MCPServer("calc")
 
 
 @server.tool()
@@ -27,9 +28,12 @@ def shout(text: str) -> str:
 def divide(a: float, b: float) -> float:
     """Divide a by b."""
     if b == 0:
-        raise ValueError("cannot divide by zero")
+        raise ToolError("cannot divide by zero")  # shown to the client (any other exception is not)
     return a / b
 
 
 if __name__ == "__main__":
-    server.run(transport="streamable-http" if sys.argv[1:2] == ["http"] else "stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -1,5 +1,5 @@
 """``ok.tools.mcp_tools``: an external MCP server's tools in an agent's hands, against a
-small FastMCP server the test starts (stdio subprocess, then streamable HTTP)."""
+small MCPServer (the SDK's high-level server) the test starts (stdio subprocess, then streamable HTTP)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_the_tools_of_a_stdio_server_are_listed_and_called() -> None:
         add = toolset.tools[0]
         assert add.description == "Add two integers."
         assert add.input_schema["properties"].keys() == {"a", "b"}
-        assert add.fn({"a": 2, "b": 3}) == {"result": 5}  # FastMCP's structured output
+        assert add.fn({"a": 2, "b": 3}) == {"result": 5}  # MCPServer's structured output
         with pytest.raises(McpToolError, match="cannot divide by zero") as raised:
             toolset.call("divide", {"a": 1, "b": 0})
         assert raised.value.tool == "divide"

@@ -20,7 +20,7 @@ import orkeon_actors as ok
 from orkeon_actors.errors import StoreLockedError
 from orkeon_actors.tools import tool_definitions
 
-from .helpers import http_server, http_session, result_of
+from .helpers import http_server, http_session, result_of, served_definitions
 
 IDENTITY = ("--crew", "desk", "--agent", "claude")
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,17 +28,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_http_lists_the_tools_and_a_wait_is_answered_by_another_process(tmp_path: Path) -> None:
     store = tmp_path / "h.db"
-    with http_server(store, *IDENTITY) as url:
+    with http_server(store, *IDENTITY) as served:
         with pytest.raises(StoreLockedError):  # why the other process goes through the server
             ok.Runtime.start(store=str(store))
 
         async def main() -> None:
-            async with http_session(url) as session:
+            async with http_session(served) as session:
                 listed = await session.list_tools()
-                served = [
-                    t.model_dump(include={"name", "description", "inputSchema", "outputSchema"}) for t in listed.tools
-                ]
-                assert served == tool_definitions(style="mcp")
+                assert served_definitions(listed) == tool_definitions(style="mcp")
                 got: list[dict[str, Any]] = []
 
                 async def wait() -> None:
@@ -47,7 +44,16 @@ def test_http_lists_the_tools_and_a_wait_is_answered_by_another_process(tmp_path
                 async with anyio.create_task_group() as group:
                     group.start_soon(wait)
                     poster = await anyio.run_process(
-                        [sys.executable, "-m", "tests.mcp.poster", url, "agent://desk/claude", "from afar"], cwd=ROOT
+                        [
+                            sys.executable,
+                            "-m",
+                            "tests.mcp.poster",
+                            served.url,
+                            served.token,
+                            "agent://desk/claude",
+                            "from afar",
+                        ],
+                        cwd=ROOT,
                     )
                 posted = json.loads(poster.stdout)
                 assert got[0]["timed_out"] is False
@@ -60,14 +66,14 @@ def test_http_lists_the_tools_and_a_wait_is_answered_by_another_process(tmp_path
 
 
 def test_http_failures_are_is_error_results(tmp_path: Path) -> None:
-    with http_server(tmp_path / "h.db", *IDENTITY) as url:
+    with http_server(tmp_path / "h.db", *IDENTITY) as served:
 
         async def main() -> None:
-            async with http_session(url) as session:
+            async with http_session(served) as session:
                 result = await session.call_tool(
                     "send_request", {"target_mailbox": "topic://x", "payload": 1, "timeout_ms": 10}
                 )
-                assert result.isError is True
+                assert result.is_error is True
                 assert result_of(result)["error"]["field"] == "target_mailbox"
 
         anyio.run(main)
@@ -75,10 +81,10 @@ def test_http_failures_are_is_error_results(tmp_path: Path) -> None:
 
 def test_posts_kept_on_the_store_survive_the_server(tmp_path: Path) -> None:
     store = tmp_path / "h.db"
-    with http_server(store, *IDENTITY) as url:
+    with http_server(store, *IDENTITY) as served:
 
         async def post() -> None:
-            async with http_session(url) as session:
+            async with http_session(served) as session:
                 posted = result_of(
                     await session.call_tool(
                         "post_message", {"target_mailbox": "agent://desk/claude", "payload": "later"}
@@ -87,10 +93,10 @@ def test_posts_kept_on_the_store_survive_the_server(tmp_path: Path) -> None:
                 assert posted["message_id"]
 
         anyio.run(post)
-    with http_server(store, *IDENTITY) as url:  # a new server process on the same file
+    with http_server(store, *IDENTITY) as served:  # a new server process on the same file
 
         async def receive() -> None:
-            async with http_session(url) as session:
+            async with http_session(served) as session:
                 got = result_of(await session.call_tool("receive_message", {"timeout_ms": 10_000}))
                 assert got["message"]["payload"] == "later"
 
