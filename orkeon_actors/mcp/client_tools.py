@@ -11,9 +11,11 @@
 :class:`McpToolset` connects once (the official ``mcp`` SDK's client: a subprocess over
 stdio, or streamable HTTP), lists the server's tools and keeps the session open on one
 background thread running an asyncio loop. Each :class:`~orkeon_actors.crew.agent.Tool`
-it offers has the server's name, description and ``inputSchema``; calling it (on the
-crew's thread, like any user tool) sends ``tools/call`` and blocks that thread for the
-answer, at most ``timeout`` seconds:
+it offers has the server's name, description and ``inputSchema``, and an ``async`` function:
+an agent calling it *parks* while ``tools/call`` is in flight (the crew serves its other
+agents meanwhile, so a ``Parallel`` crew's MCP calls overlap; ``docs/crews.md``, "The agent
+loop"), at most ``timeout`` seconds. :meth:`McpToolset.call` is the same call, blocking its
+caller, for use outside a crew:
 
 * a result with ``structuredContent`` is returned as that dict; otherwise as
   ``{"content": [...]}`` (the content blocks as JSON, text blocks as
@@ -163,22 +165,27 @@ class McpToolset:
     def _tool(self, listed: types.Tool) -> Tool:
         name = listed.name
 
-        def fn(arguments: Mapping[str, Any]) -> dict[str, Any]:
-            return self.call(name, arguments)
+        async def fn(arguments: Mapping[str, Any]) -> dict[str, Any]:
+            return await self.acall(name, arguments)
 
         schema = dict(listed.input_schema) if listed.input_schema else {"type": "object"}
         return Tool(self.prefix + name, listed.description or "", fn, schema)
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Call the server's tool ``name`` (its own name, without ``prefix``) and
-        return its result (see the module docstring); blocks at most ``timeout``."""
+    def _submit(
+        self, name: str, arguments: Mapping[str, Any] | None
+    ) -> concurrent.futures.Future[types.CallToolResult]:
         session = self._session
         if session is None:
             raise McpToolError(f"the session with the MCP server {self._describe()} is closed", tool=name)
-        future = asyncio.run_coroutine_threadsafe(
+        return asyncio.run_coroutine_threadsafe(
             session.call_tool(name, dict(arguments or {}), read_timeout_seconds=self.timeout),
             self._loop,
         )
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Call the server's tool ``name`` (its own name, without ``prefix``) and
+        return its result (see the module docstring); blocks at most ``timeout``."""
+        future = self._submit(name, arguments)
         try:
             result = future.result(self.timeout + 1)
         except concurrent.futures.TimeoutError:
@@ -186,6 +193,26 @@ class McpToolset:
             raise McpToolError(f"the MCP tool {name!r} did not answer within {self.timeout:g}s", tool=name) from None
         except Exception as exc:  # a protocol error (MCPError), a lost connection
             raise McpToolError(f"the MCP tool {name!r} failed: {exc}", tool=name) from exc
+        return self._result(name, result)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """:meth:`call` for a coroutine on another event loop (the runtime's I/O loop):
+        awaits the answer without blocking that loop. Cancelling it cancels the call on
+        the session."""
+        future = self._submit(name, arguments)
+        try:
+            result = await asyncio.wait_for(asyncio.wrap_future(future), self.timeout + 1)
+        except TimeoutError:
+            raise McpToolError(f"the MCP tool {name!r} did not answer within {self.timeout:g}s", tool=name) from None
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:  # a protocol error (MCPError), a lost connection
+            raise McpToolError(f"the MCP tool {name!r} failed: {exc}", tool=name) from exc
+        return self._result(name, result)
+
+    @staticmethod
+    def _result(name: str, result: types.CallToolResult) -> dict[str, Any]:
         if result.is_error:
             text = " ".join(b.text for b in result.content if isinstance(b, types.TextContent)) or "no message"
             raise McpToolError(f"the MCP tool {name!r} reported an error: {text}", tool=name)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -30,6 +31,21 @@ def divide(a: float, b: float) -> float:
     if b == 0:
         raise ToolError("cannot divide by zero")  # shown to the client (any other exception is not)
     return a / b
+
+
+_arrived: dict[str, int] = {}
+_all_there: dict[str, asyncio.Event] = {}
+
+
+@server.tool()
+async def rendezvous(name: str, parties: int) -> int:
+    """Answer once ``parties`` calls named ``name`` are in flight at once (a barrier)."""
+    _arrived[name] = _arrived.get(name, 0) + 1
+    event = _all_there.setdefault(name, asyncio.Event())
+    if _arrived[name] >= parties:
+        event.set()
+    await event.wait()
+    return _arrived[name]
 
 
 if __name__ == "__main__":

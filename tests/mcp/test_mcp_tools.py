@@ -16,7 +16,7 @@ import orkeon_actors as ok
 from orkeon_actors.crew import Agent, CrewActor, CrewStatus, ScriptedModel, call, query_crew, respond, start_crew
 from orkeon_actors.errors import InvalidArgumentError, McpToolError
 from orkeon_actors.mcp import McpServerParams
-from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.orchestration import Branch, Parallel, Sequential, Task
 from orkeon_actors.testing import wait_until
 
 from .helpers import drain
@@ -28,11 +28,11 @@ STDIO = McpServerParams(command=[sys.executable, "-m", "tests.mcp.calc_server"],
 def test_the_tools_of_a_stdio_server_are_listed_and_called() -> None:
     with ok.tools.mcp_tools(STDIO, prefix="calc_") as toolset:
         names = [t.name for t in toolset]
-        assert names == ["calc_add", "calc_shout", "calc_divide"]
+        assert names == ["calc_add", "calc_shout", "calc_divide", "calc_rendezvous"]
         add = toolset.tools[0]
         assert add.description == "Add two integers."
         assert add.input_schema["properties"].keys() == {"a", "b"}
-        assert add.fn({"a": 2, "b": 3}) == {"result": 5}  # MCPServer's structured output
+        assert toolset.call("add", {"a": 2, "b": 3}) == {"result": 5}  # MCPServer's structured output
         with pytest.raises(McpToolError, match="cannot divide by zero") as raised:
             toolset.call("divide", {"a": 1, "b": 0})
         assert raised.value.tool == "divide"
@@ -61,6 +61,36 @@ def test_an_agent_uses_the_external_tools_and_reads_their_errors() -> None:
             assert results[0] == {"result": 42}
             assert results[1]["error"]["type"] == "McpToolError"
             assert "cannot divide by zero" in results[1]["error"]["message"]
+        finally:
+            ref.stop()
+
+
+def test_agents_calling_mcp_tools_park_so_their_calls_overlap() -> None:
+    """Two Parallel branches call a tool that answers only when both calls are in flight:
+    a tool call that held the crew's thread would leave the second never made."""
+    with ok.Runtime.start() as rt, ok.tools.mcp_tools(STDIO, timeout=20) as toolset:
+        agents = [
+            Agent(
+                name,
+                ScriptedModel([call("rendezvous", {"name": "r", "parties": 2}), respond(name)]),
+                tools=toolset.tools,
+                hub_tools=False,
+            )
+            for name in ("left", "right")
+        ]
+        ref = CrewActor.start(
+            rt.hub,
+            agents=agents,
+            orchestration=Parallel([Branch("l", "left", "go"), Branch("r", "right", "go")]),
+            crew_id="c2",
+        )
+        try:
+            start_crew(ref)
+            wait_until(lambda: query_crew(ref, "status") is not CrewStatus.RUNNING, what="the crew to end")
+            conversations = [agent.conversation for agent in query_crew(ref, "snapshot").agents]
+            results = [json.loads(m.content) for c in conversations for m in c if m.role == "tool"]
+            assert results == [{"result": 2}, {"result": 2}]
+            assert query_crew(ref, "status") is CrewStatus.COMPLETED
         finally:
             ref.stop()
 
@@ -96,7 +126,7 @@ def http_calc() -> Iterator[str]:
 
 def test_the_tools_of_a_streamable_http_server(http_calc: str) -> None:
     with ok.tools.mcp_tools(http_calc) as toolset:
-        assert [t.name for t in toolset] == ["add", "shout", "divide"]
+        assert [t.name for t in toolset] == ["add", "shout", "divide", "rendezvous"]
         assert toolset.call("shout", {"text": "quiet"}) == {"result": "QUIET"}
 
 
