@@ -471,7 +471,24 @@ class Gateway:
         ``SignatureError`` for a refused one."""
         if not self._checked(delivery, defer):
             return None
-        return wire.decode(delivery.headers, delivery.body)
+        envelope = wire.decode(delivery.headers, delivery.body)
+        self._check_identity(envelope, delivery.headers)
+        return envelope
+
+    @staticmethod
+    def _check_identity(envelope: wire.Envelope, headers: Mapping[str, object]) -> None:
+        """``SignatureError`` unless the identity the receiver acts on (the message's
+        source crew and agent: its reader's sender, the ACL re-check's subject, a
+        reply's route) is the signed ``from`` header, which the verifier tied to the
+        signing host by signed presence; a request's reply goes to that host
+        (``envelope.host``), never to an address the body names."""
+        claimed = wire.sender_of(envelope.message, f"{GATEWAY}@{envelope.host}")
+        signed_from = str(headers.get("from", ""))
+        if claimed != signed_from:
+            raise SignatureError(
+                f"the message names {claimed} as its source, but host {envelope.host!r} signed it as from "
+                f"{signed_from}: impersonation refused"
+            )
 
     def _checked(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> bool:
         """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here.

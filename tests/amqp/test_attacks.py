@@ -1,0 +1,88 @@
+"""Attacks on a fleet, published with pika straight onto the broker as a party holding
+broker access or as a compromised host holding one key (cross-host messaging design
+§5, §10; ``docs/security.md``): each is refused to ``fleet.dlx``, loudly, and the honest
+stream beside it loses nothing and duplicates nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+import orkeon_actors as ok
+from orkeon_actors.fleet.gateway import now_ms
+from orkeon_actors.hub.amqp.link import Outgoing
+from orkeon_actors.hub.amqp.topology import mailbox_key
+from orkeon_actors.hub.port import POST_TOPIC, CallerContext
+from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.wire import amqp as wire
+
+from .test_hub import Fleet, dead_lettered, raw_publish
+
+pytestmark = pytest.mark.rabbitmq
+
+BOX = "agent://billing/scorer"
+
+
+@pytest.fixture
+def fleet(vhost: str, tmp_path: Path) -> Iterator[Fleet]:
+    pair = Fleet(vhost, tmp_path)
+    try:
+        yield pair
+    finally:
+        pair.stop()
+
+
+def honest_posts(fleet: Fleet, count: int, tag: str) -> list[str]:
+    """``count`` genuine posts from a's ``c1/x`` to :data:`BOX`; their ids."""
+    poster = fleet.a.hub.bind("c1", "x")
+    return [str(poster.post(BOX, {"tag": tag, "n": n}).id) for n in range(count)]
+
+
+def read_all(registration: ok.MailboxRegistration, count: int) -> list[str]:
+    with registration.reader() as reader:
+        return [str(reader.receive().id) for _ in range(count)]
+
+
+def forged_by_a(fleet: Fleet, *, source: tuple[str, str | None], sender: str) -> Outgoing:
+    """A post to :data:`BOX` signed with host a's key (a compromised host's, or its
+    operator's), whose body names ``source`` (crew, agent) and whose signed ``from`` is
+    ``sender``."""
+    hub = fleet.hub_a
+    to = ok.MailboxAddress.parse(BOX)
+    message = hub.stamp(CallerContext(CrewId("c1"), AgentId("x")), POST_TOPIC, "pay me", None, to.crew_id, to)
+    crew, agent = source
+    message = attrs.evolve(
+        message, source_crew_id=CrewId(crew), source_agent_id=None if agent is None else AgentId(agent)
+    )
+    key = mailbox_key(to)
+    headers, body = wire.encode(message, kind="post", to=key, sender=sender, expires_at_ms=now_ms() + 60_000)
+    return Outgoing("fleet.msg", key, body, str(message.id), hub.gateway.signer.sign(headers, body))
+
+
+def test_a_key_holder_naming_another_hosts_agent_as_source_is_refused(fleet: Fleet) -> None:
+    """Host a signs as its own ``c1/x`` (which lives on a by presence) but the body names
+    ``billing/auditor``, an agent of host b: the reader and the ACL re-check would see
+    the post as the auditor's."""
+    registration = fleet.register_on_b(BOX)
+    fleet.register_on_b("agent://billing/auditor")
+    before = honest_posts(fleet, 3, "before")
+    forged = forged_by_a(fleet, source=("billing", "auditor"), sender="agent://c1/x")
+    raw_publish(fleet.vhost, forged)
+    after = honest_posts(fleet, 3, "after")
+    assert dead_lettered(fleet.vhost, forged.message_id)
+    assert read_all(registration, 6) == before + after
+    assert registration.depth() == 0 and fleet.hub_b.gateway.rejected == 1
+
+
+def test_a_key_holder_naming_a_crew_level_source_of_its_agent_is_refused(fleet: Fleet) -> None:
+    """The signed ``from`` names an agent; the body a crew-level caller of another crew."""
+    registration = fleet.register_on_b(BOX)
+    honest = honest_posts(fleet, 2, "honest")
+    forged = forged_by_a(fleet, source=("billing", None), sender="agent://c1/x")
+    raw_publish(fleet.vhost, forged)
+    assert dead_lettered(fleet.vhost, forged.message_id)
+    assert read_all(registration, 2) == honest
+    assert registration.depth() == 0
