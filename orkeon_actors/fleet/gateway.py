@@ -25,17 +25,19 @@ Guarantees:
 * **Verified in.** Each delivery is decoded and verified in the design's order
   (signature; the claimed sender lives on the signing host by signed presence, waiting
   up to ``presence_ttl`` for a presence not heard yet; the recipient matches the routing
-  key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
+  key; not expired; not a replay, against a seen-set kept in the host's store
+  (:mod:`~orkeon_actors.fleet.seen_store`)), then handed to the :class:`GatewaySink`. Any failure,
   the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
   ERROR log naming the message and the reason; the queue never wedges.
 * **Duplicates are dropped, not refused.** A delivery repeating a message received
   already (same id, same signer, sender, recipient and body: what the link republishes
   after a reconnect when the broker had not confirmed it) is acknowledged and dropped,
-  with a DEBUG log, counted in :attr:`Gateway.duplicates` and on the counter
+  with a WARNING log, counted in :attr:`Gateway.duplicates` and on the counter
   ``orkeon_fleet_duplicates_total{lane}``: the first copy was kept (or refused and
   reported) already, so no false ``DeliveryFailed`` reaches its sender. One the broker
   marks ``redelivered`` still goes to the sink, which deduplicates it against what it
-  kept.
+  keeps, unless this gateway acknowledged it into an inbox already (its reader may have
+  consumed it since): then it is dropped too.
 * **Receipts.** A post asking for one (``post(..., confirm_delivery=True)``) is
   confirmed to its poster's host once held and acknowledged (again for a duplicate of
   one confirmed already); :meth:`Gateway.publish_delivered` waits for that receipt
@@ -80,6 +82,7 @@ from orkeon_actors.fleet.inbox_batch import InboxDeclarations
 from orkeon_actors.fleet.lanes import Lane, drain_inboxes
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
+from orkeon_actors.fleet.seen_store import Seen
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
@@ -214,6 +217,12 @@ class Gateway:
         self.receipts = Receipts()
         """The posts of this host waiting for a DELIVERED receipt."""
         self._confirmed: OrderedDict[str, None] = OrderedDict()
+        self._kept: OrderedDict[str, None] = OrderedDict()
+        """Ids of posts held in an inbox and acknowledged: a broker redelivery of one
+        (after a connection cut) is a duplicate even once its reader consumed it."""
+        self.remember_seen: Callable[[list[Seen]], None] | None = None
+        """Keeps the ids this gateway saw the first time in the host's store (set by the
+        hub: :mod:`~orkeon_actors.fleet.seen_store`), queued before what they came with."""
 
     # -- topology ---------------------------------------------------------------------
 
@@ -507,19 +516,39 @@ class Gateway:
                 time.sleep(_PRESENCE_POLL)
         with self._verify_lock:  # the seen-set is shared by the three lanes
             first = self.verifier.verify(headers, body, delivery.routing_key)
-        if not first and not delivery.redelivered:
+            kept = delivery.message_id in self._kept
+        if not first and (not delivery.redelivered or kept):
             self._drop_duplicate(delivery)
             return False
         return True
 
+    def first_sight(self, headers: Mapping[str, object], body: bytes) -> bool:
+        """The seen-set's check for a message verified elsewhere (a control request):
+        ``True`` the first time (remembered, and kept in the store), ``False`` for a
+        duplicate, ``SignatureError`` for a seen id with other content."""
+        with self._verify_lock:
+            first = self.verifier.first_sight(headers, body)
+        self._flush_seen()
+        return first
+
+    def _flush_seen(self) -> None:
+        """Hand the ids seen the first time to :attr:`remember_seen` (before the store
+        is given what they came with)."""
+        with self._verify_lock:
+            new = self.verifier.take_new()
+        if new and self.remember_seen is not None:
+            self.remember_seen(new)
+
     def _drop_duplicate(self, delivery: Delivery) -> None:
         lane = "inbox" if delivery.queue.startswith("inbox.") else delivery.queue.partition(".")[0]
-        _log.debug(
-            "gateway {} dropped a duplicate of message {} from {} on {}: it was received already",
+        _log.warning(
+            "gateway {} dropped message {} from {} on {}{}: it was received already (an exact replay, "
+            "or a republish after a broker cut); not delivered again",
             self.host_id,
             delivery.message_id,
             delivery.headers.get("from"),
             delivery.queue,
+            " (redelivered by the broker)" if delivery.redelivered else "",
         )
         self.link.ack(delivery)
         with self._lock:
@@ -554,6 +583,7 @@ class Gateway:
     ) -> None:
         try:
             envelope = self._verified(delivery, defer)
+            self._flush_seen()
             if envelope is None:
                 return
             take(envelope)
@@ -611,6 +641,7 @@ class Gateway:
                 self._reject(delivery, f"{type(exc).__name__}: {exc}")
                 continue
             verified.append((delivery, (envelope, address, delivery.redelivered)))
+        self._flush_seen()  # queued before the posts: committed with them or earlier
         if not verified:
             return
         try:
@@ -621,10 +652,17 @@ class Gateway:
         for (delivery, (envelope, address, _)), outcome in zip(verified, outcomes, strict=True):
             if outcome is None:
                 self.link.ack(delivery)
+                self._remember_kept(str(envelope.message.id))
                 if envelope.receipt:
                     self._confirm(envelope, address)
             else:
                 self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
+
+    def _remember_kept(self, message_id: str) -> None:
+        with self._verify_lock:
+            self._kept[message_id] = None
+            if len(self._kept) > self.config.seen:
+                self._kept.popitem(last=False)
 
     def _topic_delivery(self, delivery: Delivery) -> None:
         def take(envelope: wire.Envelope) -> None:
@@ -659,7 +697,9 @@ class Gateway:
 
     def _receipt_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
         try:
-            if not self._checked(delivery, defer):
+            checked = self._checked(delivery, defer)
+            self._flush_seen()
+            if not checked:
                 return
             receipt = wire.decode_receipt(delivery.headers, delivery.body)
         except (SignatureError, EventHubError) as exc:

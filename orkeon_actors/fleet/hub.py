@@ -52,6 +52,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+import apsw
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
@@ -62,7 +63,7 @@ from orkeon_actors.errors import (
     MailboxNotFoundError,
     UnroutableError,
 )
-from orkeon_actors.fleet import remote_requests
+from orkeon_actors.fleet import remote_requests, seen_store
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.last_value_sync import newer
@@ -216,6 +217,7 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
+            self._restore_seen()
             self._reopen_requests()
             kept = [address for address in sorted(self.durable_mailboxes, key=str) if _crossable(address)]
             self.gateway.preload_inboxes(kept)
@@ -363,6 +365,35 @@ class AmqpEventHub(SqliteEventHub):
         except HubStoppedError:
             _log.debug(
                 "host {}: store closed, {} reply route(s) left for the next boot", self.host_id, len(correlation_ids)
+            )
+
+    def _restore_seen(self) -> None:
+        """At boot, before anything is consumed: the replay seen-set kept in this store
+        back into the verifier, and new entries kept from now on
+        (:mod:`~orkeon_actors.fleet.seen_store`)."""
+        kept = self.writer.execute(lambda conn: seen_store.boot(conn, now_ms()))
+        self.gateway.verifier.restore(kept)
+        self._seen_writes = 0
+        self.gateway.remember_seen = self._remember_seen
+
+    def _remember_seen(self, entries: list[seen_store.Seen]) -> None:
+        self._seen_writes += len(entries)
+        prune = self._seen_writes >= seen_store.PRUNE_EVERY
+        if prune:
+            self._seen_writes = 0
+
+        def write(conn: apsw.Connection) -> None:
+            seen_store.remember(conn, entries)
+            if prune:
+                seen_store.prune(conn, now_ms())
+
+        try:
+            self.writer.submit(write)
+        except HubStoppedError:
+            _log.warning(
+                "host {}: store closed, {} received message id(s) not kept for replay checks after a restart",
+                self.host_id,
+                len(entries),
             )
 
     def _reopen_requests(self) -> None:

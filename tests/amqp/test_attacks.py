@@ -5,20 +5,27 @@ stream beside it loses nothing and duplicates nothing."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import attrs
 import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.fleet.gateway import now_ms
+from orkeon_actors.fleet.host_process import HostProcess, write_keys
+from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.hub.amqp.link import Outgoing
 from orkeon_actors.hub.amqp.topology import mailbox_key
 from orkeon_actors.hub.port import POST_TOPIC, CallerContext
 from orkeon_actors.model.ids import AgentId, CrewId
+from orkeon_actors.testing import wait_until
 from orkeon_actors.wire import amqp as wire
 
+from .conftest import url
+from .fleet import start_host
 from .test_hub import Fleet, dead_lettered, raw_publish
 
 pytestmark = pytest.mark.rabbitmq
@@ -86,3 +93,65 @@ def test_a_key_holder_naming_a_crew_level_source_of_its_agent_is_refused(fleet: 
     assert dead_lettered(fleet.vhost, forged.message_id)
     assert read_all(registration, 2) == honest
     assert registration.depth() == 0
+
+
+def captured_post(hub: AmqpEventHub, address: str, payload: object, caller: tuple[str, str] = ("c1", "x")) -> Outgoing:
+    """A genuine post by ``caller`` as ``hub``'s gateway signs it: what a wiretapper captures."""
+    to = ok.MailboxAddress.parse(address)
+    context = CallerContext(CrewId(caller[0]), AgentId(caller[1]))
+    message = hub.stamp(context, POST_TOPIC, payload, None, to.crew_id, to)
+    return hub.gateway.outgoing(message, kind="post", routing_key=mailbox_key(to), expires_at_ms=now_ms() + 60_000)
+
+
+@pytest.fixture
+def a_and_process_b(vhost: str, tmp_path: Path) -> Iterator[tuple[AmqpEventHub, HostProcess]]:
+    """Host a in this process (its key signs the captured traffic), host b a child
+    process that a test can SIGKILL and restart on its store."""
+    suffix = uuid.uuid4().hex[:6]
+    a_id, b_id = f"a-{suffix}", f"b-{suffix}"
+    keys_file = tmp_path / "keys.json"
+    keys = write_keys(keys_file, [a_id, b_id])
+    b = HostProcess(b_id, tmp_path / "b.db", url=url(vhost), keys_file=keys_file, presence=(0.2, 3.0)).start()
+    a = start_host(vhost, a_id, tmp_path / "a.db", keys)
+    try:
+        assert isinstance(a.hub, AmqpEventHub)
+        b.call("register", address=BOX)
+        wait_until(lambda: a.hub.where(BOX) == b_id, what="a seeing b's inbox")  # type: ignore[attr-defined]
+        yield a.hub, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+def held_ids(store: Path, address: str) -> set[str]:
+    """The message ids ``store`` still holds for ``address`` (committed, read-only)."""
+    conn = apsw.Connection(str(store), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {
+            str(row[0])
+            for row in conn.execute("SELECT message_id FROM mailboxes WHERE mailbox_address = ?", (address,))
+        }
+    finally:
+        conn.close()
+
+
+def test_a_post_replayed_after_the_receiver_was_sigkilled_and_restarted_is_not_delivered_again(
+    vhost: str, a_and_process_b: tuple[AmqpEventHub, HostProcess]
+) -> None:
+    hub_a, b = a_and_process_b
+    poster = hub_a.bind("c1", "x")
+    captured = captured_post(hub_a, BOX, "pay once")
+    raw_publish(vhost, captured)
+    assert b.call("receive", address=BOX)["id"] == captured.message_id
+    first = str(poster.post(BOX, "honest 1").id)
+    assert b.call("receive", address=BOX)["id"] == first  # coming back for it consumed the captured one
+    wait_until(lambda: captured.message_id not in held_ids(b.store, BOX), what="its consumption committed")
+    b.kill()
+    b.restart()
+    b.call("register", address=BOX)
+    wait_until(lambda: [hub_a.host_id, "sender:agent://c1/x"] in b.call("roster"), what="b hearing a again")
+    raw_publish(vhost, captured)  # the exact captured bytes, still within their expiry
+    second = str(poster.post(BOX, "honest 2").id)
+    got = [b.call("receive", address=BOX)["id"] for _ in range(2)]
+    assert got == [first, second]  # the one in hand at the kill again (at least once), never the replay
+    assert b.call("depth", address=BOX) == 0
