@@ -85,7 +85,13 @@ class Fleet:
         gateway = hub.gateway
         self._supervisor: CrewSupervisor | None = None
         self.control = ControlPlane(
-            self.host_id, gateway.link, gateway.signer, gateway.verifier, spawn=self._spawn_here, stop=self._stop_here
+            self.host_id,
+            gateway.link,
+            gateway.signer,
+            gateway.verifier,
+            spawn=self._spawn_here,
+            stop=self._stop_here,
+            first_sight=gateway.first_sight,
         )
         self.dead_letters = DeadLetterReporter(gateway.link, gateway.verifier, mailbox_reporter(hub))
         self.last_values = LastValueSync(hub, self.control)
