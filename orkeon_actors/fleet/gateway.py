@@ -9,7 +9,7 @@ the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-(about 650) because the inbox, topic and answer paths share one verification order and one settling
+(about 710) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).
@@ -23,9 +23,11 @@ Guarantees:
   ``FleetConfig.publish_timeout``). A sender seen for the first time is announced on the
   roster before its message is published.
 * **Verified in.** Each delivery is decoded and verified in the design's order
-  (signature; the claimed sender lives on the signing host by signed presence, waiting
-  up to ``presence_ttl`` for a presence not heard yet; the recipient matches the routing
-  key; not expired; not a replay, against a seen-set kept in the host's store
+  (signature; the claimed sender lives on the signing host by signed presence: a
+  genuine message whose sender's presence is not heard yet is parked alone, up to
+  ``presence_ttl``, never holding its lane (:mod:`~orkeon_actors.fleet.parking`); the
+  message's source crew and agent are the signed sender; the recipient matches the
+  routing key; not expired; not a replay, against a seen-set kept in the host's store
   (:mod:`~orkeon_actors.fleet.seen_store`)), then handed to the :class:`GatewaySink`. Any failure,
   the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
   ERROR log naming the message and the reason; the queue never wedges.
@@ -80,6 +82,7 @@ from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.inbox_batch import InboxDeclarations
 from orkeon_actors.fleet.lanes import Lane, drain_inboxes
+from orkeon_actors.fleet.parking import Parking
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.seen_store import Seen
@@ -112,7 +115,6 @@ _log = logger.bind(component="orkeon_actors.fleet")
 SENDER_PREFIX: Final = "sender:"
 """Roster entities of senders that have no mailbox here (a client bound to a crew id):
 announced so receivers can check where they live, never mistaken for a mailbox."""
-_PRESENCE_POLL = 0.01
 _CONFIRMED_MAX = 10_000
 """How many confirmed post ids a gateway remembers, to confirm their duplicates again."""
 
@@ -213,6 +215,9 @@ class Gateway:
         self._inbox_lane = Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
         self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
         self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
+        self._parking = Parking(
+            f"gateway-{config.host_id}-parked", self._sender_known, self._reject, config.presence_ttl
+        )
         self._started = False
         self.receipts = Receipts()
         """The posts of this host waiting for a DELIVERED receipt."""
@@ -299,6 +304,7 @@ class Gateway:
         the link (unacknowledged deliveries return to their queues). Idempotent."""
         self._stopped = True
         self.roster.stop()
+        self._parking.stop()
         for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
             lane.stop()
         self.link.stop()
@@ -474,11 +480,11 @@ class Gateway:
 
     # -- receiving ----------------------------------------------------------------------
 
-    def _verified(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> wire.Envelope | None:
+    def _verified(self, delivery: Delivery, requeue: Callable[[Delivery], None]) -> wire.Envelope | None:
         """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
-        and dropped here) or one handed to ``defer`` (see :meth:`_checked`). Raises
+        and dropped here) or one parked (see :meth:`_checked`). Raises
         ``SignatureError`` for a refused one."""
-        if not self._checked(delivery, defer):
+        if not self._checked(delivery, requeue):
             return None
         envelope = wire.decode(delivery.headers, delivery.body)
         self._check_identity(envelope, delivery.headers)
@@ -499,21 +505,17 @@ class Gateway:
                 f"{signed_from}: impersonation refused"
             )
 
-    def _checked(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> bool:
-        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here.
-        With ``defer`` (a caller that must not block), a delivery whose sender's presence
-        is not known yet is handed to ``defer``, unverified, instead of waiting for it
-        (``False`` too)."""
+    def _checked(self, delivery: Delivery, requeue: Callable[[Delivery], None]) -> bool:
+        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here,
+        or for one whose sender's presence is not known yet: a genuine one (its
+        signature checked) is parked alone (:mod:`~orkeon_actors.fleet.parking`) and
+        handed to ``requeue`` (its lane) once the presence is heard, never waited for
+        on the lane."""
         headers, body = delivery.headers, delivery.body
-        sender = str(headers.get("from", ""))
-        if self.sender_host(sender) is None and defer is not None:
-            defer(delivery)
+        if not self._sender_known(delivery):  # a first message may outrun its sender's announcement
+            self.verifier.signing_host(headers, body)  # only a genuine message is parked
+            self._parking.park(delivery, requeue)
             return False
-        if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
-            self.verifier.signing_host(headers, body)  # only a genuine message is waited for
-            deadline = time.monotonic() + self.config.presence_ttl
-            while self.sender_host(sender) is None and time.monotonic() < deadline:
-                time.sleep(_PRESENCE_POLL)
         with self._verify_lock:  # the seen-set is shared by the three lanes
             first = self.verifier.verify(headers, body, delivery.routing_key)
             kept = delivery.message_id in self._kept
@@ -575,14 +577,17 @@ class Gateway:
                 self._confirmed.popitem(last=False)
         self.publish_nowait(receipt_for(envelope, address, self.signer, self.entity), "DELIVERED receipt")
 
+    def _sender_known(self, delivery: Delivery) -> bool:
+        return self.sender_host(str(delivery.headers.get("from", ""))) is not None
+
     def _settle(
         self,
         delivery: Delivery,
         take: Callable[[wire.Envelope], None],
-        defer: Callable[[Delivery], None] | None = None,
+        requeue: Callable[[Delivery], None],
     ) -> None:
         try:
-            envelope = self._verified(delivery, defer)
+            envelope = self._verified(delivery, requeue)
             self._flush_seen()
             if envelope is None:
                 return
@@ -630,7 +635,7 @@ class Gateway:
         for delivery in deliveries:
             try:
                 address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
-                envelope = self._verified(delivery)
+                envelope = self._verified(delivery, self._inbox_lane.put)
                 if envelope is None:
                     continue
                 if envelope.kind != "post" or envelope.message.target_mailbox != address:
@@ -671,7 +676,7 @@ class Gateway:
             if envelope.host != self.host_id:  # our own publishes were routed here already
                 self._sink.take_topic(envelope)
 
-        self._settle(delivery, take)
+        self._settle(delivery, take, self._topic_lane.put)
 
     def _answer_arrived(self, delivery: Delivery) -> None:
         """On the I/O thread: an answer (a reply or a receipt) is settled here at once,
@@ -681,11 +686,11 @@ class Gateway:
         answers lane instead, which waits."""
         if self._stopped:
             return  # nothing is acknowledged after stop: the queue goes with the connection
-        self._answer_delivery(delivery, defer=self._answer_lane.put)
+        self._answer_delivery(delivery)
 
-    def _answer_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
+    def _answer_delivery(self, delivery: Delivery) -> None:
         if wire.is_receipt(delivery.body):
-            self._receipt_delivery(delivery, defer)
+            self._receipt_delivery(delivery)
             return
 
         def take(envelope: wire.Envelope) -> None:
@@ -693,11 +698,11 @@ class Gateway:
                 raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
             self._sink.take_answer(envelope)
 
-        self._settle(delivery, take, defer)
+        self._settle(delivery, take, self._answer_lane.put)
 
-    def _receipt_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
+    def _receipt_delivery(self, delivery: Delivery) -> None:
         try:
-            checked = self._checked(delivery, defer)
+            checked = self._checked(delivery, self._answer_lane.put)
             self._flush_seen()
             if not checked:
                 return

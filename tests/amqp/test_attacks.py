@@ -25,8 +25,8 @@ from orkeon_actors.testing import wait_until
 from orkeon_actors.wire import amqp as wire
 
 from .conftest import url
-from .fleet import start_host
-from .test_hub import Fleet, dead_lettered, raw_publish
+from .fleet import fleet_keys, start_host
+from .test_hub import Fleet, dead_lettered, drain_dlq, raw_publish
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -155,3 +155,42 @@ def test_a_post_replayed_after_the_receiver_was_sigkilled_and_restarted_is_not_d
     got = [b.call("receive", address=BOX)["id"] for _ in range(2)]
     assert got == [first, second]  # the one in hand at the kill again (at least once), never the replay
     assert b.call("depth", address=BOX) == 0
+
+
+def test_replays_from_a_departed_host_never_stall_the_receivers_other_inboxes(vhost: str, tmp_path: Path) -> None:
+    """Genuine messages of host g, captured, replayed after g left the roster: their
+    sender's presence cannot be decided now. Each is parked alone and refused when the
+    presence window ends; the honest post to another inbox of the same host goes on."""
+    suffix = uuid.uuid4().hex[:6]
+    a_id, b_id, g_id = f"a-{suffix}", f"b-{suffix}", f"g-{suffix}"
+    keys = fleet_keys([a_id, b_id, g_id])
+    a = start_host(vhost, a_id, tmp_path / "a.db", keys)
+    b = start_host(vhost, b_id, tmp_path / "b.db", keys, presence_ttl=8.0)
+    g = start_host(vhost, g_id, tmp_path / "g.db", keys)
+    try:
+        hub_a, hub_b, hub_g = (runtime.hub for runtime in (a, b, g))
+        assert isinstance(hub_a, AmqpEventHub) and isinstance(hub_b, AmqpEventHub) and isinstance(hub_g, AmqpEventHub)
+        b.hub.register_mailbox(BOX)
+        other = b.hub.register_mailbox("agent://billing/other")
+        wait_until(lambda: hub_a.where("agent://billing/other") == b_id, what="a seeing b's inbox")
+        captured = [captured_post(hub_g, BOX, n, caller=("g1", "y")) for n in range(3)]
+        g.stop()
+        wait_until(lambda: all(p.host != g_id for p in hub_b.roster()), timeout=30, what="g gone from b's roster")
+        drain_dlq(vhost)
+        for replay in captured:
+            raw_publish(vhost, replay)
+        honest = hub_a.bind("c1", "x").post("agent://billing/other", "honest")
+        with other.reader() as reader:
+            assert reader.receive().id == honest.id
+        refused_so_far = drain_dlq(vhost)
+        assert not {r.message_id for r in captured} & set(refused_so_far)  # still parked: nothing waited on them
+        refused: list[str] = []
+        wait_until(
+            lambda: refused.extend(drain_dlq(vhost)) or {r.message_id for r in captured} <= set(refused),
+            timeout=30,
+            what="the three replays refused to fleet.dlq when the presence window ended",
+        )
+        assert hub_b.kept_messages(BOX) == []
+    finally:
+        for runtime in (a, b, g):
+            runtime.stop()
