@@ -29,8 +29,11 @@ Guarantees:
   message's source crew and agent are the signed sender; the recipient matches the
   routing key; not expired; not a replay, against a seen-set kept in the host's store
   (:mod:`~orkeon_actors.fleet.seen_store`)), then handed to the :class:`GatewaySink`. Any failure,
-  the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
-  ERROR log naming the message and the reason; the queue never wedges.
+  the sink's refusal included: a copy to ``fleet.dlx`` carrying the reason, signed by
+  this host (:mod:`~orkeon_actors.fleet.refusals`: topic and answer refusals too), then
+  the delivery acknowledged, and an ERROR log naming the message and the reason; the
+  queue never wedges. A security refusal is marked not to be reported to its claimed
+  sender (its own copy was delivered, or it never sent one).
 * **Duplicates are dropped, not refused.** A delivery repeating a message received
   already (same id, same signer, sender, recipient and body: what the link republishes
   after a reconnect when the broker had not confirmed it) is acknowledged and dropped,
@@ -84,6 +87,7 @@ from orkeon_actors.fleet.inbox_batch import InboxDeclarations
 from orkeon_actors.fleet.lanes import Lane, drain_inboxes
 from orkeon_actors.fleet.parking import Parking
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
+from orkeon_actors.fleet.refusals import refusal_copy
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.seen_store import Seen
 from orkeon_actors.fleet.signing import Signer, Verifier
@@ -216,7 +220,10 @@ class Gateway:
         self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
         self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
         self._parking = Parking(
-            f"gateway-{config.host_id}-parked", self._sender_known, self._reject, config.presence_ttl
+            f"gateway-{config.host_id}-parked",
+            self._sender_known,
+            lambda delivery, reason: self._reject(delivery, reason, report=False),
+            config.presence_ttl,
         )
         self._started = False
         self.receipts = Receipts()
@@ -593,25 +600,63 @@ class Gateway:
                 return
             take(envelope)
         except (SignatureError, EventHubError, BrokerError) as exc:
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._refuse(delivery, exc)
             return
         except Exception as exc:  # a bug must not wedge the queue: dead-letter, loudly
             _log.opt(exception=True).error("handling delivery {} failed", delivery.message_id)
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._refuse(delivery, exc)
             return
         self.link.ack(delivery)
 
-    def _reject(self, delivery: Delivery, reason: str) -> None:
+    def _refuse(self, delivery: Delivery, error: BaseException) -> None:
+        """:meth:`_reject` ``delivery`` for ``error``: reported to its sender unless it
+        is a security refusal (a ``SignatureError``: forged, replayed, misrouted,
+        impersonating), which the sender's own copy never met, except for a genuine
+        message that expired before this host ever saw its id."""
+        report = not isinstance(error, SignatureError) or self._expired_unseen(delivery)
+        self._reject(delivery, f"{type(error).__name__}: {error}", report=report)
+
+    def _expired_unseen(self, delivery: Delivery) -> bool:
+        headers = delivery.headers
+        try:
+            if int(str(headers.get("expires_at"))) > now_ms():
+                return False
+            self.verifier.signer_of(headers, delivery.body)
+        except (ValueError, SignatureError):
+            return False
+        with self._verify_lock:
+            return not self.verifier.has_seen(str(headers.get("message_id")))
+
+    def _reject(self, delivery: Delivery, reason: str, *, report: bool) -> None:
+        """Copy ``delivery`` to ``fleet.dlx`` with the signed refusal
+        (:mod:`~orkeon_actors.fleet.refusals`), then acknowledge it; ``report``: its
+        sender is told (``DeliveryFailed``)."""
         _log.error(
-            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx",
+            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx{}",
             self.host_id,
             delivery.message_id,
             delivery.headers.get("from"),
             delivery.queue,
             delivery.routing_key,
             reason,
+            "" if report else " (a security refusal: not reported to the claimed sender)",
         )
-        self.link.reject(delivery)
+        future = self.link.publish(refusal_copy(delivery, reason, report=report, signer=self.signer))
+
+        def copied(done: Future[None]) -> None:
+            error = done.exception()
+            if error is None:
+                self.link.ack(delivery)
+                return
+            _log.error(
+                "the refusal of message {} was not copied to fleet.dlx ({}): rejected instead (an inbox's "
+                "dead-letter exchange keeps it, without the reason)",
+                delivery.message_id,
+                error,
+            )
+            self.link.reject(delivery)
+
+        future.add_done_callback(copied)
         self.rejected += 1
         rejected = RejectedDelivery(
             delivery.queue, delivery.routing_key, delivery.message_id, reason, dict(delivery.headers), delivery.body
@@ -643,7 +688,7 @@ class Gateway:
                         f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
                     )
             except (SignatureError, EventHubError, BrokerError) as exc:
-                self._reject(delivery, f"{type(exc).__name__}: {exc}")
+                self._refuse(delivery, exc)
                 continue
             verified.append((delivery, (envelope, address, delivery.redelivered)))
         self._flush_seen()  # queued before the posts: committed with them or earlier
@@ -661,7 +706,7 @@ class Gateway:
                 if envelope.receipt:
                     self._confirm(envelope, address)
             else:
-                self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
+                self._refuse(delivery, outcome)
 
     def _remember_kept(self, message_id: str) -> None:
         with self._verify_lock:
@@ -708,7 +753,7 @@ class Gateway:
                 return
             receipt = wire.decode_receipt(delivery.headers, delivery.body)
         except (SignatureError, EventHubError) as exc:
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._reject(delivery, f"{type(exc).__name__}: {exc}", report=False)  # a receipt's sender is a gateway
             return
         self.link.ack(delivery)
         self.receipts.delivered(receipt)

@@ -220,6 +220,10 @@ class Verifier:
             )
         return self.first_sight(headers, body)
 
+    def has_seen(self, message_id: str) -> bool:
+        """Whether ``message_id`` is in the seen-set (not thread-safe, as :meth:`verify`)."""
+        return message_id in self._seen
+
     def first_sight(self, headers: Mapping[str, object], body: bytes) -> bool:
         """Check 5 alone, for a message verified otherwise (a control request): ``True``
         the first time its id is seen (it is remembered), ``False`` for a duplicate;

@@ -18,7 +18,7 @@ from orkeon_actors.fleet.gateway import now_ms
 from orkeon_actors.fleet.host_process import HostProcess, write_keys
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.hub.amqp.link import Outgoing
-from orkeon_actors.hub.amqp.topology import mailbox_key
+from orkeon_actors.hub.amqp.topology import answer_key, mailbox_key, topic_key
 from orkeon_actors.hub.port import POST_TOPIC, CallerContext
 from orkeon_actors.model.ids import AgentId, CrewId
 from orkeon_actors.testing import wait_until
@@ -194,3 +194,54 @@ def test_replays_from_a_departed_host_never_stall_the_receivers_other_inboxes(vh
     finally:
         for runtime in (a, b, g):
             runtime.stop()
+
+
+def unreported(fleet: Fleet) -> int:
+    """Dead letters the two hosts' reporters counted as not reported to their sender."""
+    return sum(runtime.fleet.dead_letters.stats.unreported for runtime in (fleet.a, fleet.b) if runtime.fleet)
+
+
+def test_a_capture_replayed_into_another_inbox_sends_its_honest_sender_no_failure_report(fleet: Fleet) -> None:
+    sender_box = fleet.a.hub.register_mailbox("agent://c1/x")  # where a DeliveryFailed would land
+    registration = fleet.register_on_b(BOX)
+    other = fleet.register_on_b("agent://billing/other")
+    captured = captured_post(fleet.hub_a, BOX, "for the scorer")
+    raw_publish(fleet.vhost, captured)  # the honest copy, delivered
+    raw_publish(fleet.vhost, captured, routing_key=mailbox_key(ok.MailboxAddress.parse("agent://billing/other")))
+    assert dead_lettered(fleet.vhost, captured.message_id)
+    wait_until(lambda: unreported(fleet) == 1, what="the refusal counted, not reported")
+    with registration.reader() as reader:
+        assert reader.receive().id == captured.message_id
+    assert other.depth() == 0 and sender_box.depth() == 0
+
+
+def forged(outgoing: Outgoing) -> Outgoing:
+    """``outgoing`` with one payload byte changed after signing."""
+    body = bytearray(outgoing.body)
+    body[-1] ^= 0x01
+    return attrs.evolve(outgoing, body=bytes(body))
+
+
+def test_a_forged_topic_message_is_dead_lettered_as_the_log_says(fleet: Fleet) -> None:
+    subscription = fleet.b.hub.bind("watch", "w").subscribe("alerts.*")
+    wait_until(lambda: fleet.hub_a.gateway.link.connected, what="a connected")
+    hub = fleet.hub_a
+    message = hub.stamp(CallerContext(CrewId("c1"), AgentId("x")), "alerts.fire", "real", None, None, None)
+    genuine = hub.gateway.outgoing(
+        message, kind="topic", routing_key=topic_key("alerts.fire"), expires_at_ms=now_ms() + 60_000
+    )
+    fake = forged(genuine)
+    raw_publish(fleet.vhost, fake)
+    assert dead_lettered(fleet.vhost, fake.message_id)
+    raw_publish(fleet.vhost, genuine)  # the honest publish beside it still arrives
+    assert subscription.receive(30).id == genuine.message_id
+
+
+def test_a_forged_answer_is_dead_lettered_as_the_log_says(fleet: Fleet) -> None:
+    hub = fleet.hub_b
+    message = hub.stamp(CallerContext(CrewId("billing"), AgentId("scorer")), "reply", "forged", None, None, None)
+    key = answer_key(fleet.a_id)
+    genuine = hub.gateway.outgoing(message, kind="answer", routing_key=key, expires_at_ms=now_ms() + 60_000)
+    fake = forged(genuine)
+    raw_publish(fleet.vhost, fake)
+    assert dead_lettered(fleet.vhost, fake.message_id)
