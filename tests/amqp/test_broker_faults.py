@@ -16,6 +16,7 @@ import orkeon_actors as ok
 from orkeon_actors.errors import BrokerUnavailableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.hub import AmqpEventHub
+from orkeon_actors.hub.amqp.link import Delivery
 from orkeon_actors.testing import wait_until
 
 from .conftest import BROKER
@@ -115,3 +116,39 @@ def test_a_stalled_connection_fails_the_post_in_time_and_delivers_it_once_it_flo
     faulty.proxy.restore()
     faulty.poster.post(BOX, b"flowing")
     assert faulty.received(2) == [b"stalled", b"flowing"]
+
+
+def test_a_consumed_post_redelivered_after_a_cut_does_not_reach_its_reader_again(faulty: Faulty) -> None:
+    """A's ack of a post it kept is lost with the connection (the broker redelivers it,
+    marked redelivered) while the reader had consumed it already: read once."""
+    hub_a = faulty.hub_a
+    box = faulty.a.hub.register_mailbox("agent://ledger/copy")
+    wait_until(lambda: faulty.b.hub.where("agent://ledger/copy") == faulty.a_id, what="b seeing a's mailbox")  # type: ignore[attr-defined]
+    poster = faulty.b.hub.bind("billing", "clerk")
+    link = hub_a.gateway.link
+    acks = link.ack
+    lost: list[str] = []
+
+    def ack_lost_for_first(delivery: Delivery) -> None:
+        if delivery.body.endswith(b"\nonce") and not lost:
+            lost.append(delivery.message_id or "")  # the ack the cut will lose
+            return
+        acks(delivery)
+
+    link.ack = ack_lost_for_first  # type: ignore[method-assign]
+    first = poster.post("agent://ledger/copy", b"once")
+    with box.reader() as reader:
+        got = reader.receive()
+        second = poster.post("agent://ledger/copy", b"twice?")
+        assert [got.id, reader.receive().id] == [first.id, second.id]  # coming back consumed the first
+    wait_until(lambda: bool(lost), what="the first post's ack withheld")
+    link.ack = acks  # type: ignore[method-assign]
+    reconnects = link.reconnects
+    faulty.proxy.cut()
+    faulty.proxy.restore()
+    faulty.reconnected(reconnects)
+    wait_until(lambda: hub_a.gateway.duplicates >= 1, what="the redelivery dropped as a duplicate")
+    third = poster.post("agent://ledger/copy", b"after")
+    with box.reader() as reader:
+        assert reader.receive().id == third.id
+    assert box.depth() == 0
