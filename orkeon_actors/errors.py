@@ -282,6 +282,12 @@ class BrokerUnavailableError(BrokerError):
     """The broker could not be reached (or did not confirm) within the call's bound."""
 
 
+class BrokerAccessError(BrokerUnavailableError):
+    """The broker definitively refused this login: a wrong password, a vhost that does
+    not exist or that the login may not open, or ``ACCESS_REFUSED`` on a resource the
+    login's permissions do not cover (the text names it). Retrying does not help."""
+
+
 class BrokerNackError(BrokerError):
     """The broker refused a message it could not take (``basic.nack``)."""
 
