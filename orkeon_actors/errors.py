@@ -92,7 +92,7 @@ class MailboxNotFoundError(EventHubError, LookupError):
     """A post or send targeted a mailbox nobody registered, or one of a crew that has
     finished (``finished`` then says how: ``"completed"`` or ``"failed"``)."""
 
-    def __init__(self, address: object, *, finished: str | None = None) -> None:
+    def __init__(self, address: object, *, finished: str | None = None, detail: str | None = None) -> None:
         if finished is not None:
             text = (
                 f"the mailbox {address} is gone: its crew has finished ({finished}) and nothing would read "
@@ -104,6 +104,8 @@ class MailboxNotFoundError(EventHubError, LookupError):
                 f"hub.register_mailbox({str(address)!r}) before posting to it, "
                 "or check the address for a typo"
             )
+        if detail is not None:
+            text += f" ({detail})"
         super().__init__(text)
         self.address = address
         self.finished = finished

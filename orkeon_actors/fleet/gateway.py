@@ -226,6 +226,7 @@ class Gateway:
             config.presence_ttl,
         )
         self._started = False
+        self._connected_at = time.monotonic()
         self.receipts = Receipts()
         """The posts of this host waiting for a DELIVERED receipt."""
         self._confirmed: OrderedDict[str, None] = OrderedDict()
@@ -262,6 +263,7 @@ class Gateway:
         return declarer
 
     def _declare(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        self._connected_at = time.monotonic()  # the view refills from here
         covered = self._declarations.take_all()  # their inboxes are in the slice
 
         def declared() -> None:
@@ -402,6 +404,29 @@ class Gateway:
     def lives_on(self, address: MailboxAddress) -> str | None:
         """The host announcing ``address`` now (this one included), or ``None``."""
         return self.roster.lives_on(str(address))
+
+    def locate(self, address: MailboxAddress) -> str:
+        """The host announcing ``address``, for a post or send to it that no presence
+        names now. ``BrokerUnavailableError`` while the broker is unreachable (presence
+        is heard through it: an outage longer than the TTL empties the view, and says
+        nothing about the mailbox); within two presence intervals of a (re)connect it
+        waits for the view to refill; then ``MailboxNotFoundError`` naming the hosts
+        asked and how long ago each was heard."""
+        if not self.link.connected:
+            raise BrokerUnavailableError(
+                f"cannot tell which host holds {address}: the broker is unreachable and presence is heard through "
+                "it; retry once it is back"
+            )
+        settled = self._connected_at + 2 * self.config.presence_interval
+        while (host := self.lives_on(address)) is None and time.monotonic() < settled:
+            time.sleep(0.01)
+        if host is not None:
+            return host
+        heard = self.roster.heard()
+        asked = ", ".join(f"{name} (heard {age:.1f} s ago)" for name, age in heard.items()) or "none"
+        raise MailboxNotFoundError(
+            address, detail=f"no host of the fleet announces it; hosts on this host's roster: {asked}"
+        )
 
     def sender_host(self, sender: str) -> str | None:
         """Where ``sender`` lives by signed presence (a mailbox, or a sender announced

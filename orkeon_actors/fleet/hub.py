@@ -119,7 +119,14 @@ class _FleetMailboxes:
         return address in self.local.live or self.local.exists(address)
 
     def exists(self, address: MailboxAddress) -> bool:
-        return self._is_local(address) or self.hub.where(address) not in (None, self.hub.host_id)
+        """Whether a post or send to ``address`` is accepted here; for an address no
+        presence names, the gateway's typed answer (:meth:`Gateway.locate`)."""
+        if self._is_local(address):
+            return True
+        host = self.hub.where(address)
+        if host is None:
+            host = self.hub.gateway.locate(address)
+        return host != self.hub.host_id
 
     def opened(self, handles: Sequence[MailboxHandle]) -> None:
         for handle in handles:

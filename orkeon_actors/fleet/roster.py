@@ -147,6 +147,17 @@ class Roster:
             live = [entry for entry in self._view.values() if entry.expires_at > now]
         return sorted(live, key=lambda e: (e.host, e.entity))
 
+    def heard(self) -> dict[str, float]:
+        """Every live host and how many seconds ago its latest presence round was
+        signed (its gateway entry's ``expires_at`` less the TTL), oldest first."""
+        now = self._now_ms()
+        ages = {
+            e.host: max(0.0, (now - (e.expires_at - self._ttl_ms)) / 1000)
+            for e in self.entries()
+            if e.entity == f"{GATEWAY}@{e.host}"
+        }
+        return dict(sorted(ages.items(), key=lambda item: -item[1]))
+
     def hosts(self) -> dict[str, tuple[str, ...]]:
         """Every live gateway and the crew kinds it can spawn."""
         return {e.host: e.kinds for e in self.entries() if e.entity == f"{GATEWAY}@{e.host}"}

@@ -152,3 +152,20 @@ def test_a_consumed_post_redelivered_after_a_cut_does_not_reach_its_reader_again
     with box.reader() as reader:
         assert reader.receive().id == third.id
     assert box.depth() == 0
+
+
+def test_an_outage_longer_than_the_presence_window_is_an_unavailable_broker_not_a_missing_mailbox(
+    faulty: Faulty,
+) -> None:
+    faulty.poster.post(BOX, b"before")
+    link = faulty.hub_a.gateway.link
+    reconnects = link.reconnects
+    faulty.proxy.cut()
+    wait_until(lambda: not link.connected, what="a noticing the cut")
+    wait_until(lambda: faulty.hub_a.where(BOX) is None, timeout=30, what="b's presence expiring in a's view")
+    with pytest.raises(BrokerUnavailableError, match="the broker is unreachable and presence is heard through it"):
+        faulty.poster.post(BOX, b"during")
+    faulty.proxy.restore()
+    faulty.reconnected(reconnects)
+    faulty.poster.post(BOX, b"after")  # the view refills within the settle window: found, not refused
+    assert faulty.received(2) == [b"before", b"after"]

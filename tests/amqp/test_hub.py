@@ -501,3 +501,10 @@ def test_an_address_too_long_for_amqp_is_refused_before_it_is_registered(fleet: 
     with pytest.raises(ok.errors.InvalidArgumentError, match="too long to cross hosts"):
         fleet.b.hub.register_mailbox(address)
     assert not fleet.hub_b.is_registered(address)
+
+
+def test_a_mailbox_no_host_announces_is_not_found_naming_the_hosts_asked(fleet: Fleet) -> None:
+    with pytest.raises(
+        MailboxNotFoundError, match=rf"hosts on this host's roster: .*{fleet.b_id} \(heard \d+\.\d s ago\)"
+    ):
+        fleet.a.hub.bind("c1", "x").post("agent://nobody/here", 1)
