@@ -16,6 +16,10 @@ Guarantees:
   host that stops heartbeating vanishes from the view by itself. A heartbeat *replaces*
   what it says of its host's entities (chunk ``n`` of ``total``: entities the host no
   longer announces disappear once a complete round arrived without them).
+* **Never late.** A round is published only while the broker link is connected: one
+  taken during an outage is skipped, not held and published after the reconnect
+  (where every other host would refuse it as expired); the first heartbeat after the
+  reconnect announces the host afresh.
 * **Local first.** The local host's own entities are in the view at once (``add``), not
   after a round trip through the broker, and stay there while it heartbeats: each
   heartbeat renews their expiry in its own view, as its round does in the others'.
@@ -204,6 +208,8 @@ class Roster:
         round_id = uuid.uuid4().hex
         expires = self._now_ms() + self._ttl_ms
         self._refresh_own(gateway, expires)
+        if not self._link.connected:  # held by the link, it would arrive stale after the reconnect
+            return
         for index, part in enumerate(chunks):
             body = json.dumps(
                 {"round": round_id, "chunk": index, "chunks": len(chunks), "entities": part, "kinds": list(self.kinds)},

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loguru import logger
 
 import orkeon_actors as ok
 from orkeon_actors.errors import BrokerUnavailableError
@@ -169,3 +170,27 @@ def test_an_outage_longer_than_the_presence_window_is_an_unavailable_broker_not_
     faulty.reconnected(reconnects)
     faulty.poster.post(BOX, b"after")  # the view refills within the settle window: found, not refused
     assert faulty.received(2) == [b"before", b"after"]
+
+
+def test_heartbeats_taken_during_an_outage_are_not_published_late(faulty: Faulty) -> None:
+    hub_b = faulty.b.hub
+    assert isinstance(hub_b, AmqpEventHub)
+    link = faulty.hub_a.gateway.link
+    reconnects = link.reconnects
+    refused: list[str] = []
+    logger.enable("orkeon_actors")
+    sink = logger.add(lambda m: refused.append(str(m)), level="WARNING", filter=lambda r: "presence" in r["message"])
+    try:
+        faulty.proxy.cut()
+        wait_until(lambda: not link.connected, what="a noticing the cut")
+        rounds = hub_b.gateway.roster.rounds_from(faulty.a_id)
+        wait_until(lambda: faulty.hub_a.where(BOX) is None, timeout=30, what="an outage past the presence TTL")
+        attempts = link.attempts
+        wait_until(lambda: link.attempts >= attempts + 2, timeout=30, what="a's first heartbeats of it expired")
+        faulty.proxy.restore()
+        faulty.reconnected(reconnects)
+        wait_until(lambda: hub_b.gateway.roster.rounds_from(faulty.a_id) >= rounds + 2, what="fresh rounds from a")
+    finally:
+        logger.remove(sink)
+        logger.disable("orkeon_actors")
+    assert refused == []
