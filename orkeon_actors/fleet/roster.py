@@ -45,6 +45,7 @@ from orkeon_actors.hub.amqp.topology import ROSTER_EXCHANGE, roster_queue
 __all__ = ["GATEWAY", "Presence", "Roster"]
 
 GATEWAY: Final = "_gateway"
+_MISMATCHED_MAX: Final = 1_000
 _log = logger.bind(component="orkeon_actors.fleet")
 
 
@@ -102,6 +103,9 @@ class Roster:
         never arrive after one taken since, and drop the new entity from other views."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._mismatched: dict[str, str] = {}
+        """Hosts whose presence this host cannot verify, and why (at most
+        :data:`_MISMATCHED_MAX`, each logged once)."""
 
     # -- this host's entities ---------------------------------------------------------
 
@@ -247,8 +251,51 @@ class Roster:
                 if entity != gateway:
                     self._view[entity] = Presence(self.host, entity, expires)
 
+    def mismatched(self) -> dict[str, str]:
+        """Hosts whose presence signature this host refused, and why: the fleet's keys
+        files differ between this host and each of them (or one is not in its file)."""
+        with self._lock:
+            return dict(self._mismatched)
+
+    def _check_signer(self, delivery: Delivery) -> bool:
+        """Whether the presence's signature verifies; a refused one is a keys mismatch
+        with its host, said at ERROR once per host (within one presence interval of
+        both hosts running)."""
+        claimed = str(delivery.headers.get("host", ""))
+        try:
+            self._verifier.signer_of(delivery.headers, delivery.body)
+        except SignatureError as exc:
+            with self._lock:
+                first = claimed not in self._mismatched and len(self._mismatched) < _MISMATCHED_MAX
+                if first:
+                    self._mismatched[claimed] = str(exc)
+            if first and self._verifier.knows(claimed):
+                _log.error(
+                    "host {} refuses the presence of host {}: {}. The keys files of {} and {} differ: give every "
+                    "host of the fleet the same keys file; until then {} refuses everything {} sends",
+                    self.host,
+                    claimed,
+                    exc,
+                    self.host,
+                    claimed,
+                    self.host,
+                    claimed,
+                )
+            elif first:
+                _log.error(
+                    "host {} hears host {}, which is not in its keys file: add {}'s key to the keys file of every "
+                    "host, or stop it",
+                    self.host,
+                    claimed,
+                    claimed,
+                )
+            return False
+        return True
+
     def _received(self, delivery: Delivery) -> None:
         self._link.ack(delivery)
+        if not self._check_signer(delivery):
+            return
         try:
             host = self._verifier.signing_host(delivery.headers, delivery.body)
             data: dict[str, Any] = json.loads(delivery.body)

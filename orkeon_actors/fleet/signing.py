@@ -220,6 +220,10 @@ class Verifier:
             )
         return self.first_sight(headers, body)
 
+    def knows(self, host: str) -> bool:
+        """Whether this fleet's keys hold a key for ``host``."""
+        return self._keys.key_of(host) is not None
+
     def has_seen(self, message_id: str) -> bool:
         """Whether ``message_id`` is in the seen-set (not thread-safe, as :meth:`verify`)."""
         return message_id in self._seen
