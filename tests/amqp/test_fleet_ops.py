@@ -212,3 +212,19 @@ def test_a_dead_letter_report_reaches_the_senders_mailbox_on_its_host(hosts: Hos
     failure = DeliveryFailed.of_message(report)
     assert failure == DeliveryFailed(str(late.id), "agent://ledger/book", "rejected", "inbox.agent://ledger/book")
     assert report.source_crew_id.is_system
+
+
+def test_a_sender_without_a_mailbox_can_read_why_its_post_was_dead_lettered(hosts: Hosts) -> None:
+    target = hosts.b.hub.register_mailbox("agent://ledger/book")
+    wait_until(lambda: hosts.hub(hosts.a).where("agent://ledger/book") == hosts.b_id, what="b's mailbox on a")
+    told: list[DeliveryFailed] = []
+    hosts.fleet_a.on_delivery_failed.append(told.append)
+    hub_a = hosts.hub(hosts.a)
+    book = MailboxAddress.parse("agent://ledger/book")
+    # front/x posts without a mailbox of its own; its post expires before b sees it
+    late = hub_a.stamp(CallerContext(CrewId("front"), AgentId("x")), POST_TOPIC, "late", None, book.crew_id, book)
+    expired = hub_a.gateway.outgoing(late, kind="post", routing_key=mailbox_key(book), expires_at_ms=now_ms() - 1)
+    hub_a.gateway.link.publish(expired).result(10)
+    expected = DeliveryFailed(str(late.id), "agent://ledger/book", "rejected", "inbox.agent://ledger/book")
+    wait_until(lambda: hosts.fleet_a.delivery_failed(str(late.id)) == expected, what="the failure on a, by id")
+    assert told == [expected] and target.depth() == 0
