@@ -9,7 +9,7 @@ the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-(about 710) because the inbox, topic and answer paths share one verification order and one settling
+(about 790) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).
@@ -544,6 +544,9 @@ class Gateway:
         handed to ``requeue`` (its lane) once the presence is heard, never waited for
         on the lane."""
         headers, body = delivery.headers, delivery.body
+        if self._parking.holds(delivery):  # behind a parked delivery of its queue: FIFO
+            self._parking.park(delivery, requeue)
+            return False
         if not self._sender_known(delivery):  # a first message may outrun its sender's announcement
             self.verifier.signing_host(headers, body)  # only a genuine message is parked
             self._parking.park(delivery, requeue)

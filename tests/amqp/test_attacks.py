@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.fleet.gateway import now_ms
+from orkeon_actors.fleet.gateway import SENDER_PREFIX, now_ms
 from orkeon_actors.fleet.host_process import HostProcess, write_keys
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.hub.amqp.link import Outgoing
@@ -245,3 +245,22 @@ def test_a_forged_answer_is_dead_lettered_as_the_log_says(fleet: Fleet) -> None:
     fake = forged(genuine)
     raw_publish(fleet.vhost, fake)
     assert dead_lettered(fleet.vhost, fake.message_id)
+
+
+def test_a_post_whose_sender_is_announced_late_keeps_its_place_in_its_inbox(fleet: Fleet) -> None:
+    """Parking keeps FIFO per inbox: what arrives behind a parked post waits behind it."""
+    registration = fleet.register_on_b(BOX)
+    honest_posts(fleet, 1, "warm")  # c1/x known to b
+    with registration.reader() as reader:
+        reader.receive()
+    hub = fleet.hub_a
+    to = ok.MailboxAddress.parse(BOX)
+    message = hub.stamp(CallerContext(CrewId("late"), AgentId("p")), POST_TOPIC, "first", None, to.crew_id, to)
+    key = mailbox_key(to)
+    headers, body = wire.encode(message, kind="post", to=key, sender="agent://late/p", expires_at_ms=now_ms() + 60_000)
+    raw_publish(fleet.vhost, Outgoing("fleet.msg", key, body, str(message.id), hub.gateway.signer.sign(headers, body)))
+    behind = honest_posts(fleet, 3, "behind")
+    wait_until(lambda: fleet.hub_b.gateway.inbox_deliveries >= 5, what="b holding all four")
+    hub.gateway.roster.add([SENDER_PREFIX + "agent://late/p"])  # its announcement, late
+    hub.gateway.roster.heartbeat()
+    assert read_all(registration, 4) == [str(message.id), *behind]
