@@ -395,7 +395,9 @@ class AmqpEventHub(SqliteEventHub):
                 seen_store.prune(conn, now_ms())
 
         try:
-            self.writer.submit(write)
+            # keyed: a keyless write orders against every request, and would hold the
+            # commits of others (a crew's sleep, a stop) behind whatever is queued before it
+            self.writer.submit(write, key=seen_store.WRITE_KEY)
         except HubStoppedError:
             _log.warning(
                 "host {}: store closed, {} received message id(s) not kept for replay checks after a restart",

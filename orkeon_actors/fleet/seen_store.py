@@ -4,10 +4,11 @@ host received while they are still valid).
 
 The gateway's :class:`~orkeon_actors.fleet.signing.Verifier` keeps the ids of recent
 messages in memory, each with the digest of what it carried and its ``expires_at``. Each
-id it sees the first time is also written here (``fleet_seen``), in the store's group
-commit that keeps the message itself or an earlier one (the gateway queues the write
-before it hands the batch to the store, and acknowledges a delivery only after the
-store committed). At boot, :func:`boot` deletes the rows whose expiry passed and
+id it sees the first time is also written here (``fleet_seen``), queued before the store
+is handed the message, under its own writer key (:data:`WRITE_KEY`: never a barrier to
+other writes), so usually in the same group commit; a crash in the moment between the
+message's commit and this row's leaves that one id unremembered (the receiving store
+still deduplicates a message it holds). At boot, :func:`boot` deletes the rows whose expiry passed and
 returns the others, which the verifier takes back before the gateway consumes anything:
 a message captured before the restart and replayed after it is recognised, whether its
 content is the same (an exact replay: dropped, counted, WARNING) or not (a replay under a
@@ -27,8 +28,11 @@ from typing import Final
 import apsw
 import attrs
 
-__all__ = ["PRUNE_EVERY", "Seen", "boot", "prune", "remember"]
+__all__ = ["PRUNE_EVERY", "WRITE_KEY", "Seen", "boot", "prune", "remember"]
 
+WRITE_KEY: Final = "fleet_seen"
+"""The writer key of the seen-set's writes: FIFO among themselves, not a barrier to
+other writes."""
 PRUNE_EVERY: Final = 1_000
 """Writes between two deletions of expired rows."""
 
