@@ -95,7 +95,7 @@ class MailboxNotFoundError(EventHubError, LookupError):
     """A post or send targeted a mailbox nobody registered, or one of a crew that has
     finished (``finished`` then says how: ``"completed"`` or ``"failed"``)."""
 
-    def __init__(self, address: object, *, finished: str | None = None) -> None:
+    def __init__(self, address: object, *, finished: str | None = None, detail: str | None = None) -> None:
         if finished is not None:
             text = (
                 f"the mailbox {address} is gone: its crew has finished ({finished}) and nothing would read "
@@ -107,6 +107,8 @@ class MailboxNotFoundError(EventHubError, LookupError):
                 f"hub.register_mailbox({str(address)!r}) before posting to it, "
                 "or check the address for a typo"
             )
+        if detail is not None:
+            text += f" ({detail})"
         super().__init__(text)
         self.address = address
         self.finished = finished
@@ -283,6 +285,12 @@ class BrokerError(EventHubError):
 
 class BrokerUnavailableError(BrokerError):
     """The broker could not be reached (or did not confirm) within the call's bound."""
+
+
+class BrokerAccessError(BrokerUnavailableError):
+    """The broker definitively refused this login: a wrong password, a vhost that does
+    not exist or that the login may not open, or ``ACCESS_REFUSED`` on a resource the
+    login's permissions do not cover (the text names it). Retrying does not help."""
 
 
 class BrokerNackError(BrokerError):

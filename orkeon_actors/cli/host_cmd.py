@@ -1,8 +1,11 @@
 """``orkeon host``: run one host of a fleet until Ctrl-C or SIGTERM (``docs/distributed.md``).
 
-``orkeon host --broker URI --host-id ID --store PATH [--keys FILE] [--crews MODULE:NAME]``
-starts ``Runtime.start(store=PATH, fleet=FleetConfig(URI, ID, keys))`` (keys from
-``--keys``, else ``$ORKEON_FLEET_KEYS``). With ``--crews`` it also starts a
+``orkeon host --broker URI --host-id ID --store PATH [--keys FILE] [--crews MODULE:NAME]
+[--presence-interval S] [--presence-ttl S] [--prefetch N] [--publish-timeout S]
+[--connect-timeout S] [--delivery-timeout S] [--message-ttl S]`` starts
+``Runtime.start(store=PATH, fleet=FleetConfig(URI, ID, keys, ...bounds))`` (keys from
+``--keys``, else ``$ORKEON_FLEET_KEYS``; a keys file its group or others can read is
+refused). With ``--crews`` it also starts a
 :class:`~orkeon_actors.lifecycle.CrewSupervisor` whose factories are ``MODULE.NAME`` (a
 mapping ``{kind: factory}``, or a function returning one), announces those kinds on the
 roster and serves other hosts' ``rt.fleet.spawn`` / ``stop`` with it. It prints one line
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -34,15 +39,53 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     host.add_argument("--host-id", metavar="ID", required=True, help="this host's id, unique in the fleet")
     host.add_argument("--store", metavar="PATH", required=True, help="this host's SQLite store (created if missing)")
     host.add_argument("--keys", metavar="FILE", help="the fleet's signing keys (default: $ORKEON_FLEET_KEYS)")
-    host.add_argument("--crews", metavar="MODULE:NAME", help="crew factories to serve spawns with ({kind: factory})")
+    host.add_argument(
+        "--crews",
+        metavar="MODULE:NAME",
+        help="crew factories to serve spawns with ({kind: factory}); MODULE is imported from the current directory too",
+    )
+    bounds = host.add_argument_group("bounds (FleetConfig; defaults in docs/distributed.md)")
+    for flag, field, unit in _BOUNDS:
+        default = _defaults()[field]
+        bounds.add_argument(flag, type=float if unit else int, metavar=unit or "N", help=f"{field} (default {default})")
+
+
+_BOUNDS: tuple[tuple[str, str, str], ...] = (
+    ("--presence-interval", "presence_interval", "SECONDS"),
+    ("--presence-ttl", "presence_ttl", "SECONDS"),
+    ("--prefetch", "prefetch", ""),
+    ("--publish-timeout", "publish_timeout", "SECONDS"),
+    ("--connect-timeout", "connect_timeout", "SECONDS"),
+    ("--delivery-timeout", "delivery_timeout", "SECONDS"),
+    ("--message-ttl", "message_ttl", "SECONDS"),
+)
+"""``orkeon host`` flags for :class:`~orkeon_actors.fleet.config.FleetConfig` bounds: flag,
+field, unit (empty: a count)."""
+
+
+def _defaults() -> dict[str, Any]:
+    import attrs
+
+    from orkeon_actors.fleet.config import FleetConfig
+
+    return {field.name: field.default for field in attrs.fields(FleetConfig)}
+
+
+def bounds_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``FleetConfig`` bounds given on the command line (the others keep their defaults)."""
+    return {field: value for _flag, field, _unit in _BOUNDS if (value := getattr(args, field, None)) is not None}
 
 
 def load_factories(spec: str) -> dict[str, Any]:
     """The ``{kind: factory}`` mapping named ``MODULE:NAME`` (a mapping, or a function
-    returning one). ``InvalidArgumentError`` saying what is wrong otherwise."""
+    returning one), ``MODULE`` imported from the current directory too, as ``python -m``
+    would. ``InvalidArgumentError`` saying what is wrong otherwise."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise InvalidArgumentError(f"--crews {spec!r}: write it MODULE:NAME, e.g. myfleet.crews:FACTORIES")
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:  # the `orkeon` script does not put it there
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -63,7 +106,9 @@ def run_host(args: argparse.Namespace, *, stop: threading.Event | None = None) -
     from orkeon_actors.runtime import Runtime
 
     factories = load_factories(args.crews) if args.crews else {}
-    fleet = FleetConfig(args.broker, args.host_id, load_keys(args.keys), kinds=tuple(sorted(factories)))
+    fleet = FleetConfig(
+        args.broker, args.host_id, load_keys(args.keys), kinds=tuple(sorted(factories)), **bounds_of(args)
+    )
     stopping = stop if stop is not None else _on_signals()
     runtime = Runtime.start(store=args.store, fleet=fleet)
     supervisor = None

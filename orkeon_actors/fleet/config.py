@@ -25,7 +25,8 @@ def load_keys(path: str | os.PathLike[str] | None = None) -> HostKeys:
     """The fleet's signing keys from a JSON file ``{"host-a": "<hex>", ...}`` (each key
     at least 32 random bytes, hex-encoded; every host holds every host's key): ``path``,
     else the file named by ``$ORKEON_FLEET_KEYS``. Raises ``InvalidArgumentError`` saying
-    what to provide when neither is there or the file is not such a mapping."""
+    what to provide when neither is there or the file is not such a mapping, or when the
+    file is readable by its group or others (it must be mode 600 or stricter)."""
     source = path if path is not None else os.environ.get(KEYS_ENV)
     if source is None:
         raise InvalidArgumentError(
@@ -33,6 +34,7 @@ def load_keys(path: str | os.PathLike[str] | None = None) -> HostKeys:
             f"${KEYS_ENV} to a JSON file mapping each host id to a hex key of at least 32 random bytes "
             '(e.g. {"host-a": secrets.token_hex(32), "host-b": ...}), the same file on every host'
         )
+    _check_private(Path(source))
     try:
         data = json.loads(Path(source).read_text())
         if not isinstance(data, dict):
@@ -44,6 +46,20 @@ def load_keys(path: str | os.PathLike[str] | None = None) -> HostKeys:
             "to a hex key"
         ) from exc
     return HostKeys(keys)
+
+
+def _check_private(path: Path) -> None:
+    """``InvalidArgumentError`` if the keys file is readable or writable by its group or
+    by others (POSIX modes): it holds every host's signing key."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # the read below says what is wrong with the path
+    if os.name == "posix" and mode & 0o077:
+        raise InvalidArgumentError(
+            f"the fleet's keys file {path} is open to its group or to others (mode {mode & 0o777:04o}): whoever "
+            f"reads it can sign as any host; make it private with: chmod 600 {path}"
+        )
 
 
 def _check_host(_instance: object, _attribute: object, value: str) -> None:
@@ -94,6 +110,11 @@ class FleetConfig:
             raise InvalidArgumentError(
                 f"delivery_timeout must be > 0 seconds (how long a confirmed post waits for its receipt), "
                 f"got {self.delivery_timeout}"
+            )
+        if not 0 < self.presence_interval < self.presence_ttl:
+            raise InvalidArgumentError(
+                f"need 0 < presence_interval < presence_ttl (a few heartbeats per TTL, so one lost heartbeat "
+                f"does not drop a host), got {self.presence_interval} and {self.presence_ttl}"
             )
         if self.prefetch < 1:
             raise InvalidArgumentError(

@@ -16,6 +16,12 @@ Guarantees:
   control queue and runs when it comes back, unless it expired first).
 * **Signed both ways.** Requests and answers are signed and verified like every
   cross-host message; an unverifiable one is rejected to the dead-letter exchange.
+* **Once per request id.** Requests share the replay seen-set of the host's messages
+  (kept in its store, surviving a restart: :mod:`~orkeon_actors.fleet.seen_store`): a
+  request whose id was served already (a captured ``spawn`` replayed within its expiry,
+  or a redelivery) is not run again; it is logged at WARNING and, while this process
+  remembers its answer, answered again with it. One with other content under a seen id
+  is refused to the dead-letter exchange.
 * **Local execution.** The handler runs the host's own ``spawn(blueprint, crew_id)`` /
   ``stop(crew_id, requesting_host)`` callables (its supervisor): only after the crew is
   started (ready), or ended, is the answer sent, so the caller can post to it right away
@@ -30,6 +36,7 @@ import json
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -45,6 +52,8 @@ from orkeon_actors.hub.amqp.topology import CONTROL_EXCHANGE, control_queue, rep
 __all__ = ["ControlPlane"]
 
 _log = logger.bind(component="orkeon_actors.fleet")
+_ANSWERS_KEPT = 10_000
+"""How many served requests' answers a host remembers, to answer a duplicate again."""
 
 
 class ControlPlane:
@@ -61,6 +70,7 @@ class ControlPlane:
         stop: Callable[[str, str], Sequence[str] | None],
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         ops: Mapping[str, Callable[[str, dict[str, Any]], dict[str, Any]]] | None = None,
+        first_sight: Callable[[Mapping[str, object], bytes], bool] | None = None,
     ) -> None:
         self.host = host
         self._link = link
@@ -75,6 +85,12 @@ class ControlPlane:
         ``EventHubError``, ``KeyError`` and ``ValueError`` are answered as refusals)."""
         self._waiting: dict[str, Future[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        self._first_sight = first_sight or verifier.first_sight
+        """The replay seen-set (the gateway's, kept in the host's store): a request id is
+        served once."""
+        self._answers: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        """Request ids served (their answer, ``None`` while serving): a duplicate is
+        answered again, never run again."""
 
     def start(self) -> ControlPlane:
         """Serve this host's control queue and listen for answers (both declared by the
@@ -169,10 +185,36 @@ class ControlPlane:
         try:
             sender_host = self._verify(delivery, f"control://{self.host}")
             request = json.loads(delivery.body)
+            first = self._first_sight(delivery.headers, delivery.body)
         except (SignatureError, ValueError) as exc:
             _log.warning("control request refused, dead-lettered: {}", exc)
             self._link.reject(delivery)
             return
+        request_id = str(delivery.headers["message_id"])
+        if not first:
+            with self._lock:
+                answer = self._answers.get(request_id)
+            _log.warning(
+                "control request {} ({}) from host {} was received already (a replay or a redelivery): not run again{}",
+                request_id,
+                request.get("op") if isinstance(request, dict) else None,
+                sender_host,
+                "; its answer is sent again" if answer is not None else "",
+            )
+            if answer is not None:  # published and confirmed off the I/O thread
+                threading.Thread(
+                    target=self._answer_with,
+                    args=(delivery, sender_host, answer),
+                    name=f"control-{self.host}",
+                    daemon=True,
+                ).start()
+            else:
+                self._link.ack(delivery)
+            return
+        with self._lock:
+            self._answers[request_id] = None
+            if len(self._answers) > _ANSWERS_KEPT:
+                self._answers.popitem(last=False)
         threading.Thread(
             target=self._serve, args=(delivery, sender_host, request), name=f"control-{self.host}", daemon=True
         ).start()
@@ -195,6 +237,10 @@ class ControlPlane:
             answer: dict[str, Any] = {"ok": True, "crew_id": crew_id, "entities": entities, **extra}
         except (EventHubError, KeyError, ValueError) as exc:
             answer = {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        with self._lock:
+            request_id = str(delivery.headers["message_id"])
+            if request_id in self._answers:
+                self._answers[request_id] = answer
         self._answer_with(delivery, sender_host, answer)
 
     def _answer_with(self, delivery: Delivery, sender_host: str, answer: dict[str, Any]) -> None:

@@ -16,6 +16,11 @@ gateway refused; and from which queue), counts it on
 * if the message carries a valid signature (any fleet host's key, expired or not), it
   calls ``report(dead_letter)``, which delivers a typed ``DeliveryFailed`` system message
   to the sender's mailbox (the distributed hub's ``report_failure``);
+* unless a gateway refused it for a security reason: its signed refusal
+  (:mod:`~orkeon_actors.fleet.refusals`) says not to report it (a replay into another
+  inbox, a forgery with a valid key, an impersonation: the sender's own copy was
+  delivered, or it never sent one); a refusal no fleet host signed is not reported
+  either;
 * if not (forged, unsigned, or a foreign host's), it is **not** reported: reporting a
   forgery to the mailbox it names would let anyone with broker access write into any
   mailbox. It is logged at WARNING and counted with ``reported=false``.
@@ -50,6 +55,7 @@ from orkeon_actors.errors import (
     InvalidArgumentError,
     SignatureError,
 )
+from orkeon_actors.fleet.refusals import REFUSAL, REFUSED_BY, REFUSED_ON, refusal_of
 from orkeon_actors.fleet.signing import Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery
 from orkeon_actors.hub.amqp.topology import DLX
@@ -91,6 +97,9 @@ class DeadLetter:
     recipient: str
     headers: Mapping[str, Any]
     body: bytes
+    detail: str = ""
+    """Why a gateway refused it (``x-orkeon-refusal``: the error's type and message);
+    empty for one the broker dead-lettered itself."""
 
     @classmethod
     def of(cls, delivery: Delivery) -> DeadLetter:
@@ -99,6 +108,8 @@ class DeadLetter:
         latest: Mapping[str, Any] = deaths[0] if isinstance(deaths, list) and deaths else {}
         reason = _text(latest.get("reason", headers.get("x-first-death-reason", "unknown")))
         queue = _text(latest.get("queue", headers.get("x-first-death-queue", "")))
+        if REFUSED_BY in headers:  # copied to fleet.dlx by the refusing gateway
+            reason, queue = "rejected", _text(headers.get(REFUSED_ON, ""))
         return cls(
             reason,
             queue,
@@ -107,6 +118,7 @@ class DeadLetter:
             _text(headers.get("to", "")),
             headers,
             delivery.body,
+            _text(headers.get(REFUSAL, "")),
         )
 
 
@@ -238,6 +250,7 @@ class DeadLetterReporter:
     def _handle(self, delivery: Delivery) -> None:
         dead = DeadLetter.of(delivery)
         try:
+            refusal = refusal_of(dead.headers, dead.body, self._verifier)
             host = self._verifier.signer_of(dead.headers, dead.body)
         except SignatureError as exc:
             _log.warning(
@@ -247,6 +260,18 @@ class DeadLetterReporter:
                 dead.reason,
                 dead.sender,
                 exc,
+            )
+            self._count(dead.reason, reported=False)
+            self._link.ack(delivery)
+            return
+        if refusal is not None and not refusal.report:
+            _log.warning(
+                "dead letter {} refused by host {} on {} not reported to {!r}: a security refusal ({})",
+                dead.message_id,
+                refusal.host,
+                refusal.queue,
+                dead.sender,
+                refusal.reason,
             )
             self._count(dead.reason, reported=False)
             self._link.ack(delivery)

@@ -9,7 +9,7 @@ the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
 the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-(about 650) because the inbox, topic and answer paths share one verification order and one settling
+(about 790) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).
@@ -23,19 +23,26 @@ Guarantees:
   ``FleetConfig.publish_timeout``). A sender seen for the first time is announced on the
   roster before its message is published.
 * **Verified in.** Each delivery is decoded and verified in the design's order
-  (signature; the claimed sender lives on the signing host by signed presence, waiting
-  up to ``presence_ttl`` for a presence not heard yet; the recipient matches the routing
-  key; not expired; not a replay), then handed to the :class:`GatewaySink`. Any failure,
-  the sink's refusal included: ``basic_reject(requeue=False)`` to ``fleet.dlx`` and an
-  ERROR log naming the message and the reason; the queue never wedges.
+  (signature; the claimed sender lives on the signing host by signed presence: a
+  genuine message whose sender's presence is not heard yet is parked alone, up to
+  ``presence_ttl``, never holding its lane (:mod:`~orkeon_actors.fleet.parking`); the
+  message's source crew and agent are the signed sender; the recipient matches the
+  routing key; not expired; not a replay, against a seen-set kept in the host's store
+  (:mod:`~orkeon_actors.fleet.seen_store`)), then handed to the :class:`GatewaySink`. Any failure,
+  the sink's refusal included: a copy to ``fleet.dlx`` carrying the reason, signed by
+  this host (:mod:`~orkeon_actors.fleet.refusals`: topic and answer refusals too), then
+  the delivery acknowledged, and an ERROR log naming the message and the reason; the
+  queue never wedges. A security refusal is marked not to be reported to its claimed
+  sender (its own copy was delivered, or it never sent one).
 * **Duplicates are dropped, not refused.** A delivery repeating a message received
   already (same id, same signer, sender, recipient and body: what the link republishes
   after a reconnect when the broker had not confirmed it) is acknowledged and dropped,
-  with a DEBUG log, counted in :attr:`Gateway.duplicates` and on the counter
+  with a WARNING log, counted in :attr:`Gateway.duplicates` and on the counter
   ``orkeon_fleet_duplicates_total{lane}``: the first copy was kept (or refused and
   reported) already, so no false ``DeliveryFailed`` reaches its sender. One the broker
   marks ``redelivered`` still goes to the sink, which deduplicates it against what it
-  kept.
+  keeps, unless this gateway acknowledged it into an inbox already (its reader may have
+  consumed it since): then it is dropped too.
 * **Receipts.** A post asking for one (``post(..., confirm_delivery=True)``) is
   confirmed to its poster's host once held and acknowledged (again for a duplicate of
   one confirmed already); :meth:`Gateway.publish_delivered` waits for that receipt
@@ -78,8 +85,11 @@ from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import METER_NAME
 from orkeon_actors.fleet.inbox_batch import InboxDeclarations
 from orkeon_actors.fleet.lanes import Lane, drain_inboxes
+from orkeon_actors.fleet.parking import Parking
 from orkeon_actors.fleet.receipts import Receipts, receipt_for
+from orkeon_actors.fleet.refusals import refusal_copy
 from orkeon_actors.fleet.roster import GATEWAY, Roster
+from orkeon_actors.fleet.seen_store import Seen
 from orkeon_actors.fleet.signing import Signer, Verifier
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
@@ -109,7 +119,6 @@ _log = logger.bind(component="orkeon_actors.fleet")
 SENDER_PREFIX: Final = "sender:"
 """Roster entities of senders that have no mailbox here (a client bound to a crew id):
 announced so receivers can check where they live, never mistaken for a mailbox."""
-_PRESENCE_POLL = 0.01
 _CONFIRMED_MAX = 10_000
 """How many confirmed post ids a gateway remembers, to confirm their duplicates again."""
 
@@ -210,10 +219,23 @@ class Gateway:
         self._inbox_lane = Lane(f"gateway-{config.host_id}-inboxes", self._inbox_deliveries, config.prefetch)
         self._topic_lane = Lane(f"gateway-{config.host_id}-topics", self._each(self._topic_delivery))
         self._answer_lane = Lane(f"gateway-{config.host_id}-answers", self._each(self._answer_delivery))
+        self._parking = Parking(
+            f"gateway-{config.host_id}-parked",
+            self._sender_known,
+            lambda delivery, reason: self._reject(delivery, reason, report=False),
+            config.presence_ttl,
+        )
         self._started = False
+        self._connected_at = time.monotonic()
         self.receipts = Receipts()
         """The posts of this host waiting for a DELIVERED receipt."""
         self._confirmed: OrderedDict[str, None] = OrderedDict()
+        self._kept: OrderedDict[str, None] = OrderedDict()
+        """Ids of posts held in an inbox and acknowledged: a broker redelivery of one
+        (after a connection cut) is a duplicate even once its reader consumed it."""
+        self.remember_seen: Callable[[list[Seen]], None] | None = None
+        """Keeps the ids this gateway saw the first time in the host's store (set by the
+        hub: :mod:`~orkeon_actors.fleet.seen_store`), queued before what they came with."""
 
     # -- topology ---------------------------------------------------------------------
 
@@ -241,6 +263,7 @@ class Gateway:
         return declarer
 
     def _declare(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+        self._connected_at = time.monotonic()  # the view refills from here
         covered = self._declarations.take_all()  # their inboxes are in the slice
 
         def declared() -> None:
@@ -290,6 +313,7 @@ class Gateway:
         the link (unacknowledged deliveries return to their queues). Idempotent."""
         self._stopped = True
         self.roster.stop()
+        self._parking.stop()
         for lane in (self._inbox_lane, self._topic_lane, self._answer_lane):
             lane.stop()
         self.link.stop()
@@ -381,6 +405,29 @@ class Gateway:
         """The host announcing ``address`` now (this one included), or ``None``."""
         return self.roster.lives_on(str(address))
 
+    def locate(self, address: MailboxAddress) -> str:
+        """The host announcing ``address``, for a post or send to it that no presence
+        names now. ``BrokerUnavailableError`` while the broker is unreachable (presence
+        is heard through it: an outage longer than the TTL empties the view, and says
+        nothing about the mailbox); within two presence intervals of a (re)connect it
+        waits for the view to refill; then ``MailboxNotFoundError`` naming the hosts
+        asked and how long ago each was heard."""
+        if not self.link.connected:
+            raise BrokerUnavailableError(
+                f"cannot tell which host holds {address}: the broker is unreachable and presence is heard through "
+                "it; retry once it is back"
+            )
+        settled = self._connected_at + 2 * self.config.presence_interval
+        while (host := self.lives_on(address)) is None and time.monotonic() < settled:
+            time.sleep(0.01)
+        if host is not None:
+            return host
+        heard = self.roster.heard()
+        asked = ", ".join(f"{name} (heard {age:.1f} s ago)" for name, age in heard.items()) or "none"
+        raise MailboxNotFoundError(
+            address, detail=f"no host of the fleet announces it; hosts on this host's roster: {asked}"
+        )
+
     def sender_host(self, sender: str) -> str | None:
         """Where ``sender`` lives by signed presence (a mailbox, or a sender announced
         without one)."""
@@ -465,44 +512,80 @@ class Gateway:
 
     # -- receiving ----------------------------------------------------------------------
 
-    def _verified(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> wire.Envelope | None:
+    def _verified(self, delivery: Delivery, requeue: Callable[[Delivery], None]) -> wire.Envelope | None:
         """The verified envelope of ``delivery``; ``None`` for a duplicate (acknowledged
-        and dropped here) or one handed to ``defer`` (see :meth:`_checked`). Raises
+        and dropped here) or one parked (see :meth:`_checked`). Raises
         ``SignatureError`` for a refused one."""
-        if not self._checked(delivery, defer):
+        if not self._checked(delivery, requeue):
             return None
-        return wire.decode(delivery.headers, delivery.body)
+        envelope = wire.decode(delivery.headers, delivery.body)
+        self._check_identity(envelope, delivery.headers)
+        return envelope
 
-    def _checked(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> bool:
-        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here.
-        With ``defer`` (a caller that must not block), a delivery whose sender's presence
-        is not known yet is handed to ``defer``, unverified, instead of waiting for it
-        (``False`` too)."""
+    @staticmethod
+    def _check_identity(envelope: wire.Envelope, headers: Mapping[str, object]) -> None:
+        """``SignatureError`` unless the identity the receiver acts on (the message's
+        source crew and agent: its reader's sender, the ACL re-check's subject, a
+        reply's route) is the signed ``from`` header, which the verifier tied to the
+        signing host by signed presence; a request's reply goes to that host
+        (``envelope.host``), never to an address the body names."""
+        claimed = wire.sender_of(envelope.message, f"{GATEWAY}@{envelope.host}")
+        signed_from = str(headers.get("from", ""))
+        if claimed != signed_from:
+            raise SignatureError(
+                f"the message names {claimed} as its source, but host {envelope.host!r} signed it as from "
+                f"{signed_from}: impersonation refused"
+            )
+
+    def _checked(self, delivery: Delivery, requeue: Callable[[Delivery], None]) -> bool:
+        """Verify ``delivery``; ``False`` for a duplicate, acknowledged and dropped here,
+        or for one whose sender's presence is not known yet: a genuine one (its
+        signature checked) is parked alone (:mod:`~orkeon_actors.fleet.parking`) and
+        handed to ``requeue`` (its lane) once the presence is heard, never waited for
+        on the lane."""
         headers, body = delivery.headers, delivery.body
-        sender = str(headers.get("from", ""))
-        if self.sender_host(sender) is None and defer is not None:
-            defer(delivery)
+        if self._parking.holds(delivery):  # behind a parked delivery of its queue: FIFO
+            self._parking.park(delivery, requeue)
             return False
-        if self.sender_host(sender) is None:  # a first message may outrun its sender's announcement
-            self.verifier.signing_host(headers, body)  # only a genuine message is waited for
-            deadline = time.monotonic() + self.config.presence_ttl
-            while self.sender_host(sender) is None and time.monotonic() < deadline:
-                time.sleep(_PRESENCE_POLL)
+        if not self._sender_known(delivery):  # a first message may outrun its sender's announcement
+            self.verifier.signing_host(headers, body)  # only a genuine message is parked
+            self._parking.park(delivery, requeue)
+            return False
         with self._verify_lock:  # the seen-set is shared by the three lanes
             first = self.verifier.verify(headers, body, delivery.routing_key)
-        if not first and not delivery.redelivered:
+            kept = delivery.message_id in self._kept
+        if not first and (not delivery.redelivered or kept):
             self._drop_duplicate(delivery)
             return False
         return True
 
+    def first_sight(self, headers: Mapping[str, object], body: bytes) -> bool:
+        """The seen-set's check for a message verified elsewhere (a control request):
+        ``True`` the first time (remembered, and kept in the store), ``False`` for a
+        duplicate, ``SignatureError`` for a seen id with other content."""
+        with self._verify_lock:
+            first = self.verifier.first_sight(headers, body)
+        self._flush_seen()
+        return first
+
+    def _flush_seen(self) -> None:
+        """Hand the ids seen the first time to :attr:`remember_seen` (before the store
+        is given what they came with)."""
+        with self._verify_lock:
+            new = self.verifier.take_new()
+        if new and self.remember_seen is not None:
+            self.remember_seen(new)
+
     def _drop_duplicate(self, delivery: Delivery) -> None:
         lane = "inbox" if delivery.queue.startswith("inbox.") else delivery.queue.partition(".")[0]
-        _log.debug(
-            "gateway {} dropped a duplicate of message {} from {} on {}: it was received already",
+        _log.warning(
+            "gateway {} dropped message {} from {} on {}{}: it was received already (an exact replay, "
+            "or a republish after a broker cut); not delivered again",
             self.host_id,
             delivery.message_id,
             delivery.headers.get("from"),
             delivery.queue,
+            " (redelivered by the broker)" if delivery.redelivered else "",
         )
         self.link.ack(delivery)
         with self._lock:
@@ -529,37 +612,79 @@ class Gateway:
                 self._confirmed.popitem(last=False)
         self.publish_nowait(receipt_for(envelope, address, self.signer, self.entity), "DELIVERED receipt")
 
+    def _sender_known(self, delivery: Delivery) -> bool:
+        return self.sender_host(str(delivery.headers.get("from", ""))) is not None
+
     def _settle(
         self,
         delivery: Delivery,
         take: Callable[[wire.Envelope], None],
-        defer: Callable[[Delivery], None] | None = None,
+        requeue: Callable[[Delivery], None],
     ) -> None:
         try:
-            envelope = self._verified(delivery, defer)
+            envelope = self._verified(delivery, requeue)
+            self._flush_seen()
             if envelope is None:
                 return
             take(envelope)
         except (SignatureError, EventHubError, BrokerError) as exc:
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._refuse(delivery, exc)
             return
         except Exception as exc:  # a bug must not wedge the queue: dead-letter, loudly
             _log.opt(exception=True).error("handling delivery {} failed", delivery.message_id)
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._refuse(delivery, exc)
             return
         self.link.ack(delivery)
 
-    def _reject(self, delivery: Delivery, reason: str) -> None:
+    def _refuse(self, delivery: Delivery, error: BaseException) -> None:
+        """:meth:`_reject` ``delivery`` for ``error``: reported to its sender unless it
+        is a security refusal (a ``SignatureError``: forged, replayed, misrouted,
+        impersonating), which the sender's own copy never met, except for a genuine
+        message that expired before this host ever saw its id."""
+        report = not isinstance(error, SignatureError) or self._expired_unseen(delivery)
+        self._reject(delivery, f"{type(error).__name__}: {error}", report=report)
+
+    def _expired_unseen(self, delivery: Delivery) -> bool:
+        headers = delivery.headers
+        try:
+            if int(str(headers.get("expires_at"))) > now_ms():
+                return False
+            self.verifier.signer_of(headers, delivery.body)
+        except (ValueError, SignatureError):
+            return False
+        with self._verify_lock:
+            return not self.verifier.has_seen(str(headers.get("message_id")))
+
+    def _reject(self, delivery: Delivery, reason: str, *, report: bool) -> None:
+        """Copy ``delivery`` to ``fleet.dlx`` with the signed refusal
+        (:mod:`~orkeon_actors.fleet.refusals`), then acknowledge it; ``report``: its
+        sender is told (``DeliveryFailed``)."""
         _log.error(
-            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx",
+            "gateway {} refused message {} from {} on {} (key {}): {}; dead-lettered to fleet.dlx{}",
             self.host_id,
             delivery.message_id,
             delivery.headers.get("from"),
             delivery.queue,
             delivery.routing_key,
             reason,
+            "" if report else " (a security refusal: not reported to the claimed sender)",
         )
-        self.link.reject(delivery)
+        future = self.link.publish(refusal_copy(delivery, reason, report=report, signer=self.signer))
+
+        def copied(done: Future[None]) -> None:
+            error = done.exception()
+            if error is None:
+                self.link.ack(delivery)
+                return
+            _log.error(
+                "the refusal of message {} was not copied to fleet.dlx ({}): rejected instead (an inbox's "
+                "dead-letter exchange keeps it, without the reason)",
+                delivery.message_id,
+                error,
+            )
+            self.link.reject(delivery)
+
+        future.add_done_callback(copied)
         self.rejected += 1
         rejected = RejectedDelivery(
             delivery.queue, delivery.routing_key, delivery.message_id, reason, dict(delivery.headers), delivery.body
@@ -583,7 +708,7 @@ class Gateway:
         for delivery in deliveries:
             try:
                 address = MailboxAddress.parse(delivery.queue.removeprefix("inbox."))
-                envelope = self._verified(delivery)
+                envelope = self._verified(delivery, self._inbox_lane.put)
                 if envelope is None:
                     continue
                 if envelope.kind != "post" or envelope.message.target_mailbox != address:
@@ -591,9 +716,10 @@ class Gateway:
                         f"a {envelope.kind} for {envelope.message.target_mailbox} arrived in the inbox of {address}"
                     )
             except (SignatureError, EventHubError, BrokerError) as exc:
-                self._reject(delivery, f"{type(exc).__name__}: {exc}")
+                self._refuse(delivery, exc)
                 continue
             verified.append((delivery, (envelope, address, delivery.redelivered)))
+        self._flush_seen()  # queued before the posts: committed with them or earlier
         if not verified:
             return
         try:
@@ -604,10 +730,17 @@ class Gateway:
         for (delivery, (envelope, address, _)), outcome in zip(verified, outcomes, strict=True):
             if outcome is None:
                 self.link.ack(delivery)
+                self._remember_kept(str(envelope.message.id))
                 if envelope.receipt:
                     self._confirm(envelope, address)
             else:
-                self._reject(delivery, f"{type(outcome).__name__}: {outcome}")
+                self._refuse(delivery, outcome)
+
+    def _remember_kept(self, message_id: str) -> None:
+        with self._verify_lock:
+            self._kept[message_id] = None
+            if len(self._kept) > self.config.seen:
+                self._kept.popitem(last=False)
 
     def _topic_delivery(self, delivery: Delivery) -> None:
         def take(envelope: wire.Envelope) -> None:
@@ -616,7 +749,7 @@ class Gateway:
             if envelope.host != self.host_id:  # our own publishes were routed here already
                 self._sink.take_topic(envelope)
 
-        self._settle(delivery, take)
+        self._settle(delivery, take, self._topic_lane.put)
 
     def _answer_arrived(self, delivery: Delivery) -> None:
         """On the I/O thread: an answer (a reply or a receipt) is settled here at once,
@@ -626,11 +759,11 @@ class Gateway:
         answers lane instead, which waits."""
         if self._stopped:
             return  # nothing is acknowledged after stop: the queue goes with the connection
-        self._answer_delivery(delivery, defer=self._answer_lane.put)
+        self._answer_delivery(delivery)
 
-    def _answer_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
+    def _answer_delivery(self, delivery: Delivery) -> None:
         if wire.is_receipt(delivery.body):
-            self._receipt_delivery(delivery, defer)
+            self._receipt_delivery(delivery)
             return
 
         def take(envelope: wire.Envelope) -> None:
@@ -638,15 +771,17 @@ class Gateway:
                 raise SignatureError(f"a {envelope.kind} arrived on the answers queue")
             self._sink.take_answer(envelope)
 
-        self._settle(delivery, take, defer)
+        self._settle(delivery, take, self._answer_lane.put)
 
-    def _receipt_delivery(self, delivery: Delivery, defer: Callable[[Delivery], None] | None = None) -> None:
+    def _receipt_delivery(self, delivery: Delivery) -> None:
         try:
-            if not self._checked(delivery, defer):
+            checked = self._checked(delivery, self._answer_lane.put)
+            self._flush_seen()
+            if not checked:
                 return
             receipt = wire.decode_receipt(delivery.headers, delivery.body)
         except (SignatureError, EventHubError) as exc:
-            self._reject(delivery, f"{type(exc).__name__}: {exc}")
+            self._reject(delivery, f"{type(exc).__name__}: {exc}", report=False)  # a receipt's sender is a gateway
             return
         self.link.ack(delivery)
         self.receipts.delivered(receipt)

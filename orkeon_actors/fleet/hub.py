@@ -52,6 +52,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+import apsw
 from loguru import logger
 
 from orkeon_actors.acl.stage import AclMiddleware
@@ -62,7 +63,7 @@ from orkeon_actors.errors import (
     MailboxNotFoundError,
     UnroutableError,
 )
-from orkeon_actors.fleet import remote_requests
+from orkeon_actors.fleet import remote_requests, seen_store
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.gateway import Gateway, check_crossable, now_ms
 from orkeon_actors.fleet.last_value_sync import newer
@@ -118,7 +119,14 @@ class _FleetMailboxes:
         return address in self.local.live or self.local.exists(address)
 
     def exists(self, address: MailboxAddress) -> bool:
-        return self._is_local(address) or self.hub.where(address) not in (None, self.hub.host_id)
+        """Whether a post or send to ``address`` is accepted here; for an address no
+        presence names, the gateway's typed answer (:meth:`Gateway.locate`)."""
+        if self._is_local(address):
+            return True
+        host = self.hub.where(address)
+        if host is None:
+            host = self.hub.gateway.locate(address)
+        return host != self.hub.host_id
 
     def opened(self, handles: Sequence[MailboxHandle]) -> None:
         for handle in handles:
@@ -216,6 +224,7 @@ class AmqpEventHub(SqliteEventHub):
             raise
         self.route_listeners.append(self._fan_out)
         try:
+            self._restore_seen()
             self._reopen_requests()
             kept = [address for address in sorted(self.durable_mailboxes, key=str) if _crossable(address)]
             self.gateway.preload_inboxes(kept)
@@ -363,6 +372,37 @@ class AmqpEventHub(SqliteEventHub):
         except HubStoppedError:
             _log.debug(
                 "host {}: store closed, {} reply route(s) left for the next boot", self.host_id, len(correlation_ids)
+            )
+
+    def _restore_seen(self) -> None:
+        """At boot, before anything is consumed: the replay seen-set kept in this store
+        back into the verifier, and new entries kept from now on
+        (:mod:`~orkeon_actors.fleet.seen_store`)."""
+        kept = self.writer.execute(lambda conn: seen_store.boot(conn, now_ms()))
+        self.gateway.verifier.restore(kept)
+        self._seen_writes = 0
+        self.gateway.remember_seen = self._remember_seen
+
+    def _remember_seen(self, entries: list[seen_store.Seen]) -> None:
+        self._seen_writes += len(entries)
+        prune = self._seen_writes >= seen_store.PRUNE_EVERY
+        if prune:
+            self._seen_writes = 0
+
+        def write(conn: apsw.Connection) -> None:
+            seen_store.remember(conn, entries)
+            if prune:
+                seen_store.prune(conn, now_ms())
+
+        try:
+            # keyed: a keyless write orders against every request, and would hold the
+            # commits of others (a crew's sleep, a stop) behind whatever is queued before it
+            self.writer.submit(write, key=seen_store.WRITE_KEY)
+        except HubStoppedError:
+            _log.warning(
+                "host {}: store closed, {} received message id(s) not kept for replay checks after a restart",
+                self.host_id,
+                len(entries),
             )
 
     def _reopen_requests(self) -> None:

@@ -46,6 +46,7 @@ Guarantees of :meth:`Fleet.stop`:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Final
@@ -53,7 +54,9 @@ from typing import TYPE_CHECKING, Final
 from orkeon_actors.errors import FleetControlError, FleetTimeoutError, InvalidArgumentError
 from orkeon_actors.fleet.cancels import RemoteCancels
 from orkeon_actors.fleet.control import ControlPlane
-from orkeon_actors.fleet.dead_letters import DeadLetterReporter, mailbox_reporter
+from orkeon_actors.fleet.dead_letters import DeadLetterReporter, DeliveryFailed, mailbox_reporter
+from orkeon_actors.fleet.failures import OP as FAILURE_OP
+from orkeon_actors.fleet.failures import FailureBook, SenderReports
 from orkeon_actors.fleet.last_value_sync import LastValueSync
 from orkeon_actors.fleet.roster import GATEWAY
 from orkeon_actors.hub.amqp.topology import Declarer
@@ -85,9 +88,22 @@ class Fleet:
         gateway = hub.gateway
         self._supervisor: CrewSupervisor | None = None
         self.control = ControlPlane(
-            self.host_id, gateway.link, gateway.signer, gateway.verifier, spawn=self._spawn_here, stop=self._stop_here
+            self.host_id,
+            gateway.link,
+            gateway.signer,
+            gateway.verifier,
+            spawn=self._spawn_here,
+            stop=self._stop_here,
+            first_sight=gateway.first_sight,
         )
-        self.dead_letters = DeadLetterReporter(gateway.link, gateway.verifier, mailbox_reporter(hub))
+        self.failures = FailureBook()
+        """Delivery failures of this host's senders that have no mailbox (:mod:`~orkeon_actors.fleet.failures`)."""
+        self.control.ops[FAILURE_OP] = self.failures.served
+        self.dead_letters = DeadLetterReporter(
+            gateway.link,
+            gateway.verifier,
+            SenderReports(self.host_id, mailbox_reporter(hub), self.failures, self.control),
+        )
         self.last_values = LastValueSync(hub, self.control)
         """The boot exchange of retained last values with the other hosts."""
         self.cancels = RemoteCancels(hub, self.control)
@@ -109,6 +125,18 @@ class Fleet:
         closes the connection)."""
         self.last_values.stop()
         self.dead_letters.stop()
+
+    def delivery_failed(self, message_id: str) -> DeliveryFailed | None:
+        """Why message ``message_id``, posted from this host by a sender without a
+        mailbox, was dead-lettered (``None``: no failure heard of, or it left the book's
+        latest :data:`~orkeon_actors.fleet.failures.KEPT`)."""
+        return self.failures.get(str(message_id))
+
+    @property
+    def on_delivery_failed(self) -> list[Callable[[DeliveryFailed], None]]:
+        """Callbacks told of each such failure (on the reporter's or the control
+        plane's worker thread: do not block)."""
+        return self.failures.listeners
 
     def serve(self, supervisor: CrewSupervisor) -> None:
         """Run the spawn and stop requests other hosts send here with ``supervisor``

@@ -16,6 +16,10 @@ Guarantees:
   host that stops heartbeating vanishes from the view by itself. A heartbeat *replaces*
   what it says of its host's entities (chunk ``n`` of ``total``: entities the host no
   longer announces disappear once a complete round arrived without them).
+* **Never late.** A round is published only while the broker link is connected: one
+  taken during an outage is skipped, not held and published after the reconnect
+  (where every other host would refuse it as expired); the first heartbeat after the
+  reconnect announces the host afresh.
 * **Local first.** The local host's own entities are in the view at once (``add``), not
   after a round trip through the broker, and stay there while it heartbeats: each
   heartbeat renews their expiry in its own view, as its round does in the others'.
@@ -41,6 +45,7 @@ from orkeon_actors.hub.amqp.topology import ROSTER_EXCHANGE, roster_queue
 __all__ = ["GATEWAY", "Presence", "Roster"]
 
 GATEWAY: Final = "_gateway"
+_MISMATCHED_MAX: Final = 1_000
 _log = logger.bind(component="orkeon_actors.fleet")
 
 
@@ -98,6 +103,9 @@ class Roster:
         never arrive after one taken since, and drop the new entity from other views."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._mismatched: dict[str, str] = {}
+        """Hosts whose presence this host cannot verify, and why (at most
+        :data:`_MISMATCHED_MAX`, each logged once)."""
 
     # -- this host's entities ---------------------------------------------------------
 
@@ -147,6 +155,17 @@ class Roster:
             live = [entry for entry in self._view.values() if entry.expires_at > now]
         return sorted(live, key=lambda e: (e.host, e.entity))
 
+    def heard(self) -> dict[str, float]:
+        """Every live host and how many seconds ago its latest presence round was
+        signed (its gateway entry's ``expires_at`` less the TTL), oldest first."""
+        now = self._now_ms()
+        ages = {
+            e.host: max(0.0, (now - (e.expires_at - self._ttl_ms)) / 1000)
+            for e in self.entries()
+            if e.entity == f"{GATEWAY}@{e.host}"
+        }
+        return dict(sorted(ages.items(), key=lambda item: -item[1]))
+
     def hosts(self) -> dict[str, tuple[str, ...]]:
         """Every live gateway and the crew kinds it can spawn."""
         return {e.host: e.kinds for e in self.entries() if e.entity == f"{GATEWAY}@{e.host}"}
@@ -193,6 +212,8 @@ class Roster:
         round_id = uuid.uuid4().hex
         expires = self._now_ms() + self._ttl_ms
         self._refresh_own(gateway, expires)
+        if not self._link.connected:  # held by the link, it would arrive stale after the reconnect
+            return
         for index, part in enumerate(chunks):
             body = json.dumps(
                 {"round": round_id, "chunk": index, "chunks": len(chunks), "entities": part, "kinds": list(self.kinds)},
@@ -230,8 +251,51 @@ class Roster:
                 if entity != gateway:
                     self._view[entity] = Presence(self.host, entity, expires)
 
+    def mismatched(self) -> dict[str, str]:
+        """Hosts whose presence signature this host refused, and why: the fleet's keys
+        files differ between this host and each of them (or one is not in its file)."""
+        with self._lock:
+            return dict(self._mismatched)
+
+    def _check_signer(self, delivery: Delivery) -> bool:
+        """Whether the presence's signature verifies; a refused one is a keys mismatch
+        with its host, said at ERROR once per host (within one presence interval of
+        both hosts running)."""
+        claimed = str(delivery.headers.get("host", ""))
+        try:
+            self._verifier.signer_of(delivery.headers, delivery.body)
+        except SignatureError as exc:
+            with self._lock:
+                first = claimed not in self._mismatched and len(self._mismatched) < _MISMATCHED_MAX
+                if first:
+                    self._mismatched[claimed] = str(exc)
+            if first and self._verifier.knows(claimed):
+                _log.error(
+                    "host {} refuses the presence of host {}: {}. The keys files of {} and {} differ: give every "
+                    "host of the fleet the same keys file; until then {} refuses everything {} sends",
+                    self.host,
+                    claimed,
+                    exc,
+                    self.host,
+                    claimed,
+                    self.host,
+                    claimed,
+                )
+            elif first:
+                _log.error(
+                    "host {} hears host {}, which is not in its keys file: add {}'s key to the keys file of every "
+                    "host, or stop it",
+                    self.host,
+                    claimed,
+                    claimed,
+                )
+            return False
+        return True
+
     def _received(self, delivery: Delivery) -> None:
         self._link.ack(delivery)
+        if not self._check_signer(delivery):
+            return
         try:
             host = self._verifier.signing_host(delivery.headers, delivery.body)
             data: dict[str, Any] = json.loads(delivery.body)

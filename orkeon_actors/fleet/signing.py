@@ -24,7 +24,9 @@ that fails (the caller rejects the message to the dead-letter exchange):
 5. it is not a replay: a bounded set of recent message ids (``seen``), each with the
    :func:`message_digest` of what it carried, refuses a message whose id was seen with
    other content (another sender, recipient, signing host or body) within the window;
-   past the window, the expiry bounds it.
+   past the window, the expiry bounds it. The set survives a restart: the gateway keeps
+   each new entry (:meth:`Verifier.take_new`) in the host's store and gives them back
+   at boot (:meth:`Verifier.restore`, :mod:`~orkeon_actors.fleet.seen_store`).
 
 A message whose id *and* digest were seen already is not refused: :meth:`Verifier.verify`
 returns ``False`` for it. It is a harmless duplicate, not an attack: the only one who can
@@ -43,13 +45,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Final
 
 import attrs
 
 from orkeon_actors.errors import InvalidArgumentError, SignatureError
+from orkeon_actors.fleet.seen_store import Seen
 
 __all__ = ["SIGNATURE_HEADER", "SIGNED_HEADERS", "HostKeys", "Signer", "Verifier", "canonical_bytes", "message_digest"]
 
@@ -154,9 +157,23 @@ class Verifier:
         self._keys = keys
         self._lives_on = lives_on
         self._now_ms = now_ms
-        self._seen: OrderedDict[str, bytes] = OrderedDict()
-        """Recent message ids and the :func:`message_digest` each came with."""
+        self._seen: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
+        """Recent message ids, the :func:`message_digest` each came with, its expiry."""
         self._seen_max = seen
+        self._new: list[Seen] = []
+
+    def restore(self, entries: Iterable[Seen]) -> None:
+        """Take back the seen-set kept in the host's store (:mod:`~orkeon_actors.fleet.seen_store`),
+        before anything is verified; the most recent ``seen`` entries are kept."""
+        for entry in entries:
+            self._seen[entry.message_id] = (entry.digest, entry.expires_at_ms)
+            if len(self._seen) > self._seen_max:
+                self._seen.popitem(last=False)
+
+    def take_new(self) -> list[Seen]:
+        """The ids seen the first time since the last call (to keep in the store)."""
+        new, self._new = self._new, []
+        return new
 
     def signing_host(self, headers: Mapping[str, object], body: bytes) -> str:
         """Check 1 alone, and the expiry: the host whose key signed the message. What
@@ -201,16 +218,32 @@ class Verifier:
                 f"the message is for {headers['to']} but arrived keyed for {routing_key_recipient}: "
                 "a captured message replayed into another inbox"
             )
+        return self.first_sight(headers, body)
+
+    def knows(self, host: str) -> bool:
+        """Whether this fleet's keys hold a key for ``host``."""
+        return self._keys.key_of(host) is not None
+
+    def has_seen(self, message_id: str) -> bool:
+        """Whether ``message_id`` is in the seen-set (not thread-safe, as :meth:`verify`)."""
+        return message_id in self._seen
+
+    def first_sight(self, headers: Mapping[str, object], body: bytes) -> bool:
+        """Check 5 alone, for a message verified otherwise (a control request): ``True``
+        the first time its id is seen (it is remembered), ``False`` for a duplicate;
+        ``SignatureError`` for a seen id with other content."""
         message_id = str(headers["message_id"])
         digest = message_digest(headers, body)
         seen = self._seen.get(message_id)
         if seen is not None:
-            if seen != digest:
+            if seen[0] != digest:
                 raise SignatureError(
                     f"message {message_id} was already received with other content: a replay under a seen id"
                 )
             return False
-        self._seen[message_id] = digest
+        expires = int(str(headers["expires_at"]))
+        self._seen[message_id] = (digest, expires)
+        self._new.append(Seen(message_id, digest, expires))
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
         return True

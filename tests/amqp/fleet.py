@@ -25,6 +25,7 @@ def fleet_keys(hosts: Sequence[str]) -> HostKeys:
 def write_keys(path: Path, keys: HostKeys) -> Path:
     """``keys`` as the JSON key file ``$ORKEON_FLEET_KEYS`` names."""
     path.write_text(json.dumps({host: key.hex() for host, key in keys.keys.items()}))
+    path.chmod(0o600)  # a host refuses a keys file others can read
     return path
 
 

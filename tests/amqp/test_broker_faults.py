@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loguru import logger
 
 import orkeon_actors as ok
 from orkeon_actors.errors import BrokerUnavailableError
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.hub import AmqpEventHub
+from orkeon_actors.hub.amqp.link import Delivery
 from orkeon_actors.testing import wait_until
 
 from .conftest import BROKER
@@ -115,3 +117,80 @@ def test_a_stalled_connection_fails_the_post_in_time_and_delivers_it_once_it_flo
     faulty.proxy.restore()
     faulty.poster.post(BOX, b"flowing")
     assert faulty.received(2) == [b"stalled", b"flowing"]
+
+
+def test_a_consumed_post_redelivered_after_a_cut_does_not_reach_its_reader_again(faulty: Faulty) -> None:
+    """A's ack of a post it kept is lost with the connection (the broker redelivers it,
+    marked redelivered) while the reader had consumed it already: read once."""
+    hub_a = faulty.hub_a
+    box = faulty.a.hub.register_mailbox("agent://ledger/copy")
+    wait_until(lambda: faulty.b.hub.where("agent://ledger/copy") == faulty.a_id, what="b seeing a's mailbox")  # type: ignore[attr-defined]
+    poster = faulty.b.hub.bind("billing", "clerk")
+    link = hub_a.gateway.link
+    acks = link.ack
+    lost: list[str] = []
+
+    def ack_lost_for_first(delivery: Delivery) -> None:
+        if delivery.body.endswith(b"\nonce") and not lost:
+            lost.append(delivery.message_id or "")  # the ack the cut will lose
+            return
+        acks(delivery)
+
+    link.ack = ack_lost_for_first  # type: ignore[method-assign]
+    first = poster.post("agent://ledger/copy", b"once")
+    with box.reader() as reader:
+        got = reader.receive()
+        second = poster.post("agent://ledger/copy", b"twice?")
+        assert [got.id, reader.receive().id] == [first.id, second.id]  # coming back consumed the first
+    wait_until(lambda: bool(lost), what="the first post's ack withheld")
+    link.ack = acks  # type: ignore[method-assign]
+    reconnects = link.reconnects
+    faulty.proxy.cut()
+    faulty.proxy.restore()
+    faulty.reconnected(reconnects)
+    wait_until(lambda: hub_a.gateway.duplicates >= 1, what="the redelivery dropped as a duplicate")
+    third = poster.post("agent://ledger/copy", b"after")
+    with box.reader() as reader:
+        assert reader.receive().id == third.id
+    assert box.depth() == 0
+
+
+def test_an_outage_longer_than_the_presence_window_is_an_unavailable_broker_not_a_missing_mailbox(
+    faulty: Faulty,
+) -> None:
+    faulty.poster.post(BOX, b"before")
+    link = faulty.hub_a.gateway.link
+    reconnects = link.reconnects
+    faulty.proxy.cut()
+    wait_until(lambda: not link.connected, what="a noticing the cut")
+    wait_until(lambda: faulty.hub_a.where(BOX) is None, timeout=30, what="b's presence expiring in a's view")
+    with pytest.raises(BrokerUnavailableError, match="the broker is unreachable and presence is heard through it"):
+        faulty.poster.post(BOX, b"during")
+    faulty.proxy.restore()
+    faulty.reconnected(reconnects)
+    faulty.poster.post(BOX, b"after")  # the view refills within the settle window: found, not refused
+    assert faulty.received(2) == [b"before", b"after"]
+
+
+def test_heartbeats_taken_during_an_outage_are_not_published_late(faulty: Faulty) -> None:
+    hub_b = faulty.b.hub
+    assert isinstance(hub_b, AmqpEventHub)
+    link = faulty.hub_a.gateway.link
+    reconnects = link.reconnects
+    refused: list[str] = []
+    logger.enable("orkeon_actors")
+    sink = logger.add(lambda m: refused.append(str(m)), level="WARNING", filter=lambda r: "presence" in r["message"])
+    try:
+        faulty.proxy.cut()
+        wait_until(lambda: not link.connected, what="a noticing the cut")
+        rounds = hub_b.gateway.roster.rounds_from(faulty.a_id)
+        wait_until(lambda: faulty.hub_a.where(BOX) is None, timeout=30, what="an outage past the presence TTL")
+        attempts = link.attempts
+        wait_until(lambda: link.attempts >= attempts + 2, timeout=30, what="a's first heartbeats of it expired")
+        faulty.proxy.restore()
+        faulty.reconnected(reconnects)
+        wait_until(lambda: hub_b.gateway.roster.rounds_from(faulty.a_id) >= rounds + 2, what="fresh rounds from a")
+    finally:
+        logger.remove(sink)
+        logger.disable("orkeon_actors")
+    assert refused == []

@@ -68,3 +68,15 @@ def test_a_host_started_by_the_command_serves_spawns_and_stops_on_sigterm(vhost:
 def test_bad_crews_are_refused_with_the_reason(spec: str, says: str) -> None:
     with pytest.raises(InvalidArgumentError, match=says.replace("{", r"\{").replace("}", r"\}")):
         load_factories(spec)
+
+
+def test_a_vhost_that_does_not_exist_is_said_at_once_not_retried(tmp_path: Path) -> None:
+    keys_file = write_keys(tmp_path / "keys.json", fleet_keys(["h1"]))
+    missing = f"no-such-{uuid.uuid4().hex[:6]}"
+    command = [sys.executable, "-m", "orkeon_actors.cli", "host", "--broker", url(missing), "--host-id", "h1"]
+    command += ["--store", str(tmp_path / "h1.db"), "--keys", str(keys_file)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said[-2000:]
+    assert f"vhost {missing} not found" in said and "does not exist on the broker" in said, said[-2000:]
+    assert "did not answer" not in said

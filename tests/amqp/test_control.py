@@ -97,3 +97,25 @@ def test_an_unsigned_request_is_dead_lettered(vhost: str, hosts: tuple[Host, Hos
     a.link.publish(Outgoing(CONTROL_EXCHANGE, b.control.host, tampered, "x", headers)).result(10)
     wait_until(lambda: ready_count(vhost, DLQ) == before + 1, what="the forged request in fleet.dlq")
     assert b.spawned == []
+
+
+def test_a_replayed_spawn_request_does_not_start_a_second_crew(hosts: tuple[Host, Host, HostKeys]) -> None:
+    """A captured, validly signed spawn replayed within its expiry: served once."""
+    a, b, keys = hosts
+    body = b'{"op":"spawn","blueprint":"billing","crew_id":null}'
+    headers = Signer(a.control.host, keys).sign(
+        {
+            "message_id": uuid.uuid4().hex,
+            "from": f"control://{a.control.host}",
+            "to": f"control://{b.control.host}",
+            "expires_at": _now_ms() + 30_000,
+            "reply_to": a.control.host,
+        },
+        body,
+    )
+    captured = Outgoing(CONTROL_EXCHANGE, b.control.host, body, str(headers["message_id"]), headers)
+    a.link.publish(captured).result(10)
+    wait_until(lambda: len(b.spawned) == 1, what="the genuine spawn served")
+    a.link.publish(captured).result(10)  # the replay, within the request's expiry
+    assert a.control.spawn(b.control.host, "audit", timeout=10) == "audit-1"  # the honest request behind it
+    assert b.spawned == [("billing", None), ("audit", None)]

@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import attrs
 import pytest
 from loguru import logger
 
@@ -19,10 +18,14 @@ from orkeon_actors.bench.lifecycle import FACTORIES, FOREVER_NAME
 from orkeon_actors.crew import CrewStatus
 from orkeon_actors.errors import FleetControlError, MailboxNotFoundError
 from orkeon_actors.fleet.dead_letters import DeliveryFailed
+from orkeon_actors.fleet.gateway import now_ms
 from orkeon_actors.fleet.hub import AmqpEventHub
 from orkeon_actors.fleet.operations import STOPPED, Fleet
-from orkeon_actors.hub.port import MailboxRegistration
+from orkeon_actors.hub.amqp.topology import mailbox_key
+from orkeon_actors.hub.port import POST_TOPIC, CallerContext, MailboxRegistration
 from orkeon_actors.lifecycle import CrewSupervisor, LifecycleState
+from orkeon_actors.model.address import MailboxAddress
+from orkeon_actors.model.ids import AgentId, CrewId
 from orkeon_actors.testing import wait_until
 
 from .fleet import fleet_keys, start_host
@@ -195,17 +198,33 @@ def test_a_dead_letter_report_reaches_the_senders_mailbox_on_its_host(hosts: Hos
     posted = hosts.a.hub.bind("billing", "scorer").post("agent://ledger/book", b"{}")
     with target.reader() as reader:
         assert reader.receive().id == posted.id
-    # the same message, validly signed by a for another inbox, replayed into this one: b
-    # rejects it, the reporter tells its sender
-    captured = hosts.hub(hosts.a).gateway.outgoing(
-        posted, kind="post", routing_key="mbox.agent://ledger/elsewhere", expires_at_ms=2**41
+    # a post of the scorer's that expired before b ever saw it: b refuses it, the
+    # reporter tells its sender (a replay of a seen message would not be reported)
+    hub_a = hosts.hub(hosts.a)
+    book = MailboxAddress.parse("agent://ledger/book")
+    late = hub_a.stamp(
+        CallerContext(CrewId("billing"), AgentId("scorer")), POST_TOPIC, "late", None, book.crew_id, book
     )
-    replayed = attrs.evolve(captured, routing_key="mbox.agent://ledger/book")
-    hosts.hub(hosts.a).gateway.link.publish(replayed).result(10)
+    expired = hub_a.gateway.outgoing(late, kind="post", routing_key=mailbox_key(book), expires_at_ms=now_ms() - 1)
+    hub_a.gateway.link.publish(expired).result(10)
     with sender.reader() as reader:
         report = reader.receive()
     failure = DeliveryFailed.of_message(report)
-    assert failure == DeliveryFailed(
-        str(posted.id), "agent://ledger/elsewhere", "rejected", "inbox.agent://ledger/book"
-    )
+    assert failure == DeliveryFailed(str(late.id), "agent://ledger/book", "rejected", "inbox.agent://ledger/book")
     assert report.source_crew_id.is_system
+
+
+def test_a_sender_without_a_mailbox_can_read_why_its_post_was_dead_lettered(hosts: Hosts) -> None:
+    target = hosts.b.hub.register_mailbox("agent://ledger/book")
+    wait_until(lambda: hosts.hub(hosts.a).where("agent://ledger/book") == hosts.b_id, what="b's mailbox on a")
+    told: list[DeliveryFailed] = []
+    hosts.fleet_a.on_delivery_failed.append(told.append)
+    hub_a = hosts.hub(hosts.a)
+    book = MailboxAddress.parse("agent://ledger/book")
+    # front/x posts without a mailbox of its own; its post expires before b sees it
+    late = hub_a.stamp(CallerContext(CrewId("front"), AgentId("x")), POST_TOPIC, "late", None, book.crew_id, book)
+    expired = hub_a.gateway.outgoing(late, kind="post", routing_key=mailbox_key(book), expires_at_ms=now_ms() - 1)
+    hub_a.gateway.link.publish(expired).result(10)
+    expected = DeliveryFailed(str(late.id), "agent://ledger/book", "rejected", "inbox.agent://ledger/book")
+    wait_until(lambda: hosts.fleet_a.delivery_failed(str(late.id)) == expected, what="the failure on a, by id")
+    assert told == [expected] and target.depth() == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import attrs
 import pika
 import pytest
+from loguru import logger
 
 import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink, RestrictiveCrewLinkPolicy
@@ -345,9 +346,17 @@ def test_a_message_replayed_into_another_inbox_is_dead_lettered(fleet: Fleet) ->
 def test_an_exact_replay_is_dropped_as_a_duplicate_and_delivered_once(fleet: Fleet) -> None:
     registration = fleet.register_on_b("agent://billing/scorer")
     outgoing = _signed_post(fleet, "agent://billing/scorer", "once")
-    raw_publish(fleet.vhost, outgoing)
-    raw_publish(fleet.vhost, outgoing)
-    wait_until(lambda: fleet.hub_b.gateway.duplicates == 1, what="b dropping the second copy")
+    warnings: list[str] = []
+    logger.enable("orkeon_actors")
+    sink = logger.add(lambda m: warnings.append(str(m)), level="WARNING")
+    try:
+        raw_publish(fleet.vhost, outgoing)
+        raw_publish(fleet.vhost, outgoing)
+        wait_until(lambda: fleet.hub_b.gateway.duplicates == 1, what="b dropping the second copy")
+    finally:
+        logger.remove(sink)
+        logger.disable("orkeon_actors")
+    assert any(outgoing.message_id in line and "received already" in line for line in warnings), warnings
     with registration.reader() as reader:
         assert reader.receive().id == outgoing.message_id
     assert registration.depth() == 0 and fleet.hub_b.gateway.rejected == 0
@@ -492,3 +501,10 @@ def test_an_address_too_long_for_amqp_is_refused_before_it_is_registered(fleet: 
     with pytest.raises(ok.errors.InvalidArgumentError, match="too long to cross hosts"):
         fleet.b.hub.register_mailbox(address)
     assert not fleet.hub_b.is_registered(address)
+
+
+def test_a_mailbox_no_host_announces_is_not_found_naming_the_hosts_asked(fleet: Fleet) -> None:
+    with pytest.raises(
+        MailboxNotFoundError, match=rf"hosts on this host's roster: .*{fleet.b_id} \(heard \d+\.\d s ago\)"
+    ):
+        fleet.a.hub.bind("c1", "x").post("agent://nobody/here", 1)

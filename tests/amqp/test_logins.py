@@ -4,20 +4,27 @@ bound, and the error says which."""
 
 from __future__ import annotations
 
+import re
 import secrets
+import socket
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from orkeon_actors.errors import BrokerUnavailableError
+import orkeon_actors as ok
+from orkeon_actors.errors import BrokerAccessError, BrokerUnavailableError
 from orkeon_actors.fleet.broker_admin import rabbitmqctl
+from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import MSG_EXCHANGE, Declarer, inbox_queue, mailbox_key
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.testing import wait_until
 
 from .conftest import BROKER
+from .fleet import FAST_PRESENCE, fleet_keys
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -68,3 +75,99 @@ def test_a_login_without_access_to_the_vhost_is_reported(login: tuple[str, str])
             link.start(timeout=3)
     finally:
         link.stop()
+
+
+def documented_names() -> str:
+    """The permission regex ``docs/distributed.md`` tells an operator to grant a host."""
+    text = (Path(__file__).parents[2] / "docs" / "distributed.md").read_text()
+    found = re.search(r"^NAMES='([^']+)'$", text, re.MULTILINE)
+    assert found is not None, "docs/distributed.md lost its NAMES='...' permissions line"
+    return found.group(1)
+
+
+def test_a_vhost_that_does_not_exist_is_reported_at_once_as_such(login: tuple[str, str]) -> None:
+    link = BrokerLink(_uri(*login, f"no-such-{uuid.uuid4().hex[:6]}"))
+    try:  # a definitive refusal: said now, not retried until a 30 s bound reads "did not answer"
+        with pytest.raises(BrokerAccessError, match=r"the URI.s vhost does not exist on the broker .*530"):
+            link.start(timeout=30)
+    finally:
+        link.stop()
+
+
+def test_an_unreachable_broker_says_why(vhost: str) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    link = BrokerLink(f"amqp://guest:guest@127.0.0.1:{port}/{vhost}")
+    try:
+        with pytest.raises(BrokerUnavailableError, match=r"last attempt: ConnectionRefusedError: \[Errno 111\]"):
+            link.start(timeout=1)
+    finally:
+        link.stop()
+
+
+@pytest.fixture
+def documented(vhost: str) -> Iterator[Callable[[str], str]]:
+    """Make a login for a host with exactly the documented permissions; its URI."""
+    users: list[str] = []
+
+    def make(names: str) -> str:
+        user, password = f"host-{uuid.uuid4().hex[:8]}", secrets.token_urlsafe(16)
+        rabbitmqctl("add_user", user, password)
+        users.append(user)
+        rabbitmqctl("set_permissions", "-p", vhost, user, names, names, names)
+        return _uri(user, password, vhost)
+
+    yield make
+    for user in users:
+        rabbitmqctl("delete_user", user)
+
+
+def test_permissions_missing_a_fleet_name_are_a_typed_error_naming_the_resource(
+    vhost: str, documented: Callable[[str], str], tmp_path: Path
+) -> None:
+    without_receipts = documented_names().replace(r"receipts\.|", "")
+    host = f"h-{uuid.uuid4().hex[:6]}"
+    config = FleetConfig(documented(without_receipts), host, fleet_keys([host]), **FAST_PRESENCE)  # type: ignore[arg-type]
+    with pytest.raises(BrokerAccessError, match=rf"ACCESS_REFUSED - .*receipts\.{host}"):
+        ok.Runtime.start(store=str(tmp_path / "h.db"), fleet=config)
+
+
+def test_hosts_with_exactly_the_documented_permissions_work_across_the_fleet(
+    vhost: str, documented: Callable[[str], str], tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    a_id, b_id = f"a-{suffix}", f"b-{suffix}"
+    keys = fleet_keys([a_id, b_id])
+    names = documented_names()
+    a = ok.Runtime.start(
+        store=str(tmp_path / "a.db"), fleet=FleetConfig(documented(names), a_id, keys, **FAST_PRESENCE)
+    )  # type: ignore[arg-type]
+    b = ok.Runtime.start(
+        store=str(tmp_path / "b.db"), fleet=FleetConfig(documented(names), b_id, keys, **FAST_PRESENCE)
+    )  # type: ignore[arg-type]
+    try:
+        box = b.hub.register_mailbox("agent://billing/scorer")
+        alerts = b.hub.bind("watch", "w").subscribe("alerts.*")
+        wait_until(lambda: a.hub.where("agent://billing/scorer") == b_id, what="a seeing b's mailbox")  # type: ignore[attr-defined]
+        client = a.hub.bind("c1", "x")
+        posted = client.post("agent://billing/scorer", {"n": 1}, confirm_delivery=True)  # a receipt back
+        published = client.publish("alerts.fire", 1)
+
+        def answer() -> None:
+            with box.reader() as reader:
+                request = reader.receive()
+                b.hub.bind("billing", "scorer").reply(request.correlation_id, "pong")
+
+        with box.reader() as reader:
+            assert reader.receive().id == posted.id
+        responder = threading.Thread(target=answer)
+        responder.start()
+        assert client.send("agent://billing/scorer", "ping", timeout=30).json() == "pong"
+        responder.join(30)
+        assert alerts.receive(30).id == published.id
+        assert a.fleet is not None and b.fleet is not None
+        assert a.fleet.dead_letters.stats.by_reason == {} and b.fleet.dead_letters.stats.by_reason == {}
+    finally:
+        a.stop()
+        b.stop()

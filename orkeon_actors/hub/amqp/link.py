@@ -54,6 +54,7 @@ import pika.spec
 from loguru import logger
 
 from orkeon_actors.errors import (
+    BrokerAccessError,
     BrokerNackError,
     BrokerUnavailableError,
     ExclusiveConsumerError,
@@ -67,6 +68,7 @@ __all__ = ["BrokerLink", "Delivery", "Outgoing"]
 _log = logger.bind(component="orkeon_actors.amqp")
 
 _RESOURCE_LOCKED = 405
+_ACCESS_REFUSED = 403
 
 
 @attrs.frozen
@@ -245,8 +247,19 @@ class BrokerLink:
 
     def _open_failed(self, connection: pika.SelectConnection, error: BaseException) -> None:
         self._last_error = error
-        _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), error)
+        if _definitive(error) and not self._was_ready:  # a first start: say it now, do not retry
+            self._fail_start(BrokerAccessError(f"the broker at {_safe(self.url)} refused: {_describe(error)}"))
+            connection.ioloop.stop()
+            return
+        _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), _describe(error))
         connection.ioloop.stop()
+
+    def _fail_start(self, failure: BrokerUnavailableError | ExclusiveConsumerError) -> None:
+        """End a first start with ``failure`` (raised by :meth:`start`)."""
+        self._failure = failure
+        with self._lock:
+            self._stopping = True
+        self._ready.set()
 
     def _closed(self, connection: pika.SelectConnection, reason: BaseException) -> None:
         self._ready.clear()
@@ -292,14 +305,22 @@ class BrokerLink:
         declaring = self._channel is None and not self._ready.is_set()
         if declaring and connection is not None and connection.is_open:
             locked = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == _RESOURCE_LOCKED
+            refused = isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == _ACCESS_REFUSED
             if locked and not self._was_ready:  # another connection holds this slice's exclusive queues
-                self._failure = ExclusiveConsumerError(
-                    f"declaring the topology failed: {reason}. Another gateway for the same host holds its "
-                    "exclusive queues; stop the other one, two would split the stream"
+                self._fail_start(
+                    ExclusiveConsumerError(
+                        f"declaring the topology failed: {reason}. Another gateway for the same host holds its "
+                        "exclusive queues; stop the other one, two would split the stream"
+                    )
                 )
-                with self._lock:
-                    self._stopping = True
-                self._ready.set()
+            elif refused and not self._was_ready:  # the login's permissions lack a resource: definitive
+                self._fail_start(
+                    BrokerAccessError(
+                        f"the broker at {_safe(self.url)} refused this login a resource of the fleet's topology "
+                        f"({reason}): grant the login configure, write and read on the fleet's names "
+                        "(docs/distributed.md, 'per-host logins')"
+                    )
+                )
             else:  # on a reconnect, the old connection's exclusive queues may linger a moment
                 _log.warning("declaring the topology failed ({}); reconnecting", reason)
             connection.close()
@@ -556,12 +577,49 @@ class BrokerLink:
         return self._channel
 
 
+def _definitive(error: BaseException) -> bool:
+    """Whether a failed connection attempt is a refusal that retrying does not change
+    (a wrong login, a vhost that does not exist or that the login may not open)."""
+    return isinstance(
+        error,
+        pika.exceptions.ProbableAuthenticationError
+        | pika.exceptions.AuthenticationError
+        | pika.exceptions.ProbableAccessDeniedError,
+    )
+
+
+def _innermost(error: BaseException) -> BaseException:
+    """The exception at the bottom of pika's wrappers (a connection workflow's last
+    attempt, a connector's socket error): the one that says what happened."""
+    seen: set[int] = set()
+    while id(error) not in seen:
+        seen.add(id(error))
+        attempts = getattr(error, "exceptions", None)
+        wrapped = getattr(error, "exception", None)
+        if isinstance(attempts, list | tuple) and attempts and isinstance(attempts[-1], BaseException):
+            error = attempts[-1]
+        elif isinstance(wrapped, BaseException):
+            error = wrapped
+        elif error.args and isinstance(error.args[0], BaseException):
+            error = error.args[0]
+    return error
+
+
 def _describe(error: BaseException) -> str:
     if isinstance(error, pika.exceptions.ProbableAuthenticationError | pika.exceptions.AuthenticationError):
-        return f"the broker refused the login ({error}): check the URI's user and password"
+        return f"the broker refused the login ({_text_of(error)}): check the URI's user and password"
     if isinstance(error, pika.exceptions.ProbableAccessDeniedError):
-        return f"the login may not open this vhost ({error}): rabbitmqctl set_permissions -p VHOST USER ..."
-    return f"{type(error).__name__}: {error}"
+        text = _text_of(error)
+        if "not found" in text:
+            return f"the URI's vhost does not exist on the broker ({text}): create it (rabbitmqctl add_vhost) or fix it"
+        return f"the login may not open this vhost ({text}): rabbitmqctl set_permissions -p VHOST USER ..."
+    root = _innermost(error)
+    return f"{type(root).__name__}: {root}" if str(root) else type(root).__name__
+
+
+def _text_of(error: BaseException) -> str:
+    """The broker's own words in a pika refusal (``(530) 'NOT_ALLOWED - vhost x not found'``)."""
+    return " ".join(str(arg) for arg in error.args) if error.args else str(error)
 
 
 def _safe(url: str) -> str:
