@@ -226,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code = _run(args, parser)
-        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        if not sys.stdout.closed:  # `orkeon mcp` over stdio hands its stdout to the SDK, which closes it
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except BrokenPipeError:
         return _quiet_broken_pipe()
