@@ -6,7 +6,7 @@ import argparse
 import sys
 import threading
 
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import ExtraNotInstalledError, InvalidArgumentError
 
 __all__ = ["HELP", "configure_parser", "run_studio"]
 
@@ -38,7 +38,7 @@ def run_studio(args: argparse.Namespace) -> int:
     try:
         source = StoreFileSource(args.store)
         server = StudioServer(source, host=args.host, port=args.port, allow_remote=args.allow_remote)
-    except InvalidArgumentError as exc:
+    except (InvalidArgumentError, ExtraNotInstalledError) as exc:
         print(f"orkeon studio: {exc}", file=sys.stderr)
         return 2
     print(f"Studio for {args.store} (read-only): {server.url}", flush=True)

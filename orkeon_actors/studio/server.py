@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from loguru import logger
 
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import ExtraNotInstalledError, InvalidArgumentError
 from orkeon_actors.studio.feed import FeedSubscriber, StudioFeed
 from orkeon_actors.studio.sources import StudioSource
 
@@ -122,7 +122,7 @@ class StudioServer:
             )
         problem = missing_extra()
         if problem is not None:
-            raise InvalidArgumentError(problem)
+            raise ExtraNotInstalledError(problem, extra="studio")
         import uvicorn  # here: checked just above, and only a Studio pays for the import
 
         from orkeon_actors.studio.app import StudioApp

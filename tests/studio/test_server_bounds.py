@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import orkeon_actors as ok
-from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.errors import ExtraNotInstalledError
 from orkeon_actors.studio import StudioServer
 from orkeon_actors.studio.feed import event
 from orkeon_actors.testing import wait_until
@@ -161,8 +161,9 @@ def test_a_failing_read_is_a_json_500_that_names_only_the_type() -> None:
 def test_a_studio_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # what a plain install without the extra looks like
     expected = r'uvicorn, not installed here: pip install "orkeon-actors\[studio\]"'
-    with pytest.raises(InvalidArgumentError, match=expected):
+    with pytest.raises(ExtraNotInstalledError, match=expected) as raised:
         ok.Runtime.start(studio=0)
+    assert raised.value.extra == "studio"
 
 
 def test_a_stream_the_browser_stopped_reading_is_ended(rt: ok.Runtime) -> None:
