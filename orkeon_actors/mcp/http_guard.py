@@ -31,20 +31,11 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.loopback import is_loopback
 
-__all__ = ["HttpGuard", "HttpPolicy", "is_loopback"]
+__all__ = ["HttpGuard", "HttpPolicy"]
 
 Asgi = Callable[[Any, Any, Any], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _is_wildcard(host: str) -> bool:

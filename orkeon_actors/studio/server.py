@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hmac
 import importlib
-import ipaddress
 import secrets
 import socket
 import threading
@@ -44,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from loguru import logger
 
 from orkeon_actors.errors import ExtraNotInstalledError, InvalidArgumentError
+from orkeon_actors.loopback import is_loopback
 from orkeon_actors.studio.feed import FeedSubscriber, StudioFeed
 from orkeon_actors.studio.sources import StudioSource
 
@@ -63,15 +63,6 @@ def missing_extra() -> str | None:
     if not missing:
         return None
     return f"the Studio needs {' and '.join(missing)}, not installed here: {STUDIO_EXTRA}"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -109,7 +100,7 @@ class StudioServer:
         write_timeout: float = 30.0,
         io_threads: int = 4,
     ) -> None:
-        if not _is_loopback(host) and not allow_remote:
+        if not is_loopback(host) and not allow_remote:
             raise InvalidArgumentError(
                 f"the Studio would listen on {host!r}, reachable from other machines; it binds 127.0.0.1 "
                 "by default: pass allow_remote=True (--allow-remote) if you really mean to expose it"
