@@ -70,6 +70,7 @@ from orkeon_actors.crew import (
     mail_routing,
     model_calls,
     parked_waits,
+    replay_keys,
     sleep_wake,
     tool_calls,
     waiting_call,
@@ -730,6 +731,8 @@ class CrewActor(PooledActor):
                 if inspect.iscoroutinefunction(tool.fn):  # parks while it runs on the I/O loop
                     return tool_calls.start(self, runtime, tool, call)
                 return agent_step.run_user_tool(tool.fn, call)
+        if agent.hub_tools and self.agent_io.keyed_tool_calls:  # a replay never sends twice
+            call = replay_keys.keyed(runtime.state, call)
         if agent.hub_tools and call.name in WAITING_TOOLS:
             return self._start_wait_tool(runtime, call)
         if agent.hub_tools:
