@@ -217,6 +217,7 @@ class CrewActor(PooledActor):
         "max_concurrent_calls",
         "observer",
         "on_activity",
+        "on_checkpoint",
         "on_cursor",
         "orchestration",
         "orchestrator",
@@ -254,6 +255,7 @@ class CrewActor(PooledActor):
         gate: DeliveryGate | None = None,
         on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
         max_concurrent_calls: int | None = None,
+        on_checkpoint: Callable[[CrewId], None] | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -301,6 +303,9 @@ class CrewActor(PooledActor):
         self.deferred: tuple[Callable[[], None], ...] = ()
         self.on_activity = on_activity
         self.on_cursor = on_cursor
+        self.on_checkpoint = on_checkpoint
+        """Asks for a checkpoint of the running crew (the supervisor's), before its
+        agents' hub side-effect tool calls run (:mod:`~orkeon_actors.crew.replay_keys`)."""
         self.durable_cursors: frozenset[CursorFilter] = EMPTY_SET
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
@@ -471,7 +476,7 @@ class CrewActor(PooledActor):
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
+            busy = any(rt.busy for rt in self.runtimes.values())
             # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
             self.set_status(CrewStatus.RUNNING if busy or self.awaiting_handover else CrewStatus.WAITING)
         if self.on_activity is not None:
@@ -649,6 +654,7 @@ class CrewActor(PooledActor):
                 on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
                 ask=lambda request: model_calls.ask(self, runtime, request),
                 response=response,
+                hold=lambda: replay_keys.hold(self, runtime),
             )
             if isinstance(outcome, agent_step.Answered):
                 self._finish_task(runtime, outcome.text)

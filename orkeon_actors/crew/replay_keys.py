@@ -31,14 +31,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from orkeon_actors.crew.agent_runtime import AgentRuntime
 from orkeon_actors.crew.model import ToolCall
 from orkeon_actors.crew.state import AgentState
 
-__all__ = ["KEYED_TOOLS", "MAX_KEY", "keyed", "replay_key"]
+if TYPE_CHECKING:
+    from orkeon_actors.crew.crew_actor import CrewActor
+
+__all__ = ["KEYED_TOOLS", "MAX_KEY", "hold", "keyed", "replay_key"]
 
 KEYED_TOOLS: Final = frozenset({"post_message", "send_request"})
 """The hub tools a crew runs with a derived key on a runtime with a sent history."""
@@ -67,3 +71,24 @@ def keyed(state: AgentState, call: ToolCall) -> ToolCall:
         return call
     arguments["idempotency_key"] = replay_key(state, call)
     return attrs.evolve(call, arguments=json.dumps(arguments))
+
+
+def hold(actor: CrewActor, runtime: AgentRuntime) -> bool:
+    """The model of ``runtime``'s agent just answered with tool calls (queued): hold
+    them until a checkpoint of the crew holds the conversation, when one of them is a
+    keyed hub side effect and the crew can be checkpointed (a supervised crew,
+    ``on_checkpoint``, on a runtime with a sent history). Then the agent is marked
+    ``held`` (its crew counts as waiting, so the supervisor's checkpoint, the sleep's
+    snapshot transaction, can take it), the supervisor is asked, and ``True`` parks
+    the agent: the ``Resume`` after the commit runs the calls
+    (:func:`~orkeon_actors.crew.parked_waits.rearm_all`). A crew restored from that
+    snapshot runs them too, with the same keys: a call that was made before a crash
+    is the keyed retry, answered by the original message."""
+    on_checkpoint = actor.on_checkpoint
+    if on_checkpoint is None or not runtime.agent.hub_tools or not actor.agent_io.keyed_tool_calls:
+        return False
+    if not any(call.name in KEYED_TOOLS for call in runtime.state.queued_calls):
+        return False
+    runtime.held = True
+    on_checkpoint(actor.crew_id)
+    return True

@@ -179,6 +179,7 @@ class CrewSupervisor:
             idle_timeout=idle_timeout,
             on_activity=self._on_activity,
             on_cursor=self.shared.cursor_opened,
+            on_checkpoint=self.shared.checkpoint_new,
         )
         self.outcome_book = backend.outcomes
         """The durable outcomes of finished crews and their watchers (``when_finished``)."""

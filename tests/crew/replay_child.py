@@ -4,11 +4,13 @@ and its next model call.
 
 Usage::
 
-    python tests/crew/replay_child.py DB PHASE
+    python tests/crew/replay_child.py DB PHASE IDS
 
 The crew ``p1`` (spawned with ``checkpoint=True``: durable from its first wait) has one
 agent ``a`` that waits on ``receive_message``; given a message, it posts
 ``{"order": n}`` to ``agent://sink/s`` with ``post_message``, then answers ``"posted n"``.
+``IDS``: ``stable`` (the scripted model's call ids, the same when asked again) or
+``fresh`` (a new random call id at every answer, as an LLM provider mints them).
 Phases:
 
 * ``kill``: spawn ``p1``, wait until its checkpoint committed, post ``{"n": 7}`` to it;
@@ -26,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from typing import Any
 
 import orkeon_actors as ok
@@ -44,7 +47,7 @@ def emit(line: str) -> None:
         sys.stdout.flush()
 
 
-def crew(kill: bool) -> Any:
+def crew(kill: bool, fresh_ids: bool) -> Any:
     def policy(request: ModelRequest) -> ModelResponse:
         results = [json.loads(m.content) for m in request.messages if m.role == "tool"]
         received = [r["message"]["payload"] for r in results if isinstance(r.get("message"), dict)]
@@ -53,9 +56,11 @@ def crew(kill: bool) -> Any:
             return call("receive_message", {"wait_forever": True})
         order = received[-1]["n"]
         if not posted:
-            return call("post_message", {"target_mailbox": SINK, "payload": {"order": order}})
+            call_id = f"call_{uuid.uuid4().hex}" if fresh_ids else None
+            return call("post_message", {"target_mailbox": SINK, "payload": {"order": order}}, call_id=call_id)
         if kill:
-            emit("KILLED " + json.dumps(posted[-1]))
+            [post] = [c for m in request.messages for c in m.tool_calls if c.name == "post_message"]
+            emit("KILLED " + json.dumps({"message_id": posted[-1]["message_id"], "call_id": post.id}))
             os.kill(os.getpid(), signal.SIGKILL)
         return respond(f"posted {order} as {posted[-1]['message_id']}")
 
@@ -67,10 +72,10 @@ def crew(kill: bool) -> Any:
 
 
 def main() -> None:
-    db, phase = sys.argv[1], sys.argv[2]
+    db, phase, ids = sys.argv[1:4]
     rt = ok.Runtime.start(store=db)
     sink = rt.hub.register_mailbox(SINK)
-    sup = CrewSupervisor(rt, factories={"poster": crew(kill=phase == "kill")})
+    sup = CrewSupervisor(rt, factories={"poster": crew(kill=phase == "kill", fresh_ids=ids == "fresh")})
     if phase == "kill":
         sup.spawn("poster", "p1", checkpoint=True)
         wait_until(lambda: sup.durable("p1") and sup.status("p1") is CrewStatus.WAITING, what="p1 checkpointed")
