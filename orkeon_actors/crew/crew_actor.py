@@ -41,7 +41,7 @@ lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
 (:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
 
-It is still over 600 lines (about 790: the model-call and tool-call hooks a subclass
+It is still over 600 lines (about 800: the model-call and tool-call hooks a subclass
 overrides live here, and the dispatch of the I/O loop's outcomes; the calls themselves
 are in :mod:`~orkeon_actors.crew.model_calls` and :mod:`~orkeon_actors.crew.tool_calls`):
 the agent loop and its tools (``run_agent`` and the tool turns, about 120 lines) are
