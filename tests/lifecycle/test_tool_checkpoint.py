@@ -20,6 +20,7 @@ from orkeon_actors.crew import (
 )
 from orkeon_actors.lifecycle import CrewBlueprint
 from orkeon_actors.orchestration import Sequential, Task
+from orkeon_actors.store import faults
 
 from .conftest import Env
 
@@ -40,16 +41,18 @@ def _crew(first: ModelResponse, seen: list[CrewSnapshot | None], rt: list[ok.Run
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("t", agent.agent_id)]))
 
 
-def _run(env: Env, first: ModelResponse) -> CrewSnapshot | None:
+def _run(env: Env, first: ModelResponse, delivered: list[Any] | None = None) -> CrewSnapshot | None:
     seen: list[CrewSnapshot | None] = []
     runtimes: list[ok.Runtime] = []
     env.factories["c"] = lambda _: _crew(first, seen, runtimes)
     sup = env.boot()
     assert env.rt is not None
     runtimes.append(env.rt)
-    env.hub.register_mailbox(SINK)
+    sink = env.hub.register_mailbox(SINK)
     sup.spawn("c", "c1")
     assert sup.wait_finished("c1", timeout=30).status is CrewStatus.COMPLETED
+    if delivered is not None:
+        delivered.extend(m.json() for m in sink.close())
     [stored] = seen
     return stored
 
@@ -66,3 +69,25 @@ def test_the_conversation_is_durable_before_a_post_message_runs(env: Env) -> Non
 def test_a_turn_without_a_hub_side_effect_takes_no_checkpoint(env: Env) -> None:
     publish = call("publish_event", {"topic": "x", "payload": 1})
     assert _run(env, publish) is None  # no snapshot: nothing to replay twice
+
+
+def test_a_checkpoint_that_never_commits_still_runs_the_held_post_once(env: Env) -> None:
+    """Every snapshot save fails: the ``Resume`` after the failure runs the held call
+    (the agent is never left held), its post is made once and it answers (the window
+    docs/crews.md names)."""
+    saves: list[str] = []
+
+    def fail_saves(point: str) -> None:
+        if point == "lifecycle.save":
+            saves.append(point)
+            raise OSError("disk full (injected)")
+
+    faults.install(fail_saves)
+    try:
+        post = call("post_message", {"target_mailbox": SINK, "payload": 1})
+        delivered: list[Any] = []
+        assert _run(env, post, delivered) is None  # nothing committed
+    finally:
+        faults.uninstall()
+    assert saves  # a checkpoint was tried
+    assert delivered == [1]
