@@ -76,3 +76,14 @@ def test_an_agent_post_on_an_in_memory_runtime_takes_no_key(rt: ok.Runtime) -> N
     sink = rt.hub.register_mailbox(SINK)
     assert run_crew(rt, [_poster()], Sequential([Task("go", "a")])) == "posted"
     assert [m.json() for m in sink.close()] == [{"n": 1}]
+
+
+def test_an_agent_send_request_on_a_durable_runtime_is_keyed_in_its_sent_history(tmp_path: Path) -> None:
+    ask = call("send_request", {"target_mailbox": SINK, "payload": {"q": 1}, "timeout_ms": 1})
+    with ok.Runtime.start(store=tmp_path / "keys.db") as rt:
+        sink = rt.hub.register_mailbox(SINK)
+        agent = Agent("a", ScriptedModel([ask, respond("asked")]))
+        assert run_crew(rt, [agent], Sequential([Task("go", "a")])) == "asked"  # its wait timed out
+        [request] = sink.close()
+        [row] = rt.hub.bind(request.source_crew_id, "a").sent().rows
+        assert str(row.message_id) == str(request.id) and row.idempotency_key == "call:task-0:1:call-0-0"
