@@ -146,6 +146,7 @@ class Runtime:
             scheduler.stop()
             raise
         runtime = cls(hub, scheduler, clock)
+        runtime.agent_io.keyed_tool_calls = store is not None and _keeps_sent_history(hub)
         runtime.schema_registry = registry
         runtime._pipeline = pipeline
         if store is not None:
@@ -275,6 +276,14 @@ def _make_hub(
     except BaseException:
         scheduler.stop()
         raise
+
+
+def _keeps_sent_history(hub: HubCore) -> bool:
+    """Whether ``hub`` (a durable one) keeps the sent history, so an agent's keyed
+    tool call is a keyed retry after a crash (``docs/crews.md``)."""
+    from orkeon_actors.store import SqliteEventHub
+
+    return isinstance(hub, SqliteEventHub) and hub.config.sent_history
 
 
 def _fleet_config(

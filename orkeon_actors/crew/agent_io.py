@@ -63,6 +63,10 @@ class AgentIO:
         self.journal = journal
         self.loop = IoLoop(name, max_blocking_threads=max_blocking_threads)
         self.max_concurrent_calls: int | None = None
+        self.keyed_tool_calls = False
+        """Whether crews run their agents' ``post_message``/``send_request`` calls with a
+        key derived from the call (:mod:`~orkeon_actors.crew.replay_keys`): set by
+        ``Runtime.start`` when its store keeps the sent history."""
         self._slots: asyncio.Semaphore | None = None
 
     def slot(self) -> contextlib.AbstractAsyncContextManager[Any]:

@@ -18,7 +18,7 @@ import attrs
 from orkeon_actors.crew.agent import Agent, BudgetLimits
 from orkeon_actors.crew.call_events import Started
 from orkeon_actors.crew.model import ModelRequest
-from orkeon_actors.crew.state import AgentState, OnTopic, PendingWait, TopicCursorState
+from orkeon_actors.crew.state import AgentState, AgentStatus, OnTopic, PendingWait, TopicCursorState
 from orkeon_actors.hub.async_wait import AsyncWait
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.port import EventHub, MailboxRegistration
@@ -91,6 +91,7 @@ class AgentRuntime:
         "call",
         "client",
         "crew_id",
+        "held",
         "pump",
         "pump_token",
         "queued_request",
@@ -120,6 +121,14 @@ class AgentRuntime:
         """The model call waiting for a slot of its crew's ``max_concurrent_calls``."""
         self.tool_call: Started | None = None
         """The tool call started and not answered yet (its finished event repeats it)."""
+        self.held = False
+        """Running, its model's tool calls queued until a checkpoint of its crew holds
+        them (:func:`~orkeon_actors.crew.replay_keys.hold`): the crew counts as waiting."""
+
+    @property
+    def busy(self) -> bool:
+        """Running and not held for a checkpoint: its crew is working, not waiting."""
+        return self.state.status is AgentStatus.RUNNING and not self.held
 
     def withdraw_call(self) -> bool:
         """Withdraw the model call in flight (its task is cancelled: an SDK aborts its

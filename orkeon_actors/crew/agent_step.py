@@ -198,6 +198,7 @@ def run(
     on_tool_result: Callable[[ToolCall, Mapping[str, Any]], None],
     ask: Callable[[ModelRequest], Any] | None = None,
     response: ModelResponse | None = None,
+    hold: Callable[[], bool] | None = None,
 ) -> Answered | Any | None:
     """Drive ``slot`` while it is running: an :class:`Answered` once the model answers
     with text, ``PARKED`` once ``run_tool`` parked the agent or ``ask`` started a model
@@ -205,13 +206,17 @@ def run(
     cancelled it). ``tools()`` gives the tool definitions of each model call;
     ``on_tool_result`` sees each result once it is in the conversation. ``ask`` asks the
     model (default: the agent's model's ``complete``, inline); ``response``: the answer
-    of a call that parked the agent, taken first."""
+    of a call that parked the agent, taken first. ``hold``: asked once the model
+    answered with tool calls, before they run; ``True`` parks the agent (``PARKED``) with
+    them queued (its crew runs them later)."""
     agent, budget = slot.agent, slot.budget
     ask_model: Callable[[ModelRequest], Any] = agent.model.complete if ask is None else ask
     if response is not None:
         outcome = take_response(slot, response, clock)
         if outcome is not None:
             return outcome
+        if hold is not None and hold():
+            return PARKED
     while slot.state.status is AgentStatus.RUNNING:
         budget.raise_if_exhausted()
         if slot.state.queued_calls:
@@ -238,4 +243,6 @@ def run(
         outcome = take_response(slot, answer, clock)
         if outcome is not None:
             return outcome
+        if hold is not None and hold():
+            return PARKED
     return None

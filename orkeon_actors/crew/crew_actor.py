@@ -41,7 +41,7 @@ lifecycle's messages (:mod:`~orkeon_actors.crew.protocol`,
 :mod:`~orkeon_actors.crew.handover`), its own messages
 (:mod:`~orkeon_actors.crew.delivery`) and its trace texts.
 
-It is still over 600 lines (about 790: the model-call and tool-call hooks a subclass
+It is still over 600 lines (about 800: the model-call and tool-call hooks a subclass
 overrides live here, and the dispatch of the I/O loop's outcomes; the calls themselves
 are in :mod:`~orkeon_actors.crew.model_calls` and :mod:`~orkeon_actors.crew.tool_calls`):
 the agent loop and its tools (``run_agent`` and the tool turns, about 120 lines) are
@@ -70,6 +70,7 @@ from orkeon_actors.crew import (
     mail_routing,
     model_calls,
     parked_waits,
+    replay_keys,
     sleep_wake,
     tool_calls,
     waiting_call,
@@ -216,6 +217,7 @@ class CrewActor(PooledActor):
         "max_concurrent_calls",
         "observer",
         "on_activity",
+        "on_checkpoint",
         "on_cursor",
         "orchestration",
         "orchestrator",
@@ -253,6 +255,7 @@ class CrewActor(PooledActor):
         gate: DeliveryGate | None = None,
         on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
         max_concurrent_calls: int | None = None,
+        on_checkpoint: Callable[[CrewId], None] | None = None,
     ) -> None:
         super().__init__()
         self.hub = hub
@@ -300,6 +303,9 @@ class CrewActor(PooledActor):
         self.deferred: tuple[Callable[[], None], ...] = ()
         self.on_activity = on_activity
         self.on_cursor = on_cursor
+        self.on_checkpoint = on_checkpoint
+        """Asks for a checkpoint of the running crew (the supervisor's), before its
+        agents' hub side-effect tool calls run (:mod:`~orkeon_actors.crew.replay_keys`)."""
         self.durable_cursors: frozenset[CursorFilter] = EMPTY_SET
         """The cursor keys its last snapshot holds, or already told to ``on_cursor``."""
         self._passivated = False
@@ -470,7 +476,7 @@ class CrewActor(PooledActor):
             logger.opt(exception=True).debug("crew {} failed", self.crew_id)
             self.fail(type(exc).__name__, str(exc) or repr(exc))
         if self.status not in (CrewStatus.COMPLETED, CrewStatus.FAILED):
-            busy = any(rt.state.status is AgentStatus.RUNNING for rt in self.runtimes.values())
+            busy = any(rt.busy for rt in self.runtimes.values())
             # Waking (its cursors catching up, its waits not re-armed yet) is not waiting.
             self.set_status(CrewStatus.RUNNING if busy or self.awaiting_handover else CrewStatus.WAITING)
         if self.on_activity is not None:
@@ -648,6 +654,7 @@ class CrewActor(PooledActor):
                 on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
                 ask=lambda request: model_calls.ask(self, runtime, request),
                 response=response,
+                hold=lambda: replay_keys.hold(self, runtime),
             )
             if isinstance(outcome, agent_step.Answered):
                 self._finish_task(runtime, outcome.text)
@@ -730,6 +737,8 @@ class CrewActor(PooledActor):
                 if inspect.iscoroutinefunction(tool.fn):  # parks while it runs on the I/O loop
                     return tool_calls.start(self, runtime, tool, call)
                 return agent_step.run_user_tool(tool.fn, call)
+        if agent.hub_tools and self.agent_io.keyed_tool_calls:  # a replay never sends twice
+            call = replay_keys.keyed(runtime.state, call)
         if agent.hub_tools and call.name in WAITING_TOOLS:
             return self._start_wait_tool(runtime, call)
         if agent.hub_tools:

@@ -164,6 +164,7 @@ def rearm_all(actor: CrewActor) -> None:
             mail_routing.serve_inbox_or_pump(actor, agent_id)
             continue
         if state.status is AgentStatus.RUNNING and state.pending is None and runtime.call is None:
+            runtime.held = False  # checkpointed (or restored): its queued tool calls run now
             if runtime.queued_request is None:  # restored while asking its model: it asks again
                 actor.run_agent(runtime)
             continue

@@ -38,7 +38,7 @@ from orkeon_actors.crew.protocol import (
     Supervision,
 )
 from orkeon_actors.crew.snapshot import CrewSnapshot
-from orkeon_actors.crew.state import AgentStatus, CrewStatus
+from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.model.message import Message
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def passivate(actor: CrewActor, message: Passivate) -> None:
     outcome is already in flight, the sleep is refused (:class:`SleepRefused`) and
     the waits are re-armed by the :class:`Resume` that follows."""
     supervision = message.supervision
-    busy = any(rt.state.status is AgentStatus.RUNNING for rt in actor.runtimes.values())
+    busy = any(rt.busy for rt in actor.runtimes.values())
     if actor.awaiting_handover:
         supervision.tell(SleepRefused(actor.crew_id, "crew is still waking (its cursors are catching up)"))
         return

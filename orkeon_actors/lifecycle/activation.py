@@ -103,6 +103,7 @@ class SnapshotActivator:
         idle_timeout: float | None = None,
         on_activity: Callable[[CrewId, CrewStatus], None] | None = None,
         on_cursor: Callable[[CrewId, CursorFilter], None] | None = None,
+        on_checkpoint: Callable[[CrewId], None] | None = None,
     ) -> None:
         self.hub = hub
         self.store = store
@@ -112,6 +113,9 @@ class SnapshotActivator:
         self.on_cursor = on_cursor
         """Told (on the crew's thread) when an agent parks on a cursor its crew's last
         snapshot does not hold (``CrewActor(on_cursor=...)``)."""
+        self.on_checkpoint = on_checkpoint
+        """Told (on the crew's thread) when an agent's model answered with hub
+        side-effect tool calls (``CrewActor(on_checkpoint=...)``)."""
 
     def load(
         self, crew_id: CrewId, trigger: Message | None, read: Mapping[CrewId, str] | None = None
@@ -161,6 +165,7 @@ class SnapshotActivator:
             observer=bp.observer,
             on_activity=self.on_activity,
             on_cursor=self.on_cursor,
+            on_checkpoint=self.on_checkpoint,
         )
         timeout = bp.idle_timeout if bp.idle_timeout is not None else self.idle_timeout
         if timeout is None:

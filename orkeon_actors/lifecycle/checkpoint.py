@@ -9,6 +9,11 @@ not hold (``CrewActor(on_cursor=...)``), the crew gets a :class:`CheckpointGate`
 soon as it waits for a message, a **checkpoint**: the sleep's snapshot transaction
 (snapshot, pending waits, cursor index, acknowledgements) without the sleep, after which
 its cursors are live and durable (``SharedState.go_live``) and its waits re-armed.
+The same checkpoint is taken before an agent's hub side effects run
+(``CrewActor(on_checkpoint=...)``, :func:`orkeon_actors.crew.replay_keys.hold`): the
+agent holds the ``post_message``/``send_request`` calls its model answered, its crew
+counts as waiting, a gate without cursors opens (``SharedState.checkpoint_new``) and the
+``Resume`` after the commit (or after a refusal or failure) runs them.
 The supervisor's side, in its turns: :func:`take_checkpoint` (the crew is told to
 snapshot, as for a sleep), :func:`checkpointed` (committed: it stays Active) and
 :func:`sleep_after_checkpoint` (the sleeps asked for meanwhile); the snapshot's save,

@@ -182,6 +182,7 @@ class CrewSupervisor:
             idle_timeout=idle_timeout,
             on_activity=self._on_activity,
             on_cursor=self.shared.cursor_opened,
+            on_checkpoint=self.shared.checkpoint_new,
         )
         self.outcome_book = backend.outcomes
         """The durable outcomes of finished crews and their watchers (``when_finished``)."""
@@ -404,7 +405,8 @@ class CrewSupervisor:
 
     def spawn(self, name: str, crew_id: CrewId | str | None = None, *, checkpoint: bool = False) -> CrewId:
         """Start a new crew from the factory ``name``; returns its id. A crew that never
-        slept has no snapshot: a crash loses it (its consumed posts stay kept). With
+        slept has no snapshot until its first checkpoint (one is taken before an agent's
+        posts and sends run): a crash before it loses it (its consumed posts stay kept). With
         ``checkpoint`` it is checkpointed at its first wait for a message (the sleep's
         snapshot transaction without the sleep, as for a new cursor: :meth:`durable` is
         ``False`` until it commits); from then on a crash restores it and hands it the
