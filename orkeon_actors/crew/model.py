@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -210,10 +210,17 @@ class ScriptedModel:
     ``latency`` (seconds, default 0) simulates a model's call time: the agent parks and
     its answer arrives that long after it asked, on the runtime's clock (virtual in a
     simulation, where concurrent calls overlap in virtual time); 0 answers inline.
+
+    :attr:`replays_identically` is true: asked again with the same conversation, a
+    scripted model answers the same calls with the same ids (a policy must be a
+    deterministic function of the request, as a simulation already needs), so a crew
+    restored after a crash re-derives each hub call's idempotency key without a
+    checkpoint before its posts (``docs/crews.md``, "Crashes: what is replayed").
     """
 
     model = "scripted"
     provider = "scripted"
+    replays_identically: ClassVar[bool] = True
 
     def __init__(
         self,

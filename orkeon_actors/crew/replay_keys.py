@@ -77,7 +77,9 @@ def hold(actor: CrewActor, runtime: AgentRuntime) -> bool:
     """The model of ``runtime``'s agent just answered with tool calls (queued): hold
     them until a checkpoint of the crew holds the conversation, when one of them is a
     keyed hub side effect and the crew can be checkpointed (a supervised crew,
-    ``on_checkpoint``, on a runtime with a sent history). Then the agent is marked
+    ``on_checkpoint``, on a runtime with a sent history) and its model does not declare
+    ``replays_identically`` (a :class:`~orkeon_actors.crew.model.ScriptedModel` does: a
+    replay from any earlier snapshot re-derives the same keys). Then the agent is marked
     ``held`` (its crew counts as waiting, so the supervisor's checkpoint, the sleep's
     snapshot transaction, can take it), the supervisor is asked, and ``True`` parks
     the agent: the ``Resume`` after the commit runs the calls
@@ -87,6 +89,8 @@ def hold(actor: CrewActor, runtime: AgentRuntime) -> bool:
     on_checkpoint = actor.on_checkpoint
     if on_checkpoint is None or not runtime.agent.hub_tools or not actor.agent_io.keyed_tool_calls:
         return False
+    if getattr(runtime.agent.model, "replays_identically", False) is True:
+        return False  # asked again, it makes the same calls with the same ids: the keys suffice
     if not any(call.name in KEYED_TOOLS for call in runtime.state.queued_calls):
         return False
     runtime.held = True

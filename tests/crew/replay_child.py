@@ -47,6 +47,13 @@ def emit(line: str) -> None:
         sys.stdout.flush()
 
 
+class ProviderLike(ScriptedModel):
+    """Answers like a real provider: asked again, it mints new call ids, so only the
+    checkpoint before the post lets the replay find the call's key."""
+
+    replays_identically = False
+
+
 def crew(kill: bool, fresh_ids: bool) -> Any:
     def policy(request: ModelRequest) -> ModelResponse:
         results = [json.loads(m.content) for m in request.messages if m.role == "tool"]
@@ -65,7 +72,7 @@ def crew(kill: bool, fresh_ids: bool) -> Any:
         return respond(f"posted {order} as {posted[-1]['message_id']}")
 
     def factory(_crew: Any) -> CrewBlueprint:
-        agent = Agent("a", ScriptedModel(policy=policy))
+        agent = Agent("a", (ProviderLike if fresh_ids else ScriptedModel)(policy=policy))
         return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("t", agent.agent_id)]))
 
     return factory

@@ -27,7 +27,16 @@ from .conftest import Env
 SINK = "agent://sink/s"
 
 
-def _crew(first: ModelResponse, seen: list[CrewSnapshot | None], rt: list[ok.Runtime]) -> Any:
+class ProviderLike(ScriptedModel):
+    """A model that, like a real provider, does not replay identically: its crew takes
+    the checkpoint before a post."""
+
+    replays_identically = False
+
+
+def _crew(
+    first: ModelResponse, seen: list[CrewSnapshot | None], rt: list[ok.Runtime], model: type[ScriptedModel]
+) -> Any:
     """One agent: ``first``, then (asked with its result) it records the crew's stored
     snapshot in ``seen`` and answers."""
 
@@ -37,14 +46,19 @@ def _crew(first: ModelResponse, seen: list[CrewSnapshot | None], rt: list[ok.Run
         seen.append(rt[0].lifecycle_backend().states.load(ok.CrewId("c1")))
         return respond("done")
 
-    agent = Agent("a", ScriptedModel(policy=policy))
+    agent = Agent("a", model(policy=policy))
     return CrewBlueprint(agents=[agent], orchestration=Sequential([Task("t", agent.agent_id)]))
 
 
-def _run(env: Env, first: ModelResponse, delivered: list[Any] | None = None) -> CrewSnapshot | None:
+def _run(
+    env: Env,
+    first: ModelResponse,
+    delivered: list[Any] | None = None,
+    model: type[ScriptedModel] = ProviderLike,
+) -> CrewSnapshot | None:
     seen: list[CrewSnapshot | None] = []
     runtimes: list[ok.Runtime] = []
-    env.factories["c"] = lambda _: _crew(first, seen, runtimes)
+    env.factories["c"] = lambda _: _crew(first, seen, runtimes, model)
     sup = env.boot()
     assert env.rt is not None
     runtimes.append(env.rt)
@@ -69,6 +83,16 @@ def test_the_conversation_is_durable_before_a_post_message_runs(env: Env) -> Non
 def test_a_turn_without_a_hub_side_effect_takes_no_checkpoint(env: Env) -> None:
     publish = call("publish_event", {"topic": "x", "payload": 1})
     assert _run(env, publish) is None  # no snapshot: nothing to replay twice
+
+
+def test_a_model_that_replays_identically_pays_no_checkpoint_before_its_post(env: Env) -> None:
+    """A scripted model answers a replay with the same call ids: the derived keys alone
+    make the replayed post the original (tests/crew/test_crash_replay.py, ``stable``),
+    so its crew's posting turns cost no snapshot write."""
+    post = call("post_message", {"target_mailbox": SINK, "payload": 1}, call_id="call_x1")
+    delivered: list[Any] = []
+    assert _run(env, post, delivered, model=ScriptedModel) is None
+    assert delivered == [1]
 
 
 def test_a_checkpoint_that_never_commits_still_runs_the_held_post_once(env: Env) -> None:
