@@ -8,20 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import traceback
 from collections.abc import Callable
 
 import orkeon_actors as ok
 from orkeon_actors.errors import HubStoppedError
-
-
-def _until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.001)
+from orkeon_actors.testing import wait_until
 
 
 def test_each_blocked_thread_and_pending_send_gets_its_own_stop_error() -> None:
@@ -44,8 +36,8 @@ def test_each_blocked_thread_and_pending_send_gets_its_own_stop_error() -> None:
     threads = [threading.Thread(target=wait, args=(call,)) for call in calls]
     for thread in threads:
         thread.start()
-    _until(lambda: rt.hub.pending_waits()["on_topic"] == 4, "four topic waits")
-    _until(lambda: rt.hub.pending_waits()["on_reply"] == 3, "three pending sends")
+    wait_until(lambda: rt.hub.pending_waits()["on_topic"] == 4, what="four topic waits")
+    wait_until(lambda: rt.hub.pending_waits()["on_reply"] == 3, what="three pending sends")
     rt.stop()
     for thread in threads:
         thread.join(10)
