@@ -7,6 +7,8 @@ parses; errors say what to do."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -165,3 +167,34 @@ def test_errors_say_what_to_do(fleet: tuple[Fleet, str], tmp_path: Path) -> None
     command = [*_CLI, "fleet", "--broker", url(cli.vhost).replace("guest:guest", "guest:wrong")]
     done = subprocess.run([*command, "--keys", str(cli.keys_file), "dlq"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "refused the login" in done.stderr, done.stderr
+
+
+def test_caps_are_applied_with_rabbitmqctl_and_said_unreadable_without(fleet: tuple[Fleet, str]) -> None:
+    cli, host = fleet
+    cli.json("spawn", "forever", "--host", host, "--crew-id", "caps-1")
+    applied = cli.json("caps", "--apply", "--max-length", "5000")
+    assert applied["vhost"] == cli.vhost and applied["applied"]["max_length"] == 5000
+    (row,) = [row for row in cli.json("caps") if row["mailbox"] == "agent://caps-1/a"]
+    assert row == {
+        "mailbox": "agent://caps-1/a",
+        "host": host,
+        "queue": "inbox.agent://caps-1/a",
+        "messages": 0,
+        "consumers": 1,
+        "policy": "orkeon-inboxes",
+        "max_length": 5000,
+    }
+
+    # on a machine without rabbitmqctl: length and consumers over AMQP, the cap said unknown
+    dirs = os.environ["PATH"].split(os.pathsep)
+    path = os.pathsep.join(d for d in dirs if shutil.which("rabbitmqctl", path=d) is None)
+    env = {**os.environ, "PATH": path}
+    command = [*_CLI, "fleet", "--broker", url(cli.vhost), "--keys", str(cli.keys_file), "--listen", "1.5", "caps"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("agent://caps-1/a"))
+    assert line.split()[2:] == ["0", "1", "-", "-"]
+    assert "AMQP cannot read or set a policy" in done.stderr
+    done = subprocess.run([*command, "--apply"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1 and "rabbitmqctl is not on PATH" in done.stderr, done.stderr
+    assert f"set_policy -p {cli.vhost} orkeon-inboxes" in done.stderr
