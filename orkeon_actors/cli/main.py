@@ -12,6 +12,7 @@ orkeon crew schema|validate|run     the canonical crew schema; validate and run 
 orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
 orkeon host --broker URI --host-id ID --store PATH   one host of a fleet on RabbitMQ (docs/distributed.md)
+orkeon fleet --broker URI roster|post|spawn|stop|dlq|caps   look at and act on a running fleet
 orkeon --version
 
 ``-v/--verbose`` is accepted before or after the subcommand. A usage error (an unknown
@@ -178,6 +179,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from orkeon_actors.cli.host_cmd import add_parser as add_host_parser
 
     add_host_parser(sub, common)
+
+    from orkeon_actors.cli.fleet_cmd import add_parser as add_fleet_parser
+
+    add_fleet_parser(sub, common)
     return parser
 
 
@@ -310,6 +315,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from orkeon_actors.cli.host_cmd import run_host
 
         return run_host(args)
+    if args.command == "fleet":
+        from orkeon_actors.cli.fleet_cmd import run_fleet
+
+        return run_fleet(args, parser)
     if args.command == "studio":
         from orkeon_actors.studio.cli import run_studio
 
