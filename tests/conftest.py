@@ -21,6 +21,15 @@ __all__ = ["ADAPTERS", "Background", "wait_until"]
 
 logger.enable("orkeon_actors")  # the library is silent by default; tests observe its records
 
+
+@pytest.fixture(autouse=True)
+def _runtime_records_stay_on() -> Iterator[None]:
+    """A test that turned the runtime's records off (``ok.disable_logging()``) does not
+    silence them for the tests after it, which watch them through their own sinks."""
+    yield
+    logger.enable("orkeon_actors")
+
+
 ADAPTERS: dict[str, Callable[[Path, ok.Clock | None], ok.Runtime]] = {
     "memory": lambda tmp, clock: ok.Runtime.start(clock=clock),
     "sqlite": lambda tmp, clock: ok.Runtime.start(store=str(tmp / "state.db"), clock=clock),

@@ -98,6 +98,7 @@ def test_a_suite_that_took_loguru_over_leaves_no_debug_handler_behind(capfd: pyt
     finally:
         ok.disable_logging()
         logger.remove()
+        logger.enable("orkeon_actors")  # as tests/conftest.py left it: later tests observe the records
     err = capfd.readouterr().err
     assert "runtime debug line" not in err
     assert "a warning still shows" in err

@@ -178,7 +178,6 @@ def test_heartbeats_taken_during_an_outage_are_not_published_late(faulty: Faulty
     link = faulty.hub_a.gateway.link
     reconnects = link.reconnects
     refused: list[str] = []
-    logger.enable("orkeon_actors")
     sink = logger.add(lambda m: refused.append(str(m)), level="WARNING", filter=lambda r: "presence" in r["message"])
     try:
         faulty.proxy.cut()
@@ -192,5 +191,4 @@ def test_heartbeats_taken_during_an_outage_are_not_published_late(faulty: Faulty
         wait_until(lambda: hub_b.gateway.roster.rounds_from(faulty.a_id) >= rounds + 2, what="fresh rounds from a")
     finally:
         logger.remove(sink)
-        logger.disable("orkeon_actors")
     assert refused == []

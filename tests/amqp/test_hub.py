@@ -347,7 +347,6 @@ def test_an_exact_replay_is_dropped_as_a_duplicate_and_delivered_once(fleet: Fle
     registration = fleet.register_on_b("agent://billing/scorer")
     outgoing = _signed_post(fleet, "agent://billing/scorer", "once")
     warnings: list[str] = []
-    logger.enable("orkeon_actors")
     sink = logger.add(lambda m: warnings.append(str(m)), level="WARNING")
     try:
         raw_publish(fleet.vhost, outgoing)
@@ -355,7 +354,6 @@ def test_an_exact_replay_is_dropped_as_a_duplicate_and_delivered_once(fleet: Fle
         wait_until(lambda: fleet.hub_b.gateway.duplicates == 1, what="b dropping the second copy")
     finally:
         logger.remove(sink)
-        logger.disable("orkeon_actors")
     assert any(outgoing.message_id in line and "received already" in line for line in warnings), warnings
     with registration.reader() as reader:
         assert reader.receive().id == outgoing.message_id

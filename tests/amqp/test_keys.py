@@ -25,7 +25,6 @@ def test_a_host_whose_copy_of_a_peers_key_differs_names_the_peer(vhost: str, tmp
     keys = fleet_keys([a_id, b_id])
     b_keys = HostKeys({**keys.keys, a_id: secrets.token_bytes(32)})  # b's file holds another key for a
     errors: list[str] = []
-    logger.enable("orkeon_actors")
     sink = logger.add(lambda m: errors.append(str(m)), level="ERROR", filter=lambda r: "keys files" in r["message"])
     a = start_host(vhost, a_id, tmp_path / "a.db", keys)
     b = start_host(vhost, b_id, tmp_path / "b.db", b_keys)
@@ -38,6 +37,5 @@ def test_a_host_whose_copy_of_a_peers_key_differs_names_the_peer(vhost: str, tmp
         assert len([line for line in errors if a_id in line]) == 1  # said once, not at every heartbeat
     finally:
         logger.remove(sink)
-        logger.disable("orkeon_actors")
         a.stop()
         b.stop()
