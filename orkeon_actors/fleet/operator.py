@@ -63,7 +63,7 @@ from orkeon_actors.fleet.gateway import SENDER_PREFIX
 from orkeon_actors.fleet.refusals import REFUSAL, REFUSAL_SIGNATURE, REFUSED_BY, REFUSED_ON, REPORT
 from orkeon_actors.fleet.roster import GATEWAY
 from orkeon_actors.fleet.signing import HostKeys, Verifier
-from orkeon_actors.hub.amqp.consumers import Delivery
+from orkeon_actors.hub.amqp.consumers import Delivery, delivery_of
 from orkeon_actors.hub.amqp.topology import DLQ, MSG_EXCHANGE, inbox_queue
 from orkeon_actors.hub.amqp.uri import connection_parameters, redacted
 from orkeon_actors.model.address import MailboxAddress
@@ -445,17 +445,7 @@ def _browse(channel: pika.adapters.blocking_connection.BlockingChannel, limit: i
             raise _refused(DLQ, exc) from None
         if method is None:
             return
-        yield Delivery(
-            DLQ,
-            method.routing_key,
-            method.exchange,
-            body,
-            properties.message_id,
-            dict(properties.headers or {}),
-            method.delivery_tag,
-            bool(method.redelivered),
-            0,
-        )
+        yield delivery_of(DLQ, method, properties, body)
 
 
 def _refused(resource: str, exc: pika.exceptions.ChannelClosedByBroker) -> BrokerAccessError:

@@ -46,7 +46,7 @@ from loguru import logger
 
 from orkeon_actors.errors import BrokerError, BrokerUnavailableError, ExclusiveConsumerError
 
-__all__ = ["PER_CHANNEL", "Consumer", "ConsumerChannels", "Delivery"]
+__all__ = ["PER_CHANNEL", "Consumer", "ConsumerChannels", "Delivery", "delivery_of"]
 
 _log = logger.bind(component="orkeon_actors.amqp")
 
@@ -210,7 +210,7 @@ class ConsumerChannels:
             properties: pika.spec.BasicProperties,
             body: bytes,
         ) -> None:
-            consumer.on_message(_delivery(consumer.queue, method, properties, body, generation, channel))
+            consumer.on_message(delivery_of(consumer.queue, method, properties, body, generation, channel))
 
         def consuming(_frame: pika.frame.Method) -> None:
             if consumer in slot.pending:
@@ -317,7 +317,7 @@ class ConsumerChannels:
         ) -> None:
             nonlocal got
             got += 1
-            deliver(_delivery(queue, method, properties, body, slot.generation, channel))
+            deliver(delivery_of(queue, method, properties, body, slot.generation, channel))
             channel.basic_get(queue, one)
 
         def empty(_frame: pika.frame.Method) -> None:
@@ -331,14 +331,16 @@ class ConsumerChannels:
         channel.basic_cancel(consumer.tag, callback=cancelled)
 
 
-def _delivery(
+def delivery_of(
     queue: str,
     method: pika.spec.Basic.Deliver | pika.spec.Basic.GetOk,
     properties: pika.spec.BasicProperties,
     body: bytes,
-    generation: int,
-    channel: pika.channel.Channel,
+    generation: int = 0,
+    channel: pika.channel.Channel | None = None,
 ) -> Delivery:
+    """The :class:`Delivery` of a message pika handed over (consumed, or read with
+    ``basic_get`` by a tool outside any consumer: no generation, no channel)."""
     return Delivery(
         queue,
         method.routing_key,
