@@ -125,11 +125,20 @@ class DurableCrewStateStore(CrewStateStore, Protocol):
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
         reflected: Sequence[str] = (),
+        checkpoint: bool = False,
     ) -> None:
-        """The snapshot (state ``Asleep``), its waits, the ``processed`` trigger ids,
-        the acknowledgement of the ``consumed`` mailbox rows it reflects and the
-        deletion of the kept cursor events up to ``kept_upto`` and of those of the
-        topic messages in ``reflected``, in one transaction."""
+        """The snapshot (state ``Asleep``; ``Active`` for a ``checkpoint``, after which
+        the crew goes on running), its waits, the ``processed`` trigger ids, the
+        acknowledgement of the ``consumed`` mailbox rows it reflects and the deletion of
+        the kept cursor events up to ``kept_upto`` and of those of the topic messages in
+        ``reflected``, in one transaction."""
+        ...
+
+    def mark_active_async(self, crew_id: CrewId) -> None:
+        """Commit that the woken ``crew_id`` is ``Active`` again (its snapshot row's
+        state, stamped now), without waiting: what a read-only view of the store shows
+        for a running crew. Ordered with the crew's other writes; a failure is logged
+        (the crew runs on; the view shows the state committed before)."""
         ...
 
     def delete_async(

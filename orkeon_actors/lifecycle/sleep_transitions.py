@@ -158,6 +158,7 @@ def snapshotted(actor: SupervisorActor, crew_id: CrewId) -> None:
         consumed=consumed,
         kept_upto=entry.kept_upto,
         reflected=taken.reflected_events,
+        checkpoint=entry.checkpoint,
     )
 
 

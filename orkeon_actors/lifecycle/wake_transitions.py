@@ -103,6 +103,7 @@ def wake_crew(
         )
         actor.stats.woke(cause, time.perf_counter() - started)
         actor.activated(crew_id, entry)
+        actor.store.mark_active_async(crew_id)  # the views show it running
         log_transition(crew_id, LifecycleState.ACTIVATING, LifecycleState.ACTIVE, trigger=cause)
         return True
     handover = entry.handover = Handover(crew_id, filters)
@@ -194,6 +195,7 @@ def _hand_over(actor: SupervisorActor, crew_id: CrewId, entry: CrewEntry) -> Non
             actor.shared.handed.add(crew_id)  # its next activity report ends its restore
     hand_over(entry.ref, handover.messages, entry.kept_missed)
     actor.activated(crew_id, entry)
+    actor.store.mark_active_async(crew_id)  # the views show it running
     deferred, entry.deferred_sleeps = entry.deferred_sleeps, []
     for reason, future in deferred:
         actor.sleep(crew_id, reason, future)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import apsw
+from loguru import logger
 
 from orkeon_actors.crew.handover import snapshot_cursors
 from orkeon_actors.crew.snapshot import CrewSnapshot, from_json, to_json
@@ -40,6 +41,10 @@ from orkeon_actors.store.writer import WriteGroup
 
 __all__ = ["SqliteCrewStateStore", "wait_record"]
 
+_MARK_ACTIVE = (
+    "UPDATE crew_snapshots SET state = 'Active', snapshot_at = ? WHERE crew_id = ? AND state IN ('Asleep', 'Active')"
+)
+"""A woken crew's row (never a failed one's: its audit row stays as it is)."""
 _PROCESSED = "INSERT OR IGNORE INTO processed_messages (message_id, crew_id, processed_at) VALUES (?, ?, ?)"
 
 
@@ -141,7 +146,8 @@ class SqliteCrewStateStore:
         waits = [to_row(wait_record(crew_id, w)) for w in snapshot.pending_waits]
         key = str(crew_id)
         done = list(processed)  # triggers: order does not imply processing, a row each
-        cursors = snapshot_cursors(snapshot) if state is CrewState.ASLEEP else []
+        # A sleep's and a checkpoint's cursors are durable from this commit; a failed crew has none.
+        cursors = snapshot_cursors(snapshot) if state is not CrewState.FAILED else []
 
         def work(conn: apsw.Connection) -> None:
             conn.execute(UPSERT_SNAPSHOT, row)
@@ -176,17 +182,41 @@ class SqliteCrewStateStore:
         consumed: Sequence[tuple[str, str]] = (),
         kept_upto: int = 0,
         reflected: Sequence[str] = (),
+        checkpoint: bool = False,
     ) -> None:
         """Queue the save without waiting: ``on_saved`` runs on the writer thread after
         the commit, ``on_error`` with the error if the transaction failed (nothing
-        written). ``consumed`` are the ``(mailbox address, message id)`` rows the
-        snapshot reflects: deleted (acknowledged) in the same transaction, as are the
-        kept cursor events up to ``kept_upto`` (handed over at its last wake) and those
-        of the topic messages in ``reflected`` (its cursors handed them out or hold them)."""
+        written). A ``checkpoint`` commits the row as ``Active`` (the crew runs on), so a
+        read-only view never calls a running crew asleep. ``consumed`` are the
+        ``(mailbox address, message id)`` rows the snapshot reflects: deleted
+        (acknowledged) in the same transaction, as are the kept cursor events up to
+        ``kept_upto`` (handed over at its last wake) and those of the topic messages in
+        ``reflected`` (its cursors handed them out or hold them)."""
         self.hub.writer.post(
-            self._save_work(crew_id, snapshot, processed, state, consumed, kept_upto, reflected),
+            self._save_work(
+                crew_id, snapshot, processed, CrewState.ACTIVE if checkpoint else state, consumed, kept_upto, reflected
+            ),
             after_commit=lambda _: on_saved(),
             on_error=on_error,
+        )
+
+    def mark_active_async(self, crew_id: CrewId) -> None:
+        """Commit ``crew_id``'s row as ``Active`` with ``snapshot_at`` now (the column is
+        when the row's state was committed; the snapshot's own time stays in its body),
+        queued under the crew's key so that it commits before any later save or
+        deletion of the crew. A crew without a row (never snapshotted) gets none. A
+        failure is logged: the crew runs on and the view shows the state before."""
+        key = str(crew_id)
+        now = format_time(self.hub.clock.now())
+
+        def work(conn: apsw.Connection) -> None:
+            conn.execute(_MARK_ACTIVE, (now, key))
+
+        self.hub.writer.post(
+            work,
+            on_error=lambda exc: logger.error("crew {}: its Active state was not committed: {}", crew_id, exc),
+            single_statement=True,
+            key=crew_key(key),
         )
 
     def stored_state(self, crew_id: CrewId) -> StoredState | None:
