@@ -47,13 +47,15 @@ _ROWS = (
 )
 _SENT_ROWS = (
     "SELECT r.sender, r.seq, r.message_id, r.recipient, r.sent_ms, r.idempotency_key, r.content, r.record,"
-    " n.row_hash, n.link, n.version FROM sent_rows r JOIN sent_nodes n USING (sender, seq)"
+    " n.row_hash, n.link, n.version, n.epoch_ms FROM sent_rows r JOIN sent_nodes n USING (sender, seq)"
 )
 _RAW_SENT_ROW = (
     "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_RAW_SENT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
+_RAW_SENT_NODE = (
+    "INSERT INTO sent_nodes (sender, seq, row_hash, link, version, epoch_ms) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _RAW_SENT_HEAD = (
     "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, 0, ?)"
     " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
@@ -126,7 +128,7 @@ def raw_batched_inserts(directory: str, rows: list[tuple[Any, ...]], batches: Co
             history = [row[13] for row in chunk if row[13] is not None]
             if history:
                 conn.executemany(_RAW_SENT_ROW, [h[:8] for h in history])
-                conn.executemany(_RAW_SENT_NODE, [(h[0], h[1], h[8], h[9], h[10]) for h in history])
+                conn.executemany(_RAW_SENT_NODE, [(h[0], h[1], h[8], h[9], h[10], h[11]) for h in history])
                 heads = {h[0]: (h[0], h[1], h[9], h[10]) for h in history}
                 conn.executemany(_RAW_SENT_HEAD, list(heads.values()))
             conn.execute("COMMIT")

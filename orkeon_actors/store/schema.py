@@ -29,7 +29,10 @@ crew smaller on disk and its sleep and wake touch fewer B-trees: ``mailbox_regis
 address key stored once, not in the table and again in an index), and the §11.1
 indexes of ``pending_waits`` by topic, mailbox and correlation id leave out the waits
 whose column is ``NULL`` (same names and columns; every lookup by one of them compares
-it with a value, so the partial index answers it).
+it with a value, so the partial index answers it). Version 11 records every start of the
+sent history's index (``sent_epochs``) and gives each ledger node the epoch it was written
+in (``sent_nodes.epoch_ms``, chained into its link), so ``verify`` catches an edit of the
+coverage start; nodes written before keep theirs (version 1, no epoch).
 
 :func:`migrate` brings a file to :data:`SCHEMA_VERSION` in one transaction per step, so
 a crash mid-migration leaves the previous version intact. A file whose version is newer
@@ -318,6 +321,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "the number of crews with pending waits, kept by triggers (a boot reads one row)", _script(_V8)),
     Migration(9, "smaller sleeping crews: mailbox registry without rowid, wait indexes without NULLs", _script(_V9)),
     Migration(10, "the agents' recent events, for read-only views", _script(agent_events.SCHEMA)),
+    Migration(11, "the sent history's index epochs, chained into its ledger nodes", _script(sent_rows.EPOCHS_SCHEMA)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

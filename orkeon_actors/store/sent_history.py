@@ -132,7 +132,7 @@ class SqliteSentHistory:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if not self.enabled:
-                sent_rows.drop_index(conn)
+                sent_rows.drop_index(conn, self.now_ms())
             else:
                 sent_rows.ensure_index(conn, self.now_ms())
                 self._resolve_at_boot(conn)

@@ -3,6 +3,9 @@ MESSAGE-R01..R08), on the writer's or a reader's connection; nothing here commit
 
 * ``sent_index`` (one row): present while the store keeps the index, with the unix ms
   it started at. Without it the coverage is ``unavailable``.
+* ``sent_epochs`` (schema version 11): every start of the index (and when it stopped),
+  which the ledger's nodes chain (their ``epoch_ms``), so that ``verify`` catches an
+  edit of ``sent_index.since_ms`` (:class:`~orkeon_actors.history.ledger.Epochs`).
 * ``sent_heads``: one constant-size head per sender (count, tip link, first send): the
   local trust root (MESSAGE-A03), replaced in the transaction of each completed send.
 * ``sent_rows``: the canonical record bytes of each completed send, by ``(sender,
@@ -21,6 +24,7 @@ bounded by the sender's own history).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Final
@@ -54,6 +58,8 @@ __all__ = [
     "coverage",
     "drop_index",
     "ensure_index",
+    "EPOCHS_SCHEMA",
+    "index_epoch",
     "find_key",
     "find_reply",
     "column_disagreement",
@@ -117,6 +123,17 @@ CREATE TABLE sent_abandoned (
 );
 """
 
+EPOCHS_SCHEMA: Final = """
+CREATE TABLE sent_epochs (
+    since_ms   INTEGER PRIMARY KEY,
+    stopped_ms INTEGER
+);
+INSERT INTO sent_epochs (since_ms) SELECT since_ms FROM sent_index;
+ALTER TABLE sent_nodes ADD COLUMN epoch_ms INTEGER;
+"""
+"""Schema version 11: the index's epochs, and each node's (``NULL`` for a version-1
+node); a running index becomes the open epoch."""
+
 _TABLES: Final = ("sent_index", "sent_heads", "sent_rows", "sent_nodes", "sent_intents")
 
 
@@ -130,17 +147,27 @@ def has_tables(conn: apsw.Connection) -> bool:
 
 
 def ensure_index(conn: apsw.Connection, now_ms: int) -> int:
-    """Start the index (now) unless it runs; returns its start."""
-    conn.execute("INSERT OR IGNORE INTO sent_index (id, since_ms) VALUES (1, ?)", (now_ms,))
+    """Start the index (now) unless it runs, recording the new epoch; returns its start."""
     row = conn.execute("SELECT since_ms FROM sent_index WHERE id = 1").fetchone()
-    assert row is not None
-    return int(row[0])
+    if row is not None:
+        return int(row[0])
+    last = conn.execute("SELECT max(since_ms) FROM sent_epochs").fetchone()
+    since = max(now_ms, int(last[0]) + 1) if last is not None and last[0] is not None else now_ms
+    conn.execute("INSERT INTO sent_index (id, since_ms) VALUES (1, ?)", (since,))
+    conn.execute("INSERT INTO sent_epochs (since_ms) VALUES (?)", (since,))
+    return since
 
 
-def drop_index(conn: apsw.Connection) -> None:
+def drop_index(conn: apsw.Connection, now_ms: int) -> None:
     """The store runs without the index from now on: every coverage is ``unavailable``
     until it is started again (and then only complete from that new start)."""
     conn.execute("DELETE FROM sent_index")
+    conn.execute("UPDATE sent_epochs SET stopped_ms = ? WHERE stopped_ms IS NULL", (now_ms,))
+
+
+def index_epoch(conn: apsw.Connection) -> int:
+    """The start of the running index, which a node written now chains (``0``: off)."""
+    return _index_since(conn) or 0
 
 
 def _index_since(conn: apsw.Connection) -> int | None:
@@ -191,6 +218,13 @@ class LedgerTables:
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
 
+    @functools.cached_property
+    def _epochs_kept(self) -> bool:
+        """Whether the store records epochs (schema version 11 on; a read-only view may
+        read an older store, whose nodes are all of version 1)."""
+        found = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sent_epochs'")
+        return found.fetchone() is not None
+
     def head(self, sender: str) -> LedgerHead | None:
         row = self.conn.execute(
             "SELECT count, tip, since_ms, version FROM sent_heads WHERE sender = ?", (sender,)
@@ -203,15 +237,42 @@ class LedgerTables:
         return LedgerHead(sender, count, tip, since_ms, int(version))
 
     def node(self, sender: str, seq: int) -> LedgerNode | None:
+        epoch_column = "epoch_ms" if self._epochs_kept else "NULL"
         row = self.conn.execute(
-            "SELECT row_hash, link, version FROM sent_nodes WHERE sender = ? AND seq = ?", (sender, seq)
+            f"SELECT row_hash, link, version, {epoch_column} FROM sent_nodes WHERE sender = ? AND seq = ?",
+            (sender, seq),
         ).fetchone()
         if row is None:
             return None
-        row_hash, link, version = row
-        if not isinstance(row_hash, bytes) or not isinstance(link, bytes) or len(link) != 32:
+        row_hash, link, version, epoch = row
+        if (
+            not isinstance(row_hash, bytes)
+            or not isinstance(link, bytes)
+            or len(link) != 32
+            or not (epoch is None or isinstance(epoch, int))
+        ):
             raise LedgerUnreadableError(f"node {seq} holds malformed columns")
-        return LedgerNode(seq, row_hash, link, int(version))
+        return LedgerNode(seq, row_hash, link, int(version), epoch)
+
+    def epochs(self) -> tuple[int, ...]:
+        if not self._epochs_kept:
+            start = self.index_start()
+            return () if start is None else (start,)
+        return tuple(int(row[0]) for row in self.conn.execute("SELECT since_ms FROM sent_epochs ORDER BY since_ms"))
+
+    def index_start(self) -> int | None:
+        return _index_since(self.conn)
+
+    def index_open(self) -> int | None:
+        if not self._epochs_kept:
+            return self.index_start()
+        row = self.conn.execute(
+            "SELECT since_ms FROM sent_epochs WHERE stopped_ms IS NULL ORDER BY since_ms DESC LIMIT 1"
+        ).fetchone()
+        last = self.conn.execute("SELECT max(since_ms) FROM sent_epochs").fetchone()
+        if row is None or last is None or row[0] != last[0]:
+            return None  # the last epoch stopped: nothing runs
+        return int(row[0])
 
     def row(self, sender: str, seq: int) -> bytes | None:
         found = self.conn.execute(
@@ -257,7 +318,9 @@ _INSERT_ROW: Final = (
     "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_NODE: Final = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version) VALUES (?, ?, ?, ?, ?)"
+_INSERT_NODE: Final = (
+    "INSERT INTO sent_nodes (sender, seq, row_hash, link, version, epoch_ms) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _UPSERT_HEAD: Final = (
     "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"
@@ -295,6 +358,7 @@ def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry]) -> None:
     a head is damaged or of another version: nothing of the batch is then written by
     the caller's transaction, which the writer rolls back and retries item by item."""
     tables = LedgerTables(conn)
+    epoch = index_epoch(conn)
     heads: dict[str, LedgerHead | None] = {}
     rows, nodes = [], []
     for entry in entries:
@@ -309,7 +373,7 @@ def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry]) -> None:
                     f"Inspect it with: orkeon message verify {intent.sender.address} --store PATH"
                 ) from exc
         try:
-            head, node = ledger.append_hash(heads[sender], sender, entry.row_hash, entry.linked_ms)
+            head, node = ledger.append_hash(heads[sender], sender, entry.row_hash, entry.linked_ms, epoch)
         except ValueError as exc:  # a head of another version
             raise StoreCorruptError(f"{exc}; nothing was sent") from exc
         heads[sender] = head
@@ -325,7 +389,7 @@ def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry]) -> None:
                 entry.raw,
             )
         )
-        nodes.append((sender, node.seq, node.row_hash, node.link, node.version))
+        nodes.append((sender, node.seq, node.row_hash, node.link, node.version, node.epoch))
     conn.executemany(_INSERT_ROW, rows)
     for _ in entries:
         faults.hit("send.row_written")
@@ -405,7 +469,7 @@ def complete(conn: apsw.Connection, record: SentRecord, content: bytes, now_ms: 
     sender = record.sender.id
     tables = LedgerTables(conn)
     raw = record_bytes(record)
-    head, node = ledger.append(tables.head(sender), sender, raw, now_ms)
+    head, node = ledger.append(tables.head(sender), sender, raw, now_ms, index_epoch(conn))
     conn.execute(
         _INSERT_ROW,
         (sender, node.seq, record.message_id, record.to.key, record.sent_at_ms, record.idempotency_key, content, raw),
@@ -413,7 +477,7 @@ def complete(conn: apsw.Connection, record: SentRecord, content: bytes, now_ms: 
     faults.hit("send.row_written")
     conn.execute(
         _INSERT_NODE,
-        (sender, node.seq, node.row_hash, node.link, node.version),
+        (sender, node.seq, node.row_hash, node.link, node.version, node.epoch),
     )
     faults.hit("send.node_written")
     conn.execute(

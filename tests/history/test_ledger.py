@@ -55,6 +55,15 @@ class DictSource:
     def max_seq(self, sender: str) -> int:
         return max([*self.nodes, *self.rows, 0])
 
+    def epochs(self) -> tuple[int, ...]:
+        return ()  # no index ran: every node's epoch is 0
+
+    def index_start(self) -> int | None:
+        return None
+
+    def index_open(self) -> int | None:
+        return None
+
 
 def _ledger(rows: list[bytes]) -> DictSource:
     source = DictSource()

@@ -175,6 +175,31 @@ DAMAGES: dict[str, tuple[Damage, int, str]] = {
         "tip does not commit",
     ),
     "extra node past the head": (_extra_node, ROWS + 1, "past the head"),
+    "coverage start moved later (hiding rows)": (
+        lambda c: c.execute("UPDATE sent_index SET since_ms = since_ms + 60000"),
+        1,  # the first row sent since the index really started
+        "sent_index.since_ms holds",
+    ),
+    "coverage start moved earlier (claiming a gap)": (
+        lambda c: c.execute("UPDATE sent_index SET since_ms = since_ms - 60000"),
+        1,
+        "sent_index.since_ms was edited",
+    ),
+    "coverage start moved with its epoch record": (
+        lambda c: c.execute(
+            "UPDATE sent_index SET since_ms = since_ms + 60000;"
+            " UPDATE sent_epochs SET since_ms = since_ms + 60000 WHERE stopped_ms IS NULL"
+        ),
+        1,
+        "no start of the index",
+    ),
+    "edited node epoch": (
+        lambda c: c.execute(
+            "UPDATE sent_nodes SET epoch_ms = epoch_ms + 1 WHERE sender = ? AND seq = ?", (SENDER, BAD)
+        ),
+        BAD,
+        "link",
+    ),
     "unreadable intent": (_bad_intent, ROWS + 1, "intent"),
 }
 
@@ -209,6 +234,87 @@ def test_each_damage_is_refused_at_its_first_bad_position(name: str, damaged_sto
     assert not report.ok, report
     assert report.first_bad == first_bad, report
     assert problem in str(report.problem), report
+
+
+def test_an_edited_coverage_start_hides_rows_from_sent_but_not_from_verify(
+    damaged_store: Callable[[Damage], Opener], capsys: pytest.CaptureFixture[str], store_path: Path
+) -> None:
+    from orkeon_actors.cli.main import main
+
+    damaged_store(lambda c: c.execute("UPDATE sent_index SET since_ms = since_ms + 60000"))
+    assert main(["message", "sent", "--id", SENDER, "--json", "--store", str(store_path)]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == []  # what the edit hides
+    assert main(["message", "verify", "--id", SENDER, "--json", "--store", str(store_path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert '"first_bad": 1' in json.dumps(report), report
+
+
+def _v1_store(path: Path, rows: int) -> int:
+    """A store as the release before schema version 11 wrote it: ``rows`` posts of
+    a/alice to b/bob, each with a version-1 node (no epoch); returns the index start."""
+    import hashlib
+
+    from orkeon_actors.history import ledger
+    from orkeon_actors.history.endpoint import endpoint_of, parse_sender
+    from orkeon_actors.history.records import SendKind, SentIntent
+    from orkeon_actors.model.address import MailboxAddress
+    from orkeon_actors.model.ids import AgentId, CrewId, MessageId
+    from orkeon_actors.model.message import Message
+    from orkeon_actors.store.schema import MIGRATIONS
+    from orkeon_actors.wire.sent_history import content_digest, record_bytes, record_of
+
+    since = int(datetime.now(UTC).timestamp() * 1000) - 60_000
+    conn = apsw.Connection(str(path))
+    with conn:
+        for step in MIGRATIONS[:10]:
+            step.apply(conn)
+        conn.execute("PRAGMA user_version = 10")
+        conn.execute("INSERT INTO sent_index (id, since_ms) VALUES (1, ?)", (since,))
+        to = MailboxAddress.parse("agent://b/bob")
+        link = ledger.GENESIS
+        for seq in range(1, rows + 1):
+            sent = datetime.fromtimestamp((since + seq) / 1000, UTC)
+            message = Message(MessageId.new(), "_system.post", CrewId("a"), sent, b"{}", {}, AgentId("alice"), None, to)
+            intent = SentIntent(SendKind.POST, parse_sender("agent://a/alice"), endpoint_of(to), None, message, since)
+            raw = record_bytes(record_of(intent))
+            row_hash = hashlib.sha256(raw).digest()
+            link = ledger.link_of(link, seq, row_hash)  # version 1: no epoch
+            conn.execute(
+                "INSERT INTO sent_rows VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                (
+                    SENDER,
+                    seq,
+                    str(message.id),
+                    intent.to.key,
+                    since + seq,
+                    content_digest(SendKind.POST, intent.to, message),
+                    raw,
+                ),
+            )
+            conn.execute("INSERT INTO sent_nodes VALUES (?, ?, ?, ?, 1)", (SENDER, seq, row_hash, link))
+        conn.execute("INSERT INTO sent_heads VALUES (?, ?, ?, ?, 1)", (SENDER, rows, link, since))
+    conn.close()
+    return since
+
+
+def test_a_ledger_of_the_release_before_epochs_is_migrated_and_goes_on(open_store: Opener, store_path: Path) -> None:
+    _v1_store(store_path, 2)
+    rt = open_store()
+    report = rt.hub.verify_sent("agent://a/alice")
+    assert (report.ok, report.rows) == (True, 2), report  # version-1 nodes verify as before
+    rt.hub.register_mailbox("agent://b/bob")
+    rt.hub.bind("a", "alice").post("agent://b/bob", "after the migration")
+    report = rt.hub.verify_sent("agent://a/alice")
+    assert (report.ok, report.rows) == (True, 3), report  # a version-2 node goes on from them
+    assert len(rt.hub.bind("a", "alice").sent().rows) == 3
+    rt.stop()
+    conn = apsw.Connection(str(store_path))
+    conn.execute("UPDATE sent_index SET since_ms = since_ms + 1")
+    conn.close()
+    report = open_store().hub.verify_sent("agent://a/alice")
+    # rows 1 and 2 carry no epoch (version 1): row 3 is the first that chains the real start
+    assert (report.ok, report.first_bad) == (False, 3), report
+    assert "sent_index.since_ms holds" in str(report.problem)
 
 
 def test_an_intent_duplicating_a_completed_row_is_cleanup_state(open_store: Opener, store_path: Path) -> None:
