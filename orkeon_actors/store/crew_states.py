@@ -111,6 +111,16 @@ class _FinishedCrews(WriteGroup[tuple[str, tuple[tuple[str, str], ...]], None]):
         return [None] * len(items)
 
 
+class _ActiveCrews(WriteGroup[tuple[str, str], None]):
+    """Woken crews' rows committed ``Active`` (:meth:`SqliteCrewStateStore.mark_active_async`):
+    each item is a crew id and the time it went Active; a burst of wakes takes one
+    prepared statement per writer batch, not a request's transaction share each."""
+
+    def apply(self, conn: apsw.Connection, items: list[tuple[str, str]]) -> list[BaseException | None]:
+        conn.executemany(_MARK_ACTIVE, [(now, crew) for crew, now in items])
+        return [None] * len(items)
+
+
 class SqliteCrewStateStore:
     """The :class:`~orkeon_actors.lifecycle.ports.CrewStateStore` of a durable hub.
 
@@ -122,6 +132,7 @@ class SqliteCrewStateStore:
     def __init__(self, hub: SqliteEventHub) -> None:
         self.hub = hub
         self._finished = _FinishedCrews()
+        self._active = _ActiveCrews()
 
     def _save_work(
         self,
@@ -207,15 +218,10 @@ class SqliteCrewStateStore:
         deletion of the crew. A crew without a row (never snapshotted) gets none. A
         failure is logged: the crew runs on and the view shows the state before."""
         key = str(crew_id)
-        now = format_time(self.hub.clock.now())
-
-        def work(conn: apsw.Connection) -> None:
-            conn.execute(_MARK_ACTIVE, (now, key))
-
-        self.hub.writer.post(
-            work,
+        self.hub.writer.post_in(
+            self._active,
+            (key, format_time(self.hub.clock.now())),
             on_error=lambda exc: logger.error("crew {}: its Active state was not committed: {}", crew_id, exc),
-            single_statement=True,
             key=crew_key(key),
         )
 

@@ -84,6 +84,6 @@ def test_a_checkpointed_crew_that_never_slept_reads_active(
 ) -> None:
     sup, db = running
     sup.spawn("reader", "c")  # parks on a topic cursor: its checkpoint commits a snapshot row
+    wait_until(lambda: sup.status("c") is CrewStatus.WAITING, what="c parked on its cursor")
     wait_until(lambda: sup.durable("c"), what="its checkpoint committed")
     assert _crew_row(db, "c", capsys)["state"] == "Active"
-    assert sup.status("c") is CrewStatus.WAITING
