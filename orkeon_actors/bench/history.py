@@ -52,7 +52,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import AgentId, CrewId, MessageId
 from orkeon_actors.model.message import Message
 from orkeon_actors.runtime import Runtime
-from orkeon_actors.store import SqliteEventHub, StoreConfig
+from orkeon_actors.store import SqliteEventHub, StoreConfig, sent_rows
 from orkeon_actors.store.config import Durability
 from orkeon_actors.store.connection import open_connection
 from orkeon_actors.store.mailboxes import RegistryCache, register_many
@@ -190,9 +190,10 @@ class _CostStore:
         self.conn = open_connection(config)
         migrate(self.conn, config.path)
         counter = iter(range(1, 10**9))
-        self.group = SentGroup(RegistryCache(), lambda: next(counter))
-        self.sent = prior
         self.conn.execute("BEGIN")
+        epoch = sent_rows.ensure_index(self.conn, int(time.time() * 1000))
+        self.group = SentGroup(RegistryCache(), lambda: next(counter), epoch)
+        self.sent = prior
         register_many(self.conn, ["agent://bench-history/sink"], "2026-01-01T00:00:00.000000Z")
         for start in range(0, prior, 1000):
             self.group.apply(self.conn, self._next(min(1000, prior - start)))

@@ -53,9 +53,7 @@ _RAW_SENT_ROW = (
     "INSERT INTO sent_rows (sender, seq, message_id, recipient, sent_ms, idempotency_key, content, record)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_RAW_SENT_NODE = (
-    "INSERT INTO sent_nodes (sender, seq, row_hash, link, version, epoch_ms) VALUES (?, ?, ?, ?, ?, ?)"
-)
+_RAW_SENT_NODE = "INSERT INTO sent_nodes (sender, seq, row_hash, link, version, epoch_ms) VALUES (?, ?, ?, ?, ?, ?)"
 _RAW_SENT_HEAD = (
     "INSERT INTO sent_heads (sender, count, tip, since_ms, version) VALUES (?, ?, ?, 0, ?)"
     " ON CONFLICT (sender) DO UPDATE SET count = excluded.count, tip = excluded.tip, version = excluded.version"

@@ -66,9 +66,12 @@ class SentGroup(WriteGroup[PreparedSend, Message | None]):
     (``IdempotencyKeyConflictError``, ``MailboxNotFoundError``, ``StoreCorruptError``
     for a damaged head)."""
 
-    def __init__(self, registry: mailboxes.RegistryCache, next_seq: Any) -> None:
+    def __init__(self, registry: mailboxes.RegistryCache, next_seq: Any, epoch: int) -> None:
         self._registry = registry
         self._next_seq = next_seq
+        self._epoch = epoch
+        """The start of the running index, which every node of this run chains (the
+        index starts at the store's boot, before the first send, and not again)."""
 
     def apply(self, conn: apsw.Connection, items: list[PreparedSend]) -> list[Message | BaseException | None]:
         outcomes: list[Message | BaseException | None] = []
@@ -88,7 +91,7 @@ class SentGroup(WriteGroup[PreparedSend, Message | None]):
         mailboxes.insert_rows(conn, mailbox_rows)
         for _ in accepted:
             faults.hit("send.recipient_materialised")
-        sent_rows.append_batch(conn, [item.entry for item in accepted])
+        sent_rows.append_batch(conn, [item.entry for item in accepted], self._epoch)
         for _ in accepted:
             faults.hit("send.intent_cleaned")  # no intent row: it would die in this same transaction
         return outcomes

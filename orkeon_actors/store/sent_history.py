@@ -116,6 +116,9 @@ class SqliteSentHistory:
         self.hub = hub
         self.enabled = enabled
         self._lock = threading.Lock()
+        self.epoch = 0
+        """The start of the index this run keeps (``0``: off), set by :meth:`open`: the
+        epoch the ledger nodes written by this run chain."""
         self._materialised: dict[str, dict[str, tuple[SentIntent, bytes]]] = {}
         """Per sender: replies answered whose completion did not commit (retried at the
         sender's next operation)."""
@@ -134,7 +137,7 @@ class SqliteSentHistory:
             if not self.enabled:
                 sent_rows.drop_index(conn, self.now_ms())
             else:
-                sent_rows.ensure_index(conn, self.now_ms())
+                self.epoch = sent_rows.ensure_index(conn, self.now_ms())
                 self._resolve_at_boot(conn)
         except BaseException:
             conn.execute("ROLLBACK")
@@ -305,8 +308,9 @@ class SqliteSentHistory:
 
     @functools.cached_property
     def group(self) -> SentGroup:
-        """The write group of posts and sends (created once the store is open)."""
-        return SentGroup(self.hub.mailbox_store.registry, self.hub.next_seq)
+        """The write group of posts and sends (created at the first send, once the store
+        is open and its index epoch known)."""
+        return SentGroup(self.hub.mailbox_store.registry, self.hub.next_seq, self.epoch)
 
     def _one_transaction(self, intent: SentIntent, to: MailboxAddress) -> Message:
         store = self.hub.mailbox_store

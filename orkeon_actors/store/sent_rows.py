@@ -347,18 +347,20 @@ class LedgerEntry:
         return cls(intent, content, raw, hashlib.sha256(raw).digest(), record.sent_at_ms, linked_ms)
 
 
-def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry]) -> None:
+def append_batch(conn: apsw.Connection, entries: Sequence[LedgerEntry], epoch: int | None = None) -> None:
     """Record many completed sends: each sender's head read once, its entries chained in
     the order given, then the rows, nodes and heads written with one prepared statement
     each (constant history-dependent work per send, R08). The crash points
     ``send.row_written``, ``send.node_written`` and ``send.head_replaced`` are reached
-    once per entry, in that order, for the whole batch.
+    once per entry, in that order, for the whole batch. ``epoch``: the start of the
+    running index, which the nodes chain (read from the store when not given).
 
     Raises ``StoreCorruptError`` naming the sender and the command that inspects it when
     a head is damaged or of another version: nothing of the batch is then written by
     the caller's transaction, which the writer rolls back and retries item by item."""
     tables = LedgerTables(conn)
-    epoch = index_epoch(conn)
+    if epoch is None:
+        epoch = index_epoch(conn)
     heads: dict[str, LedgerHead | None] = {}
     rows, nodes = [], []
     for entry in entries:
