@@ -126,6 +126,8 @@ def test_a_version_7_store_counts_its_sleeping_crews_once_when_it_migrates(env: 
         conn.execute(f"DROP TRIGGER pending_waits_{trigger}")
     conn.execute("DROP TABLE store_counts")
     conn.execute("DROP TABLE agent_events")  # version 10's
+    conn.execute("DROP TABLE sent_epochs")  # version 11's
+    conn.execute("ALTER TABLE sent_nodes DROP COLUMN epoch_ms")
     conn.execute("PRAGMA user_version = 7")
     conn.execute(
         "INSERT INTO crew_snapshots SELECT 'c3', snapshot, mode, schema_version, snapshot_at, state "
