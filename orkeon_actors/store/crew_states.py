@@ -214,15 +214,17 @@ class SqliteCrewStateStore:
     def mark_active_async(self, crew_id: CrewId) -> None:
         """Commit ``crew_id``'s row as ``Active`` with ``snapshot_at`` now (the column is
         when the row's state was committed; the snapshot's own time stays in its body),
-        queued under the crew's key so that it commits before any later save or
-        deletion of the crew. A crew without a row (never snapshotted) gets none. A
+        queued in the bulk lane under a key of its own: it commits before any later save
+        (keyless) or deletion (bulk, queued after it) of the crew, and never holds up the
+        wake's urgent read of the crew's kept events (a shared key would demote that read
+        behind it and its commit). A crew without a row (never snapshotted) gets none. A
         failure is logged: the crew runs on and the view shows the state before."""
         key = str(crew_id)
         self.hub.writer.post_in(
             self._active,
             (key, format_time(self.hub.clock.now())),
             on_error=lambda exc: logger.error("crew {}: its Active state was not committed: {}", crew_id, exc),
-            key=crew_key(key),
+            key=f"crew-state {key}",
         )
 
     def stored_state(self, crew_id: CrewId) -> StoredState | None:
