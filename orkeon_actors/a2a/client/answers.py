@@ -17,6 +17,7 @@ and Asynchronous Operations": a ``Task``, then ``TaskStatusUpdateEvent`` s and
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Final
@@ -74,17 +75,32 @@ def parts_text(parts: Sequence[Part]) -> str:
 
 
 class TaskProgress:
-    """The state of one call, folded from its events (see the module docstring)."""
+    """The state of one call, folded from its events (see the module docstring).
+    ``task_id`` is the task the call continues, if any; :attr:`identified` is set once
+    the remote task's id is known. Made and used on one event loop."""
 
-    def __init__(self, agent: str) -> None:
+    def __init__(self, agent: str, task_id: str | None = None) -> None:
         self.agent = agent
-        self.task_id: str | None = None
+        self.identified = asyncio.Event()
+        self._task_id: str | None = None
+        self.task_id = task_id
         self.context_id: str | None = None
         self.state = "submitted"
         self.status_text = ""
         self.reply: str | None = None  # a Message answer (no task)
         self.events: list[dict[str, Any]] = []
         self._artifacts: dict[str, tuple[str, str]] = {}  # id -> (name, text), in arrival order
+
+    @property
+    def task_id(self) -> str | None:
+        """The remote task's id, once known."""
+        return self._task_id
+
+    @task_id.setter
+    def task_id(self, value: str | None) -> None:
+        self._task_id = value
+        if value:
+            self.identified.set()
 
     @property
     def settled(self) -> bool:

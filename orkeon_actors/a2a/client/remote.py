@@ -13,9 +13,10 @@ takes. Guarantees:
   (``tasks/cancel``) and the call fails with
   :class:`~orkeon_actors.errors.RemoteAgentTimeoutError`;
 * cancelling a call's asyncio task (its crew stopped, its agent cancelled or out of
-  budget) sends ``tasks/cancel`` for the remote task, once it is known, before the
-  cancellation goes on (bounded by the agent's timeout; a runtime that stops cancels
-  those too, so a remote task may outlive a *runtime* stop);
+  budget) sends ``tasks/cancel`` for the remote task from a task of its own: at once if
+  its id is known, else as soon as the agent's first event names it (bounded by the
+  agent's timeout). A runtime that stops cancels those too, so a remote task may outlive
+  a *runtime* stop;
 * a streaming card is called with ``message/stream`` (each event handed to ``on_event``
   as it comes); otherwise ``message/send``, then ``tasks/get`` every
   ``poll_interval`` seconds until the task settles.
@@ -35,7 +36,7 @@ from a2a.types import AgentCard, CancelTaskRequest, GetTaskRequest, Message, Par
 from a2a.utils.errors import A2AError
 from loguru import logger
 
-from orkeon_actors.a2a.client.answers import TaskProgress
+from orkeon_actors.a2a.client.answers import TERMINAL, TaskProgress
 from orkeon_actors.a2a.client.config import RemoteAgent
 from orkeon_actors.actors.io_loop import IoLoop
 from orkeon_actors.errors import (
@@ -49,6 +50,13 @@ __all__ = ["EventSink", "RemoteAgents"]
 
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
 """Called (awaited) with each event of a streaming call, as the model reads it."""
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark the outcome of an exchange nobody awaits any more (its caller was cancelled)
+    as retrieved: the cancellation already reported what matters."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Connection:
@@ -160,16 +168,16 @@ class RemoteAgents:
         (:meth:`~orkeon_actors.a2a.client.answers.TaskProgress.outcome`). Raises the
         :class:`~orkeon_actors.errors.RemoteAgentError` s of the module docstring."""
         agent = self.agent(name)
-        progress = TaskProgress(name)
+        progress = TaskProgress(name, task_id)
+        exchange = asyncio.get_running_loop().create_task(
+            self._exchange(agent, progress, text, task_id, context_id, on_event)
+        )
+        exchange.add_done_callback(_retrieve)
         try:
             async with asyncio.timeout(agent.timeout):
-                client = await self._connections[name].open()
-                await self._send(client, agent, progress, text, task_id, context_id, on_event)
-                while not progress.settled:  # message/send answered before the task settled: poll
-                    await asyncio.sleep(self.poll_interval)
-                    progress.add_task(await client.get_task(GetTaskRequest(id=progress.task_id or "")))
+                await asyncio.shield(exchange)  # cancelled: the exchange lives on until the task id is known
         except TimeoutError:
-            self._cancel_remote(name, progress.task_id)
+            self._cancel_remote(agent, progress, exchange)
             raise RemoteAgentTimeoutError(
                 f"the A2A agent {name!r} did not answer within {agent.timeout:g}s (task {progress.task_id}, last "
                 f"state {progress.state}); the task was cancelled: ask again later, or ask another agent",
@@ -178,7 +186,7 @@ class RemoteAgents:
                 state=progress.state,
             ) from None
         except asyncio.CancelledError:
-            self._cancel_remote(name, progress.task_id)
+            self._cancel_remote(agent, progress, exchange)
             raise
         except A2AClientError as exc:
             raise RemoteAgentUnavailableError(
@@ -191,7 +199,7 @@ class RemoteAgents:
                 f"the A2A agent {name!r} refused the request: {type(exc).__name__}: {exc}"
                 + (f" (task {task_id}: continue only a task that is input-required)" if task_id else ""),
                 agent=name,
-                task_id=progress.task_id or task_id,
+                task_id=progress.task_id,
             ) from None
         except httpx.HTTPError as exc:
             raise RemoteAgentUnavailableError(
@@ -199,9 +207,8 @@ class RemoteAgents:
             ) from None
         return progress.outcome()
 
-    async def _send(
+    async def _exchange(
         self,
-        client: Client,
         agent: RemoteAgent,
         progress: TaskProgress,
         text: str,
@@ -209,6 +216,9 @@ class RemoteAgents:
         context_id: str | None,
         on_event: EventSink | None,
     ) -> None:
+        """Send the message, read its events until the task settles, then poll
+        ``tasks/get`` if it has not (a non-streaming answer of a task still working)."""
+        client = await self._connections[agent.name].open()
         message = Message(
             role=Role.ROLE_USER,
             message_id=uuid.uuid4().hex,
@@ -227,24 +237,32 @@ class RemoteAgents:
                     break
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
+        while not progress.settled:
+            await asyncio.sleep(self.poll_interval)
+            progress.add_task(await client.get_task(GetTaskRequest(id=progress.task_id or "")))
 
-    def _cancel_remote(self, name: str, task_id: str | None) -> None:
-        """Send ``tasks/cancel`` for ``task_id`` in a task of its own (the caller is
-        being cancelled or timed out), bounded by the agent's timeout."""
-        if task_id is None:
-            return
-        connection = self._connections[name]
-        timeout = connection.agent.timeout
+    def _cancel_remote(self, agent: RemoteAgent, progress: TaskProgress, exchange: asyncio.Task[None]) -> None:
+        """In a task of its own (the caller is being cancelled or timed out): wait for
+        the remote task's id if it is not known yet, stop reading, and send
+        ``tasks/cancel`` unless the task already ended; bounded by the agent's timeout."""
+        connection = self._connections[agent.name]
 
         async def cancel() -> None:
-            client = connection.client
-            if client is None:
-                return
             try:
-                async with asyncio.timeout(timeout):
-                    await client.cancel_task(CancelTaskRequest(id=task_id))
+                async with asyncio.timeout(agent.timeout):
+                    if progress.task_id is None and not exchange.done():
+                        identified = asyncio.ensure_future(progress.identified.wait())
+                        await asyncio.wait({identified, exchange}, return_when=asyncio.FIRST_COMPLETED)
+                        identified.cancel()
+                    exchange.cancel()
+                    client = connection.client
+                    if progress.task_id is None or progress.state in TERMINAL or client is None:
+                        return
+                    await client.cancel_task(CancelTaskRequest(id=progress.task_id))
             except (A2AError, httpx.HTTPError, TimeoutError) as exc:
-                logger.warning("tasks/cancel of task {} of the A2A agent {!r} failed: {}", task_id, name, exc)
+                logger.warning(
+                    "tasks/cancel of task {} of the A2A agent {!r} failed: {}", progress.task_id, agent.name, exc
+                )
 
         task = asyncio.get_running_loop().create_task(cancel())
         self._cancels.add(task)
