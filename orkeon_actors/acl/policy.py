@@ -331,8 +331,9 @@ def _held_to_links(snap: AclSnapshot, parties: _Parties, declaration: LinksBlock
             "the target crew id is not registered with the ACL, so no link can name it: register it with "
             "AclRegistry.register_crew(name, crew_id=...) and link to that name"
         )
-    else:
-        fix = _link_hint(source_name, target_name, "outbound", topic)
+    else:  # an A2A agent's answers come back to the sender: both ways
+        direction = "bidirectional" if target_name.startswith(A2A_PREFIX) else "outbound"
+        fix = _link_hint(source_name, target_name, direction, topic)
     if not usable:
         return parties.refuse(
             AclRule.DECLARED_EMPTY,

@@ -106,7 +106,7 @@ def test_a_crew_not_linked_to_the_agent_cannot_call_it(setup: Setup) -> None:
     _, [other] = setup.run_crew("other-links-crew", [CrewLink("no-links-crew", "outbound")], once("hello"))
     for result in (undeclared, other):
         assert result["error"]["type"] == "EventAclError"
-        assert "{to: a2a:weather, direction:" in result["error"]["message"]  # the fix
+        assert "{to: a2a:weather, direction: bidirectional}" in result["error"]["message"]  # the fix
     assert "a2a-unlinked" in undeclared["error"]["message"]
     assert setup.remote.executor.received == before  # nothing reached the agent
 
