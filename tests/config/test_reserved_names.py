@@ -1,5 +1,6 @@
 """A crew may not take a reserved name (``_system`` is the hub itself; every ``_...`` is
-the hub's, every ``client:...`` an external peer's, every ``a2a:...`` an external A2A agent's) on any configuration path: YAML, the
+the hub's, every ``client:...`` an external peer's, every ``a2a:...`` an external A2A
+agent's) on any configuration path: YAML, the
 builder, a TypeScript crew's JSON through the canonical schema, the ACL registry and the
 supervisor's factories. Before, ``name: _system`` was a valid crew."""
 
