@@ -38,6 +38,11 @@ __all__ = [
     "UndeclaredPublishError",
     "LimitExceededError",
     "McpToolError",
+    "RemoteAgentError",
+    "RemoteAgentFailedError",
+    "RemoteAgentTimeoutError",
+    "RemoteAgentUnavailableError",
+    "UnknownRemoteAgentError",
     "CrewFailedError",
     "CrewNotFoundError",
     "CrewStoppedError",
@@ -248,6 +253,42 @@ class McpToolError(EventHubError):
     def __init__(self, message: str, *, tool: str | None = None) -> None:
         super().__init__(message)
         self.tool = tool
+
+
+class RemoteAgentError(EventHubError):
+    """A call of an external A2A agent (``ask_agent``, a post to ``a2a://NAME``;
+    ``docs/a2a-calling.md``) did not give an answer. ``agent`` names the agent as
+    configured; ``task_id`` is the remote task, when one was created; ``state`` the
+    remote task's last state (``failed``, ``rejected``, ``canceled``, ``auth-required``)
+    when it reported one."""
+
+    def __init__(
+        self, message: str, *, agent: str | None = None, task_id: str | None = None, state: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.task_id = task_id
+        self.state = state
+
+
+class RemoteAgentUnavailableError(RemoteAgentError):
+    """The remote agent could not be reached: its card could not be fetched or read,
+    the connection failed, or it answered with a protocol error."""
+
+
+class RemoteAgentFailedError(RemoteAgentError):
+    """The remote agent reached a state that gives no answer: its task failed, was
+    rejected or canceled, or needs authentication the runtime does not provide."""
+
+
+class RemoteAgentTimeoutError(RemoteAgentError, TimeoutError):
+    """The remote agent did not answer within the call's timeout; the runtime asked it to
+    cancel the task (``tasks/cancel``)."""
+
+
+class UnknownRemoteAgentError(RemoteAgentError, InvalidArgumentError):
+    """No A2A agent is configured under this name: configure it with
+    ``Runtime.start(a2a_agents={NAME: CARD_URL})``."""
 
 
 class CrewNotFoundError(EventHubError, LookupError):

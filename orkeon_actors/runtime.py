@@ -10,9 +10,9 @@ ended by Ctrl-C, exits and a durable store keeps everything it committed.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -30,6 +30,7 @@ from orkeon_actors.model.clock import Clock, SystemClock
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from orkeon_actors.a2a.client import A2AAgents
     from orkeon_actors.fleet.config import FleetConfig
     from orkeon_actors.fleet.operations import Fleet
     from orkeon_actors.lifecycle.ports import LifecycleBackend
@@ -53,6 +54,9 @@ class Runtime:
     _studio_watcher: LifecycleWatcher | None = None
     _studio_tap: StudioTap | None = None
     _agent_event_recorder: AgentEventRecorder | None = None
+    a2a_agents: A2AAgents | None = None
+    """The external A2A agents its crews may call, when started with ``a2a_agents=``
+    (``docs/a2a-calling.md``): ``rt.a2a_agents.tool()`` is the ``ask_agent`` tool."""
     fleet: Fleet | None = None
     """A fleet host's cross-host operations (spawn, stop, dead-letter reports), when
     started with a broker (``docs/distributed.md``); ``None`` otherwise."""
@@ -95,6 +99,7 @@ class Runtime:
         broker: str | None = None,
         host_id: str | None = None,
         fleet: FleetConfig | None = None,
+        a2a_agents: Mapping[str, Any] | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
@@ -128,6 +133,13 @@ class Runtime:
         crews there) and the fleet's signing keys (``fleet=FleetConfig(...)``, else the
         file named by ``$ORKEON_FLEET_KEYS``). ``fleet`` alone carries all of it.
         Raises ``BrokerUnavailableError`` when the broker does not answer in time.
+
+        ``a2a_agents`` names the external A2A agents its crews may call: ``{NAME: CARD_URL}``
+        (the base URL of the agent's ``/.well-known/agent-card.json``) or ``{NAME:
+        RemoteAgent(...)}`` for a timeout, headers (a bearer token) and more. Agents reach
+        one with the ``ask_agent`` tool (:attr:`a2a_agents`) or by posting to
+        ``a2a://NAME``; a crew needs a link naming ``a2a:NAME`` (``docs/a2a-calling.md``).
+        Needs the ``a2a`` extra (``ExtraNotInstalledError`` otherwise).
         """
         fleet = _fleet_config(broker, host_id, fleet, store)
         bounds = limits if limits is not None else DEFAULT_LIMITS
@@ -151,6 +163,12 @@ class Runtime:
         runtime._pipeline = pipeline
         if store is not None:
             runtime._record_agent_events()
+        if a2a_agents:
+            try:
+                runtime._start_a2a_agents(a2a_agents)
+            except BaseException:
+                runtime.stop()
+                raise
         if fleet is not None:
             runtime._start_fleet()
         if studio is not None:
@@ -171,6 +189,26 @@ class Runtime:
         except BaseException:
             self.stop()
             raise
+
+    def _start_a2a_agents(self, config: Mapping[str, Any]) -> None:
+        from orkeon_actors.errors import ExtraNotInstalledError
+
+        try:
+            from orkeon_actors.a2a.client import A2AAgents
+        except ImportError as exc:
+            raise ExtraNotInstalledError(
+                f"calling A2A agents needs a2a-sdk ({exc}): pip install 'orkeon-actors[a2a]'", extra="a2a"
+            ) from None
+        from orkeon_actors.acl.stage import AclMiddleware
+
+        stage = next((s for s in self.middleware if isinstance(s, AclMiddleware)), None)
+        self.a2a_agents = A2AAgents(
+            config,
+            hub=self.hub,
+            loop=self.agent_io.loop,
+            clock=self.clock,
+            policy=None if stage is None else stage.policy,
+        )
 
     def lifecycle_backend(self) -> LifecycleBackend:
         """What :class:`~orkeon_actors.lifecycle.CrewSupervisor` runs on: the durable hub
@@ -225,6 +263,8 @@ class Runtime:
             self._studio_tap.uninstall()
         if self.fleet is not None:
             self.fleet.close()
+        if self.a2a_agents is not None:
+            self.a2a_agents.close()
         self.agent_io.stop()  # calls in flight are cancelled before the hub goes
         agent_io.detach(self.hub)
         if self._agent_event_recorder is not None:

@@ -142,7 +142,7 @@ LAYERS: list[set[str]] = [
     {"tools", "acl"},
     {"middleware"},
     {"crew"},
-    {"orchestration", "models", "mcp"},
+    {"orchestration", "models", "mcp", "a2a"},
     {"lifecycle"},
     {"store"},
     {"runtime"},

@@ -24,11 +24,13 @@ from orkeon_actors.acl.grammar import (
     parse_links,
 )
 from orkeon_actors.acl.links import (
+    A2A_PREFIX,
     CLIENT_PREFIX,
     AclConfigError,
     AclYamlError,
     CrewLink,
     Direction,
+    a2a_link_name,
     client_link_name,
     validate_crew_name,
 )
@@ -43,6 +45,7 @@ from orkeon_actors.acl.registry import AclRegistry, AclSnapshot
 from orkeon_actors.acl.stage import AclMiddleware
 
 __all__ = [
+    "A2A_PREFIX",
     "CLIENT_PREFIX",
     "AclConfigError",
     "AclDecision",
@@ -59,6 +62,7 @@ __all__ = [
     "LinksBlock",
     "PermissiveCrewLinkPolicy",
     "RestrictiveCrewLinkPolicy",
+    "a2a_link_name",
     "client_link_name",
     "load_crew_file",
     "load_crew_yaml",

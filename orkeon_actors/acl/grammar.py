@@ -10,6 +10,8 @@
         allowed_topics: [fraud.check, fraud.result]
       - to: "client:studio"
         direction: outbound
+      - to: "a2a://weather"          # an external A2A agent (docs/a2a-calling.md)
+        direction: bidirectional
 
 How each shape reads (every rule errs towards a closed door):
 
@@ -18,7 +20,8 @@ How each shape reads (every rule errs towards a closed door):
   says so. Write ``links: []`` to close the door.
 * ``links: []``: declared and empty, which refuses every inter-crew message.
 * a list: declared. Each entry must be a mapping with ``to:`` (a non-empty string: a
-  crew ``name:`` or ``client:NAME``), ``direction:`` (exactly ``outbound``, ``inbound``
+  crew ``name:``, ``client:NAME``, or ``a2a:NAME`` / ``a2a://NAME`` for an external
+  A2A agent), ``direction:`` (exactly ``outbound``, ``inbound``
   or ``bidirectional``) and optionally ``allowed_topics:`` (a list of topics; absent,
   null or empty means every topic). An entry that breaks any of this (no ``to:``, a
   missing or unreadable ``direction:``, an ``allowed_topics:`` that is not a list of
@@ -221,7 +224,10 @@ def _read_entry(entry: object) -> CrewLink | str:
         )
     to = entry.get("to")
     if to is None:
-        return "has no to:; name the peer crew by its name: (or client:NAME for an external peer)"
+        return (
+            "has no to:; name the peer crew by its name: (or client:NAME for an external peer, "
+            "a2a://NAME for an external A2A agent)"
+        )
     if not isinstance(to, str):
         return f'has a to: that is not a string ({to!r}); quote it: to: "{to}"'
     if "direction" not in entry or entry["direction"] is None:

@@ -2,7 +2,8 @@
 :class:`CrewLink`.
 
 A link is one line of a crew's ``links:`` block: *which* peer (``to``, a crew's
-``name:`` matched verbatim, or ``client:NAME`` for an external peer), *which way*
+``name:`` matched verbatim, ``client:NAME`` for an external peer, or ``a2a:NAME`` for an
+external A2A agent configured under that name, also written ``a2a://NAME``), *which way*
 (``direction``) and *which topics* a crew-scoped publish may carry (``allowed_topics``,
 empty meaning every topic). Both types are immutable and validated at construction:
 a :class:`CrewLink` that exists is a link the ACL can read, which is why the YAML reader
@@ -24,12 +25,14 @@ from orkeon_actors.model.address import validate_topic_pattern
 from orkeon_actors.model.ids import CrewId
 
 __all__ = [
+    "A2A_PREFIX",
     "CLIENT_PREFIX",
     "RESERVED_PREFIX",
     "AclConfigError",
     "AclYamlError",
     "CrewLink",
     "Direction",
+    "a2a_link_name",
     "client_link_name",
     "validate_crew_name",
 ]
@@ -40,6 +43,12 @@ RESERVED_PREFIX: Final = "_"
 CLIENT_PREFIX: Final = "client:"
 """The reserved prefix that names an external peer (spec §10.2.1): ``to: "client:studio"``
 names the process reached at ``client://studio``."""
+
+A2A_PREFIX: Final = "a2a:"
+"""The reserved prefix that names an external A2A agent: ``to: "a2a:weather"`` (or
+``to: "a2a://weather"``, read the same) names the agent reached at ``a2a://weather``,
+whose card URL the runtime's configuration gives (``docs/a2a-calling.md``). Traffic with
+such an agent always needs a link, in both directions, whatever the policy's default."""
 
 _CLIENT_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
@@ -128,6 +137,11 @@ def validate_crew_name(name: object, *, what: str = "crew name") -> str:
             f"invalid {what} {name!r}: the prefix {CLIENT_PREFIX!r} is reserved for external peers; "
             "register a client with AclRegistry.register_client(name)"
         )
+    if name.startswith(A2A_PREFIX):
+        raise AclConfigError(
+            f"invalid {what} {name!r}: the prefix {A2A_PREFIX!r} is reserved for external A2A agents; "
+            "configure one with Runtime.start(a2a_agents={NAME: CARD_URL})"
+        )
     return name
 
 
@@ -143,6 +157,25 @@ def client_link_name(client_name: str) -> str:
     return CLIENT_PREFIX + client_name
 
 
+def a2a_link_name(agent_name: str) -> str:
+    """The name a link uses for the external A2A agent reached at ``a2a://{agent_name}``
+    (``"weather"`` -> ``"a2a:weather"``). Raises :class:`AclConfigError` for a name
+    ``a2a://`` would not accept."""
+    if not isinstance(agent_name, str) or not _CLIENT_NAME_RE.match(agent_name):
+        raise AclConfigError(
+            f"invalid A2A agent name {agent_name!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or a digit (the name of its a2a:// address)"
+        )
+    return A2A_PREFIX + agent_name
+
+
+def _link_to(value: str) -> str:
+    """``a2a://NAME`` is the address spelling of the link name ``a2a:NAME``: read the same."""
+    if isinstance(value, str) and value.startswith("a2a://"):
+        return A2A_PREFIX + value[len("a2a://") :]
+    return value
+
+
 def _direction(value: Direction | str) -> Direction:
     return Direction.parse(value)
 
@@ -150,6 +183,9 @@ def _direction(value: Direction | str) -> Direction:
 def _validate_to(_instance: object, _attribute: attrs.Attribute[str], value: str) -> None:
     if isinstance(value, str) and value.startswith(CLIENT_PREFIX):
         client_link_name(value[len(CLIENT_PREFIX) :])
+        return
+    if isinstance(value, str) and value.startswith(A2A_PREFIX):
+        a2a_link_name(value[len(A2A_PREFIX) :])
         return
     validate_crew_name(value, what="link target (to:)")
 
@@ -174,8 +210,10 @@ def _topics(value: Iterable[str] | None) -> tuple[str, ...]:
 class CrewLink:
     """One authorization of a crew's ``links:`` block.
 
-    * ``to``: the peer, by the ``name:`` of its crew YAML (matched verbatim), or
-      ``client:NAME`` for the external peer reached at ``client://NAME`` (§10.2.1).
+    * ``to``: the peer, by the ``name:`` of its crew YAML (matched verbatim),
+      ``client:NAME`` for the external peer reached at ``client://NAME`` (§10.2.1), or
+      ``a2a:NAME`` (also written ``a2a://NAME``) for the external A2A agent reached at
+      ``a2a://NAME``.
     * ``direction``: see :class:`Direction`; a string is parsed with
       :meth:`Direction.parse`.
     * ``allowed_topics``: the topics a crew-scoped publish over this link may carry.
@@ -186,7 +224,7 @@ class CrewLink:
     Raises :class:`AclConfigError` when any field is malformed.
     """
 
-    to: str = attrs.field(validator=_validate_to)
+    to: str = attrs.field(converter=_link_to, validator=_validate_to)
     direction: Direction = attrs.field(converter=_direction)
     allowed_topics: tuple[str, ...] = attrs.field(default=(), converter=_topics)
 
@@ -194,6 +232,16 @@ class CrewLink:
     def client(cls, name: str, direction: Direction | str, allowed_topics: Iterable[str] | None = None) -> CrewLink:
         """A link to the external peer reached at ``client://{name}``."""
         return cls(client_link_name(name), direction, allowed_topics)
+
+    @classmethod
+    def a2a(cls, name: str, direction: Direction | str, allowed_topics: Iterable[str] | None = None) -> CrewLink:
+        """A link to the external A2A agent reached at ``a2a://{name}``."""
+        return cls(a2a_link_name(name), direction, allowed_topics)
+
+    @property
+    def is_a2a(self) -> bool:
+        """True when the link names an external A2A agent (``a2a:NAME``)."""
+        return self.to.startswith(A2A_PREFIX)
 
     @property
     def is_client(self) -> bool:

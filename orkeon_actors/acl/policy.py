@@ -16,6 +16,12 @@ exactly why and what to change. Rules are tried in this order:
    publish, authorizes the topic); otherwise ``declared-empty`` (no usable link at all),
    ``declared-no-link`` or ``topic-not-allowed``. The target's declarations are not
    consulted: ``inbound`` never reopens a door the sender closed.
+6a. An external A2A agent (``a2a://NAME``, link name ``a2a:NAME``) is never governed by
+   the default of rule 7, in either direction: a crew reaches it only through its own
+   ``outbound``/``bidirectional`` link naming it (a sender with no ``links:`` is refused,
+   ``a2a-unlinked``), and what the agent sends (its answers, posted by the A2A bridge
+   as from ``a2a:NAME``) reaches a crew only through that crew's ``inbound`` or
+   ``bidirectional`` link naming it (``inbound-grant``, else ``a2a-unlinked``).
 7. The sender never declared ``links:`` (or is not registered) -> the policy's default:
    :class:`PermissiveCrewLinkPolicy` lets it pass (``undeclared-permissive``);
    :class:`RestrictiveCrewLinkPolicy` lets it pass only when the target's declaration
@@ -23,7 +29,8 @@ exactly why and what to change. Rules are tried in this order:
    ``undeclared-refused`` (or ``topic-not-allowed`` when the grant excludes the topic).
 
 The target of a message is the crew of its mailbox, the external peer ``client:NAME`` of
-a ``client://NAME`` mailbox, or the ``target_crew_id`` of a crew-scoped publish.
+a ``client://NAME`` mailbox, the A2A agent ``a2a:NAME`` of an ``a2a://NAME`` mailbox, or
+the ``target_crew_id`` of a crew-scoped publish.
 
 Cost: an allowed message costs a few dictionary lookups and allocates nothing (allowed
 decisions are shared constants); descriptions are only built for a refusal.
@@ -40,7 +47,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from orkeon_actors.acl.grammar import LinksBlock
-from orkeon_actors.acl.links import CLIENT_PREFIX, CrewLink
+from orkeon_actors.acl.links import A2A_PREFIX, CLIENT_PREFIX, CrewLink
 from orkeon_actors.acl.registry import AclRegistry, AclSnapshot
 from orkeon_actors.errors import EventAclError
 from orkeon_actors.model.address import MailboxAddress, Scheme
@@ -72,6 +79,7 @@ class AclRule(enum.Enum):
     UNDECLARED_PERMISSIVE = "undeclared-permissive"
     INBOUND_GRANT = "inbound-grant"
     UNDECLARED_REFUSED = "undeclared-refused"
+    A2A_UNLINKED = "a2a-unlinked"
 
 
 @attrs.frozen
@@ -170,6 +178,8 @@ class _Parties:
 def _describe(name: str | None, crew_id: CrewId | None) -> str:
     if name is None:
         return f"unregistered crew id {crew_id}"
+    if name.startswith(A2A_PREFIX):
+        return f"A2A agent a2a://{name[len(A2A_PREFIX) :]}"
     if name.startswith(CLIENT_PREFIX):
         return f"client {name[len(CLIENT_PREFIX) :]!r} (crew id {crew_id})"
     return f"crew {name!r} (id {crew_id})"
@@ -177,7 +187,7 @@ def _describe(name: str | None, crew_id: CrewId | None) -> str:
 
 def _parties(message: Message, source_name: str | None, target_name: str | None) -> _Parties:
     mailbox, target_id = message.target_mailbox, message.target_crew_id
-    if mailbox is not None and mailbox.scheme is Scheme.CLIENT:
+    if mailbox is not None and (mailbox.scheme is Scheme.CLIENT or mailbox.scheme is Scheme.A2A):
         target, target_text = str(mailbox), str(mailbox)
     elif mailbox is not None:
         target, target_text = str(mailbox), f"{mailbox} of {_describe(target_name, target_id)}"
@@ -209,6 +219,7 @@ def _mismatch(message: Message) -> AclDecision:
 
 _SYSTEM = CrewId.SYSTEM
 _CLIENT = Scheme.CLIENT
+_A2A = Scheme.A2A
 
 
 class _LinkPolicy(abc.ABC):
@@ -232,6 +243,8 @@ class _LinkPolicy(abc.ABC):
         snap = self.registry.snapshot
         if mailbox is not None and mailbox.scheme is _CLIENT:
             target_name: str | None = CLIENT_PREFIX + (mailbox.name or "")
+        elif mailbox is not None and mailbox.scheme is _A2A:
+            target_name = A2A_PREFIX + (mailbox.name or "")
         elif target_id is None:
             return _ALLOWED[AclRule.NO_TARGET]
         elif target_id == source_id:
@@ -239,6 +252,8 @@ class _LinkPolicy(abc.ABC):
         else:
             target_name = snap.names.get(target_id)
         source_name = snap.names.get(source_id)
+        if source_name is not None and source_name.startswith(A2A_PREFIX):
+            return _from_a2a(snap, message, source_name, target_name)
         # Point-to-point mail carries a synthetic hub topic: the link itself authorizes it.
         topic = None if mailbox is not None else message.topic
         declaration = snap.declaration_of(source_name)
@@ -251,6 +266,14 @@ class _LinkPolicy(abc.ABC):
                 ):
                     return _allowed_by(AclRule.DECLARED_LINK, link)
             return _held_to_links(snap, _parties(message, source_name, target_name), declaration, topic)
+        if target_name is not None and target_name.startswith(A2A_PREFIX):
+            return _parties(message, source_name, target_name).refuse(
+                AclRule.A2A_UNLINKED,
+                f"{source_name or 'the sender'!r} never declared links:, and an external A2A agent is reached only "
+                f"through a link naming it, whatever the policy's default; "
+                + _link_hint(source_name or "the sending crew", target_name, "bidirectional", None)
+                + " (bidirectional: its answers come back too)",
+            )
         return self._undeclared(snap, message, source_name, target_name, topic)
 
     @abc.abstractmethod
@@ -258,6 +281,29 @@ class _LinkPolicy(abc.ABC):
         self, snap: AclSnapshot, message: Message, source_name: str | None, target_name: str | None, topic: str | None
     ) -> AclDecision:
         """Rule 7: the verdict for a sender that never declared links:."""
+
+
+def _from_a2a(snap: AclSnapshot, message: Message, source_name: str, target_name: str | None) -> AclDecision:
+    """Rule 6a, inbound: what the A2A agent ``source_name`` sends reaches a crew only
+    through that crew's ``inbound`` or ``bidirectional`` link naming it."""
+    for link in snap.declaration_of(target_name).links:
+        if link.to == source_name and link.direction.lets_peer_send:
+            return _allowed_by(AclRule.INBOUND_GRANT, link)
+    parties = _parties(message, source_name, target_name)
+    if target_name is None:
+        fix = "the target crew id is not registered with the ACL, so no link of it can name the agent"
+    else:
+        outbound = any(link.to == source_name for link in snap.declaration_of(target_name).links)
+        fix = (
+            f"its link to {source_name!r} is outbound only: make it bidirectional"
+            if outbound
+            else _link_hint(target_name, source_name, "bidirectional", None)
+        )
+    return parties.refuse(
+        AclRule.A2A_UNLINKED,
+        f"an external A2A agent's messages reach a crew only through an inbound or bidirectional link of that "
+        f"crew naming it; {fix}",
+    )
 
 
 def _held_to_links(snap: AclSnapshot, parties: _Parties, declaration: LinksBlock, topic: str | None) -> AclDecision:
@@ -285,8 +331,9 @@ def _held_to_links(snap: AclSnapshot, parties: _Parties, declaration: LinksBlock
             "the target crew id is not registered with the ACL, so no link can name it: register it with "
             "AclRegistry.register_crew(name, crew_id=...) and link to that name"
         )
-    else:
-        fix = _link_hint(source_name, target_name, "outbound", topic)
+    else:  # an A2A agent's answers come back to the sender: both ways
+        direction = "bidirectional" if target_name.startswith(A2A_PREFIX) else "outbound"
+        fix = _link_hint(source_name, target_name, direction, topic)
     if not usable:
         return parties.refuse(
             AclRule.DECLARED_EMPTY,

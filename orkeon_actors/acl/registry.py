@@ -25,7 +25,7 @@ from types import MappingProxyType
 import attrs
 
 from orkeon_actors.acl.grammar import CrewSpec, LinksBlock, load_crew_file, load_crew_yaml
-from orkeon_actors.acl.links import AclConfigError, CrewLink, client_link_name, validate_crew_name
+from orkeon_actors.acl.links import AclConfigError, CrewLink, a2a_link_name, client_link_name, validate_crew_name
 from orkeon_actors.errors import InvalidIdError
 from orkeon_actors.model.ids import CrewId
 
@@ -117,6 +117,23 @@ class AclRegistry:
         ``client:NAME`` an ``inbound`` or ``bidirectional`` link).
         """
         return self._register(client_link_name(name), crew_id, LinksBlock.undeclared())
+
+    def register_a2a(self, name: str, crew_id: CrewId | str | None = None) -> CrewId:
+        """Register the external A2A agent reached at ``a2a://{name}`` and return the
+        crew id its answers are sent with (the bridge binds the hub with it).
+
+        Its link name is ``a2a:NAME``. Unlike a client, it is never governed by the
+        policy's default: a crew reaches it only through an ``outbound`` or
+        ``bidirectional`` link naming it, and its answers reach a crew only through an
+        ``inbound`` or ``bidirectional`` one (:mod:`orkeon_actors.acl.policy`).
+        Registering the same name again returns the id it already has.
+        """
+        link_name = a2a_link_name(name)
+        if crew_id is None:
+            existing = self._snapshot.ids.get(link_name)
+            if existing:
+                return min(existing)
+        return self._register(link_name, crew_id, LinksBlock.undeclared())
 
     def unregister_crew(self, crew_id: CrewId | str) -> None:
         """Forget ``crew_id``. The last id of a name takes the name's declaration with it,

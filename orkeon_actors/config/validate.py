@@ -43,7 +43,9 @@ _DEF_EXPECTATIONS = {
     "Duration": "a duration: a positive number of seconds, 500ms, 30s, 5m, 1h, 1d, or ISO 8601 such as PT5M",
     "Identifier": "an id: a letter or digit, then letters, digits, '.', '_' or '-' (at most 128)",
     "TopicPattern": "a topic or pattern: dot-separated words, '*' (one word) or '#' (any words), not under _system.",
-    "CrewName": "a crew name: non-empty, no leading or trailing whitespace, not starting with client: or _ (reserved)",
+    "CrewName": (
+        "a crew name: non-empty, no leading or trailing whitespace, not starting with client:, a2a: or _ (reserved)"
+    ),
     "ScriptStep": "a script step: a string, {text: ...}, or {call: TOOL, arguments: {...}}",
     "ModelRef": "a model reference: {provider: scripted, script: [...]} or {provider: NAME, ...}",
 }

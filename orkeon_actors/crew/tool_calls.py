@@ -11,7 +11,9 @@ only in its turns. Guarantees:
   back as a :class:`ToolDone` actor message; a withdrawn call's is ignored;
 * the call stays first in the agent's queued calls until it answers, so a crew restored
   meanwhile runs it again (like a model call, an async tool call is at least once);
-* the agent's budget firing, or the crew stopping, cancels the tool's task.
+* the agent's budget firing, or the crew stopping, cancels the tool's task;
+* the tool reads who calls it with
+  :func:`~orkeon_actors.crew.tool_caller.current_tool_caller`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from orkeon_actors.crew.agent import Tool
 from orkeon_actors.crew.agent_runtime import AgentRuntime, CallInFlight
 from orkeon_actors.crew.mode import PARKED
 from orkeon_actors.crew.model import ToolCall
+from orkeon_actors.crew.tool_caller import ToolCaller, set_tool_caller
 from orkeon_actors.errors import ToolValidationError
 from orkeon_actors.model.ids import AgentId
 from orkeon_actors.tools.waiting import error_result
@@ -56,10 +59,12 @@ def start(actor: CrewActor, runtime: AgentRuntime, tool: Tool, call: ToolCall) -
         return error_result(ToolValidationError(f"the arguments are not valid JSON: {exc}"), None)
     token = object()
     agent_id = runtime.agent.agent_id
+    caller = ToolCaller(actor.crew_id, agent_id, actor.crew_name, actor.hub)
     runtime.state = attrs.evolve(runtime.state, queued_calls=(call, *runtime.state.queued_calls))
 
     async def run() -> None:
         result: Mapping[str, Any]
+        set_tool_caller(caller)  # this task's own context: seen by the tool only
         try:
             value = await tool.fn(arguments)
             result = dict(value) if isinstance(value, Mapping) else {"result": value}

@@ -31,6 +31,7 @@ class EndpointKind(enum.Enum):
     CREW = "crew"
     CLIENT = "client"
     TOPIC = "topic"
+    A2A = "a2a"
 
 
 _KINDS: Final = {
@@ -38,6 +39,7 @@ _KINDS: Final = {
     Scheme.CREW: EndpointKind.CREW,
     Scheme.CLIENT: EndpointKind.CLIENT,
     Scheme.TOPIC: EndpointKind.TOPIC,
+    Scheme.A2A: EndpointKind.A2A,
 }
 
 
@@ -74,7 +76,7 @@ def endpoint_of(address: MailboxAddress, name: str | None = None) -> Endpoint:
         canonical = str(address.crew_id)
     else:
         canonical = address.name or ""
-        name = None  # a client's or topic's address is its readable form; no crew names it
+        name = None  # a client's, topic's or A2A agent's address is its readable form; no crew names it
     return Endpoint(kind, canonical, str(address), name)
 
 

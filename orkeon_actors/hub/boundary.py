@@ -103,13 +103,13 @@ def check_last_value_scope(caller: CallerContext, scope: CrewId | None) -> None:
 def may_reply(caller: CallerContext, recipient: object) -> bool:
     """Whether ``caller`` may answer a request sent to the mailbox ``recipient``: the
     system always; a crew when the request went to one of its own ``agent://`` /
-    ``crew://`` mailboxes. A request to a ``client://`` mailbox (a process outside the
-    hub, known to no crew) is answered by whoever holds its correlation id, which is
-    unguessable (``CorrelationId.new``)."""
+    ``crew://`` mailboxes. A request to a ``client://`` or ``a2a://`` mailbox (a process
+    outside the hub, known to no crew) is answered by whoever holds its correlation id,
+    which is unguessable (``CorrelationId.new``)."""
     if type(recipient) is MailboxAddress and recipient.crew_id == caller.crew_id:
         return True  # the common case first: a reply from the crew the request went to
     if caller.is_system or not isinstance(recipient, MailboxAddress):
         return True
-    if recipient.scheme is Scheme.CLIENT:
+    if recipient.scheme is Scheme.CLIENT or recipient.scheme is Scheme.A2A:
         return True
     return recipient.crew_id == caller.crew_id

@@ -1,11 +1,13 @@
 """Mailbox addresses (spec §6.2) and topic names.
 
-Four schemes, and nothing else::
+Five schemes, and nothing else::
 
     agent://{crew_id}/{agent_id}   an agent's mailbox
     crew://{crew_id}               a crew's mailbox (its internal router)
     topic://{topic}                alias of a broadcast topic: posting there publishes
     client://{name}                a process outside the hub (a UI, a gateway)
+    a2a://{name}                   an external A2A agent configured under that name
+                                   (posting there calls it: docs/a2a-calling.md)
 
 ``MailboxAddress.parse`` is the single entry point and raises
 :class:`~orkeon_actors.errors.InvalidMailboxAddressError` with the exact reason.
@@ -87,6 +89,7 @@ class Scheme(enum.Enum):
     CREW = "crew"
     TOPIC = "topic"
     CLIENT = "client"
+    A2A = "a2a"
 
 
 _SCHEMES = {s.value: s for s in Scheme}
@@ -100,7 +103,7 @@ class MailboxAddress:
     scheme: Scheme
     crew_id: CrewId | None = None
     agent_id: AgentId | None = None
-    name: str | None = None  # topic name or client name
+    name: str | None = None  # topic name, client name or A2A agent name
 
     @staticmethod
     def parse(value: str | MailboxAddress) -> MailboxAddress:
@@ -137,10 +140,15 @@ class MailboxAddress:
     def client(cls, name: str) -> MailboxAddress:
         return cls.parse(f"client://{name}")
 
+    @classmethod
+    def a2a(cls, name: str) -> MailboxAddress:
+        """The address of the external A2A agent configured as ``name``."""
+        return cls.parse(f"a2a://{name}")
+
     @property
     def target_crew_id(self) -> CrewId | None:
         """The crew this address belongs to (spec §6.1: derived from the mailbox), or
-        ``None`` for ``topic://`` and ``client://``."""
+        ``None`` for ``topic://``, ``client://`` and ``a2a://``."""
         return self.crew_id
 
     def __str__(self) -> str:
@@ -158,18 +166,19 @@ class MailboxAddress:
 def _parse_cached(value: str) -> MailboxAddress:
     if not value:
         raise InvalidMailboxAddressError(
-            "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, topic://{topic} or client://{name}"
+            "empty mailbox address: use agent://{crew}/{agent}, crew://{crew}, topic://{topic}, client://{name} "
+            "or a2a://{name}"
         )
     scheme_text, sep, rest = value.partition("://")
     if not sep:
         raise InvalidMailboxAddressError(
             f"mailbox address {value!r} has no scheme: write it as agent://{{crew}}/{{agent}}, "
-            "crew://{crew}, topic://{topic} or client://{name}"
+            "crew://{crew}, topic://{topic}, client://{name} or a2a://{name}"
         )
     scheme = _SCHEMES.get(scheme_text)
     if scheme is None:
         raise InvalidMailboxAddressError(
-            f"unknown scheme {scheme_text!r} in {value!r}: the schemes are agent, crew, topic and client"
+            f"unknown scheme {scheme_text!r} in {value!r}: the schemes are agent, crew, topic, client and a2a"
         )
     segments = rest.split("/")
     expected = 2 if scheme is Scheme.AGENT else 1
@@ -179,6 +188,7 @@ def _parse_cached(value: str) -> MailboxAddress:
             Scheme.CREW: "crew://{crew}",
             Scheme.TOPIC: "topic://{topic}",
             Scheme.CLIENT: "client://{name}",
+            Scheme.A2A: "a2a://{name}",
         }[scheme]
         problem = "missing" if len([s for s in segments if s]) < expected else "extra"
         raise InvalidMailboxAddressError(f"{problem} path segment in {value!r}: a {scheme.value} address is {shape}")
@@ -190,10 +200,11 @@ def _parse_cached(value: str) -> MailboxAddress:
         if scheme is Scheme.TOPIC:
             return MailboxAddress(Scheme.TOPIC, name=validate_topic(segments[0]))
         if not _CLIENT_RE.match(segments[0]):
+            what = "client name" if scheme is Scheme.CLIENT else "A2A agent name"
             raise InvalidMailboxAddressError(
-                f"invalid client name {segments[0]!r} in {value!r}: use letters, digits, '.', '_' or '-'"
+                f"invalid {what} {segments[0]!r} in {value!r}: use letters, digits, '.', '_' or '-'"
             )
-        return MailboxAddress(Scheme.CLIENT, name=segments[0])
+        return MailboxAddress(scheme, name=segments[0])
     except InvalidMailboxAddressError:
         raise
     except (InvalidIdError, InvalidArgumentError) as exc:

@@ -293,7 +293,8 @@ def _key_field() -> Any:
 
 _MAILBOX_DOC = (
     "Mailbox address: agent://{crew}/{agent} (an agent), crew://{crew} (a crew), "
-    "client://{name} (an external client) or topic://{topic} (publishes on that topic)."
+    "client://{name} (an external client), a2a://{name} (an external A2A agent) or topic://{topic} "
+    "(publishes on that topic)."
 )
 
 
@@ -331,7 +332,10 @@ class SendRequestRequest:
 
     target_mailbox: MailboxAddress = attrs.field(
         converter=_target_mailbox,
-        metadata=doc("Mailbox of the recipient: agent://{crew}/{agent}, crew://{crew} or client://{name}."),
+        metadata=doc(
+            "Mailbox of the recipient: agent://{crew}/{agent}, crew://{crew}, client://{name} "
+            "or a2a://{name} (an external A2A agent)."
+        ),
     )
     payload: Any = attrs.field(converter=_payload, metadata=doc("The request body: any JSON value."))
     timeout_ms: int = attrs.field(

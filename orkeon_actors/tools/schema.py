@@ -36,7 +36,9 @@ _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _TOPIC = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"
 NAME_PATTERN: Final = rf"^{_NAME}$"
 ULID_PATTERN: Final = r"^[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$"
-MAILBOX_PATTERN: Final = rf"^(?:agent://{_NAME}/{_NAME}|crew://{_NAME}|topic://{_TOPIC}|client://{_NAME})$"
+MAILBOX_PATTERN: Final = (
+    rf"^(?:agent://{_NAME}/{_NAME}|crew://{_NAME}|topic://{_TOPIC}|client://{_NAME}|a2a://{_NAME})$"
+)
 
 _LEAVES: Final[dict[Any, dict[str, Any]]] = {
     str: {"type": "string"},

@@ -1,5 +1,6 @@
 """A crew may not take a reserved name (``_system`` is the hub itself; every ``_...`` is
-the hub's, every ``client:...`` an external peer's) on any configuration path: YAML, the
+the hub's, every ``client:...`` an external peer's, every ``a2a:...`` an external A2A
+agent's) on any configuration path: YAML, the
 builder, a TypeScript crew's JSON through the canonical schema, the ACL registry and the
 supervisor's factories. Before, ``name: _system`` was a valid crew."""
 
@@ -20,7 +21,7 @@ from orkeon_actors.lifecycle import CrewSupervisor
 from orkeon_actors.orchestration import Sequential, Task
 
 ROOT = Path(__file__).resolve().parents[2]
-RESERVED = ["_system", "_SYSTEM", "_global", "_", "client:studio"]
+RESERVED = ["_system", "_SYSTEM", "_global", "_", "client:studio", "a2a:weather"]
 CREW = "agents:\n  - {id: a, model: {provider: scripted, script: [hi]}}\n"
 CREW += "orchestration: {mode: sequential, tasks: [{description: go, agent: a}]}\n"
 

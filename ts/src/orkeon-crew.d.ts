@@ -72,7 +72,7 @@ export type Orchestration = Sequential | Hierarchical | Parallel | Consensual | 
  */
 export interface OrkeonCrew {
   /**
-   * The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers, and a leading _ for the hub (_system is the hub itself).
+   * The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefixes client: and a2a: are reserved for external peers and A2A agents, and a leading _ for the hub (_system is the hub itself).
    */
   name: string;
   /**
@@ -436,7 +436,7 @@ export interface Budget2 {
   maxCost?: number;
 }
 /**
- * One authorization (section 10.2): to a crew by its name, or to an external peer as client:NAME.
+ * One authorization (section 10.2): to a crew by its name, to an external peer as client:NAME, or to an external A2A agent as a2a:NAME (or a2a://NAME).
  *
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema
  * via the `definition` "Link".

@@ -16,7 +16,7 @@ export const SCHEMA = {
   "additionalProperties": false,
   "properties": {
     "name": {
-      "description": "The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefix client: is reserved for external peers, and a leading _ for the hub (_system is the hub itself).",
+      "description": "The crew's name: how its factory is found at every wake and how other crews' links name it (matched verbatim). No leading or trailing whitespace; the prefixes client: and a2a: are reserved for external peers and A2A agents, and a leading _ for the hub (_system is the hub itself).",
       "$ref": "#/$defs/CrewName"
     },
     "description": {
@@ -66,7 +66,7 @@ export const SCHEMA = {
     "CrewName": {
       "type": "string",
       "minLength": 1,
-      "pattern": "^(?!client:)(?!_)\\S(.*\\S)?$"
+      "pattern": "^(?!client:)(?!a2a:)(?!_)\\S(.*\\S)?$"
     },
     "Identifier": {
       "description": "An agent id, a branch id or a node name: a letter or digit, then letters, digits, dots, underscores or hyphens (at most 128).",
@@ -633,7 +633,7 @@ export const SCHEMA = {
       }
     },
     "Link": {
-      "description": "One authorization (section 10.2): to a crew by its name, or to an external peer as client:NAME.",
+      "description": "One authorization (section 10.2): to a crew by its name, to an external peer as client:NAME, or to an external A2A agent as a2a:NAME (or a2a://NAME).",
       "type": "object",
       "required": [
         "to",
