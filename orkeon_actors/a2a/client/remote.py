@@ -15,8 +15,9 @@ takes. Guarantees:
 * cancelling a call's asyncio task (its crew stopped, its agent cancelled or out of
   budget) sends ``tasks/cancel`` for the remote task from a task of its own: at once if
   its id is known, else as soon as the agent's first event names it (bounded by the
-  agent's timeout). A runtime that stops cancels those too, so a remote task may outlive
-  a *runtime* stop;
+  agent's timeout). A runtime that stops lets those still in flight finish for up to
+  ``cancel_grace`` seconds, then abandons them, so a remote task whose id was not yet
+  known may outlive a *runtime* stop;
 * a streaming card is called with ``message/stream`` (each event handed to ``on_event``
   as it comes); otherwise ``message/send``, then ``tasks/get`` every
   ``poll_interval`` seconds until the task settles.
@@ -268,8 +269,18 @@ class RemoteAgents:
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
+    cancel_grace = 2.0
+    """Seconds :meth:`aclose` lets the ``tasks/cancel`` still being sent finish before it
+    closes the connections they travel on."""
+
     async def aclose(self) -> None:
-        """Close every connection (on the I/O loop)."""
+        """Close every connection (on the I/O loop), once the ``tasks/cancel`` requests
+        still in flight were sent or :attr:`cancel_grace` passed: a runtime stopped right
+        after a call timed out or its crew stopped still cancels the remote task."""
+        if self._cancels:
+            _, late = await asyncio.wait(set(self._cancels), timeout=self.cancel_grace)
+            for task in late:
+                task.cancel()
         for connection in self._connections.values():
             await connection.close()
 
