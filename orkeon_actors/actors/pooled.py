@@ -26,13 +26,17 @@ Guarantees, identical to ``ThreadingActor``'s:
   its own would), so a context variable set by one actor never leaks into another
   actor that runs next on the same pool thread.
 
-The pool is a *cached* pool: a turn goes to an idle thread when there is one, otherwise
-to a new thread; an idle thread ends after ``keep_alive`` seconds, or at :meth:`trim`.
-It never queues a turn behind busy threads, so an actor that blocks (a model call, a
-``future.get()``) delays nobody else and cannot deadlock the pool; the price is one
-thread per actor *running at once*, which is what ``ThreadingActor`` costs per actor
-*alive*. Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and
-trims the pool; a process that exits without stopping does not wait for idle threads.
+The pool is *bounded*: a turn goes to an idle thread when there is one, otherwise to a
+new thread while fewer than ``max_threads`` run (:data:`DEFAULT_POOL_THREADS`, 16, or
+``ORKEON_ACTOR_THREADS``), otherwise it waits in a FIFO queue for the next thread that
+finishes a turn; an idle thread ends after ``keep_alive`` seconds, or at :meth:`trim`.
+So a burst of 10,000 crew starts runs on 16 threads, not one thread per turn in flight.
+A turn that blocks holds its thread; when no turn at all finished for ``blocked_after``
+seconds while turns wait (every thread blocked on an ``ask``, on each other, or in a
+turn that never ends), a watchdog thread doubles the threads for the queued turns, so
+blocked turns cannot deadlock the pool; those extra threads end once nothing is queued.
+Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and trims the
+pool; a process that exits without stopping does not wait for idle threads.
 
 What of pykka this relies on. Besides pykka's public API (``Actor``, ``ActorRef``,
 ``ThreadingFuture``, ``ActorRegistry``), a new actor type implements pykka's hooks "for

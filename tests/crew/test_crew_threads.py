@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import orkeon_actors as ok
 from orkeon_actors.actors import DEFAULT_POOL
@@ -49,7 +49,7 @@ class CountingCrew(CrewActor):
     in a start turn that takes a while (2 ms off the GIL, as a start turn on a loaded
     machine does): a pool that starts a thread whenever none is idle grows with the burst."""
 
-    seen: list[int] = []
+    seen: ClassVar[list[int]] = []
 
     def on_model_call(self, agent_id: Any, request: ModelRequest) -> None:
         CountingCrew.seen.append(threading.active_count())
