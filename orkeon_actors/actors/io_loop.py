@@ -12,7 +12,11 @@ Guarantees:
   model that does I/O) runs through :meth:`IoLoop.run_blocking` on a bounded executor of
   at most ``max_blocking_threads`` threads (calls beyond it queue, none is dropped);
 * :meth:`IoLoop.submit` after :meth:`IoLoop.stop` raises
-  :class:`~orkeon_actors.errors.HubStoppedError`.
+  :class:`~orkeon_actors.errors.HubStoppedError`; a call submitted but not yet begun
+  when the loop stops is cancelled (its future says so), never left pending;
+* submissions are batched: a burst of calls from many crews wakes the loop's thread
+  once (one self-pipe write and one thread hand-off), not once per call, and the loop
+  starts them in the order they were submitted.
 
 The loop's thread is a daemon thread, so a program that forgets to stop its runtime
 still exits.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Final, TypeVar
 
@@ -50,6 +55,8 @@ class IoLoop:
         self._thread: threading.Thread | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._stopped = False
+        self._pending: deque[tuple[Callable[[], Coroutine[Any, Any, Any]], concurrent.futures.Future[Any]]] = deque()
+        self._wake_due = False  # a _begin_pending is scheduled on the loop
 
     @property
     def started(self) -> bool:
@@ -86,9 +93,30 @@ class IoLoop:
 
     def submit(self, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
         """Run ``coroutine()`` as a task on the loop; its future (cancelling it cancels
-        the task). Raises ``HubStoppedError`` once stopped."""
-        loop = self.loop()  # raises before the coroutine is made
-        return asyncio.run_coroutine_threadsafe(coroutine(), loop)
+        the task). Raises ``HubStoppedError`` once stopped. Calls submitted before the
+        loop's thread got to them start together, in submission order (one wake-up)."""
+        loop = self.loop()  # raises once stopped
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        with self._lock:
+            self._pending.append((coroutine, future))
+            wake, self._wake_due = not self._wake_due, True
+        if wake:
+            loop.call_soon_threadsafe(self._begin_pending)
+        return future
+
+    def _begin_pending(self) -> None:
+        """On the loop: start every submitted call as a task chained to its future."""
+        with self._lock:
+            batch, self._pending = self._pending, deque()
+            self._wake_due = False
+            stopped = self._stopped
+        loop = asyncio.get_running_loop()
+        for coroutine, future in batch:
+            if stopped:
+                future.cancel()
+            else:  # begun even if cancelled meanwhile: cancelled after its first step, as
+                # asyncio.run_coroutine_threadsafe does (its finally and except clauses run)
+                _chain(loop.create_task(coroutine()), future, loop)
 
     async def run_blocking(self, fn: Callable[[], T]) -> T:
         """Await ``fn()`` run on the bounded executor (from a coroutine on this loop)."""
@@ -123,6 +151,36 @@ class IoLoop:
         asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
+        with self._lock:  # submitted as the loop stopped: never begun
+            left, self._pending = self._pending, deque()
+        for _coroutine, future in left:
+            future.cancel()
+
+
+def _chain(task: asyncio.Task[T], future: concurrent.futures.Future[T], loop: asyncio.AbstractEventLoop) -> None:
+    """``future`` takes ``task``'s outcome; cancelling ``future`` cancels ``task``
+    (on the loop's thread)."""
+
+    def settle(done: asyncio.Task[T]) -> None:
+        # ``future`` stays pending while the task runs (so that cancel() from any thread
+        # succeeds and cancels the task, as with ``asyncio.run_coroutine_threadsafe``).
+        if done.cancelled():
+            future.cancel()
+            return
+        if not future.set_running_or_notify_cancel():  # cancelled meanwhile
+            return
+        error = done.exception()
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+    def cancelled(settled: concurrent.futures.Future[T]) -> None:
+        if settled.cancelled() and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    task.add_done_callback(settle)
+    future.add_done_callback(cancelled)
 
 
 async def _cancel_all() -> None:

@@ -26,13 +26,17 @@ Guarantees, identical to ``ThreadingActor``'s:
   its own would), so a context variable set by one actor never leaks into another
   actor that runs next on the same pool thread.
 
-The pool is a *cached* pool: a turn goes to an idle thread when there is one, otherwise
-to a new thread; an idle thread ends after ``keep_alive`` seconds, or at :meth:`trim`.
-It never queues a turn behind busy threads, so an actor that blocks (a model call, a
-``future.get()``) delays nobody else and cannot deadlock the pool; the price is one
-thread per actor *running at once*, which is what ``ThreadingActor`` costs per actor
-*alive*. Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and
-trims the pool; a process that exits without stopping does not wait for idle threads.
+The pool is *bounded*: a turn goes to an idle thread when there is one, otherwise to a
+new thread while fewer than ``max_threads`` run (:data:`DEFAULT_POOL_THREADS`, 16, or
+``ORKEON_ACTOR_THREADS``), otherwise it waits in a FIFO queue for the next thread that
+finishes a turn; an idle thread ends after ``keep_alive`` seconds, or at :meth:`trim`.
+So a burst of 10,000 crew starts runs on 16 threads, not one thread per turn in flight.
+A turn that blocks holds its thread; when no turn at all finished for ``blocked_after``
+seconds while turns wait (every thread blocked on an ``ask``, on each other, or in a
+turn that never ends), a watchdog thread doubles the threads for the queued turns, so
+blocked turns cannot deadlock the pool; those extra threads end once nothing is queued.
+Pool threads are daemon threads: :meth:`Runtime.stop` stops the actors and trims the
+pool; a process that exits without stopping does not wait for idle threads.
 
 What of pykka this relies on. Besides pykka's public API (``Actor``, ``ActorRef``,
 ``ThreadingFuture``, ``ActorRegistry``), a new actor type implements pykka's hooks "for
@@ -52,19 +56,39 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
+import os
 import sys
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Final, cast
 
 import pykka
 from pykka import ActorRef, ActorRegistry
 
 from orkeon_actors.actors.executor import TurnExecutor, bound_executor, current_executor
+from orkeon_actors.errors import InvalidArgumentError
 
-__all__ = ["DEFAULT_POOL", "PYKKA_HOOKS", "ActorInbox", "ActorThreadPool", "PooledActor", "StopFlag"]
+__all__ = [
+    "DEFAULT_POOL",
+    "DEFAULT_POOL_THREADS",
+    "POOL_THREADS_ENV",
+    "PYKKA_HOOKS",
+    "ActorInbox",
+    "ActorThreadPool",
+    "PooledActor",
+    "StopFlag",
+    "default_pool_threads",
+]
+
+DEFAULT_POOL_THREADS: Final = 16
+"""Threads :data:`DEFAULT_POOL` runs turns on at once, unless ``ORKEON_ACTOR_THREADS`` says
+otherwise (``docs/actors.md``, "The pool")."""
+
+POOL_THREADS_ENV: Final = "ORKEON_ACTOR_THREADS"
+"""The environment variable that sets :data:`DEFAULT_POOL`'s size at import."""
 
 PYKKA_HOOKS: tuple[str, ...] = (
     "__init__",
@@ -92,26 +116,80 @@ class _Worker:
         self.thread: threading.Thread | None = None
 
 
+def default_pool_threads() -> int:
+    """The pool size :data:`DEFAULT_POOL` starts with: ``ORKEON_ACTOR_THREADS`` when set
+    (a positive int, else ``InvalidArgumentError``), otherwise :data:`DEFAULT_POOL_THREADS`."""
+    raw = os.environ.get(POOL_THREADS_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_POOL_THREADS
+    try:
+        return _checked_size(int(raw))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{POOL_THREADS_ENV}={raw!r} is not a positive int: set it to the number of actor pool threads "
+            f"(default {DEFAULT_POOL_THREADS}) or unset it"
+        ) from None
+
+
+def _checked_size(size: object) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidArgumentError(f"max_threads must be a positive int (threads of the actor pool), got {size!r}")
+    return size
+
+
 class ActorThreadPool:
-    """A cached pool of daemon threads running actor turns (see the module docstring).
+    """A bounded pool of daemon threads running actor turns (see the module docstring).
 
     ``submit(task)`` hands ``task`` to the most recently idle thread (its caches are the
-    warmest), or starts a thread for it; it never blocks on busy threads. ``trim()`` ends
-    the idle threads and waits for them. A task must not raise (the actor turns it runs
-    handle every exception of the actor's code); one that does is logged and the thread
-    goes on."""
+    warmest), or starts a thread for it while fewer than ``max_threads`` run, or queues
+    it (FIFO) for the next thread that finishes a turn; it never blocks. A turn that
+    blocks while turns wait is compensated after ``blocked_after`` seconds without any
+    turn finishing (:meth:`_watch`). ``trim()`` ends the idle threads and waits for them.
+    A task must not raise (the actor turns it runs handle every exception of the actor's
+    code); one that does is logged and the thread goes on."""
 
     lets_callers_run = True
 
-    def __init__(self, *, keep_alive: float = 5.0, name: str = "orkeon-actor") -> None:
+    def __init__(
+        self,
+        *,
+        max_threads: int = DEFAULT_POOL_THREADS,
+        keep_alive: float = 5.0,
+        blocked_after: float = 0.25,
+        name: str = "orkeon-actor",
+    ) -> None:
         if keep_alive <= 0:
             raise ValueError(f"keep_alive must be > 0 seconds, got {keep_alive}")
+        if blocked_after <= 0:
+            raise ValueError(f"blocked_after must be > 0 seconds, got {blocked_after}")
+        self._max_threads = _checked_size(max_threads)
         self.keep_alive = keep_alive
+        self.blocked_after = blocked_after
         self.name = name
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
+        self._queue: deque[Callable[[], None]] = deque()
         self._threads = 0
+        self._finished = 0  # turns finished: the watchdog's measure of progress
+        self._watching = False
         self._numbers = itertools.count(1)
+
+    @property
+    def max_threads(self) -> int:
+        """Threads that run turns at once (more only while turns block, :meth:`_watch`).
+        Settable at any time: a smaller size takes effect as threads finish their turn."""
+        return self._max_threads
+
+    @max_threads.setter
+    def max_threads(self, size: int) -> None:
+        size = _checked_size(size)
+        with self._lock:
+            self._max_threads = size
+            grow = min(len(self._queue), max(0, size - self._threads))
+            tasks = [self._queue.popleft() for _ in range(grow)]
+            self._threads += grow
+        for task in tasks:
+            self._start_thread(task)
 
     @property
     def threads(self) -> int:
@@ -125,14 +203,35 @@ class ActorThreadPool:
         with self._lock:
             return self._threads - len(self._idle)
 
+    @property
+    def queued(self) -> int:
+        """Turns waiting for a thread."""
+        with self._lock:
+            return len(self._queue)
+
     def submit(self, task: Callable[[], None]) -> None:
         with self._lock:
-            if self._idle:
+            if self._idle:  # then nothing is queued: a thread drains the queue before idling
                 worker = self._idle.pop()
                 worker.task = task
                 worker.wake.release()
                 return
-            self._threads += 1
+            if self._threads >= self._max_threads:
+                self._queue.append(task)
+                if self._watching:
+                    return
+                self._watching = True
+                watch = True
+            else:
+                self._threads += 1
+                watch = False
+        if watch:
+            self._start_watchdog()
+        else:
+            self._start_thread(task)
+
+    def _start_thread(self, task: Callable[[], None]) -> None:
+        """A new pool thread running ``task`` first (``_threads`` already counts it)."""
         worker = _Worker()
         worker.task = task
         thread = threading.Thread(target=self._run, args=(worker,), name=f"{self.name}-{next(self._numbers)}")
@@ -145,12 +244,51 @@ class ActorThreadPool:
                 self._threads -= 1
             raise
 
+    def _start_watchdog(self) -> None:
+        thread = threading.Thread(target=self._watch, name=f"{self.name}-watchdog", daemon=True)
+        try:
+            thread.start()
+        except BaseException:
+            with self._lock:
+                self._watching = False
+            raise
+
+    def _watch(self) -> None:
+        """Runs while turns are queued behind busy threads. Every ``blocked_after``
+        seconds in which no turn finished (every thread is held: blocked on an ``ask``,
+        a blocking call, each other, or in a turn that does not end), it doubles the
+        threads running (at most one per queued turn), giving them the oldest queued
+        turns, so turns that wait for a queued turn cannot deadlock the pool; those
+        extra threads end as soon as they find nothing queued. A period that took far
+        longer than asked (the process was not scheduled) decides nothing."""
+        with self._lock:
+            seen = self._finished
+        while True:
+            began = time.monotonic()
+            time.sleep(self.blocked_after)
+            starved = time.monotonic() - began > 2 * self.blocked_after
+            with self._lock:
+                if not self._queue:
+                    self._watching = False
+                    return
+                if starved or self._finished != seen:
+                    seen = self._finished
+                    continue
+                # As many more threads as run now (at least one), for the oldest queued
+                # turns: a burst of turns that never end (an inline model's agent looping
+                # on synchronous tools) gets its threads in a few periods, not one a period.
+                grow = min(len(self._queue), max(1, self._threads))
+                tasks = [self._queue.popleft() for _ in range(grow)]
+                self._threads += grow
+            for task in tasks:
+                self._start_thread(task)
+
     def create_future(self) -> pykka.Future[Any]:
         return pykka.ThreadingFuture()
 
     def trim(self, timeout: float = 5.0) -> None:
         """End every idle thread and wait (up to ``timeout`` seconds each) until they
-        have ended. Busy threads finish their turn and stay."""
+        have ended. Busy threads finish their turn (and what is queued) and stay."""
         with self._lock:
             idle, self._idle = self._idle, []
             self._threads -= len(idle)
@@ -162,30 +300,42 @@ class ActorThreadPool:
                 worker.thread.join(timeout)
 
     def _run(self, worker: _Worker) -> None:
-        while True:
-            task = worker.task
-            if task is None:
-                return  # trimmed
-            worker.task = None
+        task = worker.task
+        worker.task = None
+        while task is not None:
             try:
                 task()
             except BaseException:  # an actor turn handles its own errors: this is a bug
                 _pykka_logger.exception("an actor turn raised; the pool thread goes on")
-            with self._lock:
-                self._idle.append(worker)
-            if worker.wake.acquire(timeout=self.keep_alive):
-                continue  # handed a task (or None: trimmed)
+            task = self._next(worker)
+
+    def _next(self, worker: _Worker) -> Callable[[], None] | None:
+        """The turn this thread runs next: the oldest queued one, else whatever it is
+        handed while idle; ``None``: the thread ends (idle for ``keep_alive`` seconds,
+        trimmed, or one more than ``max_threads``)."""
+        with self._lock:
+            self._finished += 1
+            if self._queue:
+                return self._queue.popleft()
+            if self._threads > self._max_threads:  # a watchdog's extra thread, or the pool shrank
+                self._threads -= 1
+                return None
+            self._idle.append(worker)
+        if not worker.wake.acquire(timeout=self.keep_alive):
             with self._lock:
                 if worker in self._idle:
                     self._idle.remove(worker)
                     self._threads -= 1
-                    return  # idle for keep_alive seconds
+                    return None  # idle for keep_alive seconds
             # A submitter took this worker between the timeout and the lock: its task is
             # set and its release is done or imminent.
             worker.wake.acquire()
+        task = worker.task  # None: trimmed
+        worker.task = None
+        return task
 
 
-DEFAULT_POOL = ActorThreadPool()
+DEFAULT_POOL = ActorThreadPool(max_threads=default_pool_threads())
 """The pool every :class:`PooledActor` runs on unless its class names another."""
 
 

@@ -154,7 +154,13 @@ def wait_finished(ref: pykka.ActorRef[CrewT], timeout: float | timedelta | None 
     name = [f"behind {ref}"]  # its id once the crew answered the watch
 
     def register(callback: FinishWatcher, deadline: float | None) -> Callable[[], None]:
-        watch = WatchFinish(callback)
+        told: list[bool] = []  # set by the crew as it calls back: the watch is then forgotten
+
+        def tell(outcome: CrewOutcome | None) -> None:
+            told.append(True)
+            callback(outcome)
+
+        watch = WatchFinish(tell)
         try:  # an ask, not a tell: a watch queued as the actor stops fails instead of vanishing
             answer = ref.ask(watch, block=False)
             while True:  # the crew answers in its next turn; a long turn counts against the deadline
@@ -169,7 +175,8 @@ def wait_finished(ref: pykka.ActorRef[CrewT], timeout: float | timedelta | None 
         except pykka.ActorDeadError:
             callback(None)
             return lambda: None
-        return lambda: _unwatch(ref, watch)
+        # A watch the crew called back is already forgotten: no Unwatch turn for it.
+        return lambda: None if told else _unwatch(ref, watch)
 
     def still() -> str:
         try:
