@@ -40,7 +40,7 @@ def test_a_reader_opened_during_a_lease_starts_with_the_given_back_message() -> 
             assert [reader.receive().json() for _ in range(3)] == [1, 2, 3]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(["post", "confirm", "give_back"]), max_size=40))
 def test_confirmed_leases_consume_in_post_order_and_nothing_is_lost(operations: list[str]) -> None:
     with ok.Runtime.start() as rt:
