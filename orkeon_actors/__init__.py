@@ -64,7 +64,15 @@ if TYPE_CHECKING:
     from orkeon_actors import acl, aio, config, crew, lifecycle, middleware, orchestration, sim, store, tools
     from orkeon_actors.config import CrewBlueprint, CrewBuilder, load_crew, register_blueprint, scripted, start_crew
     from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond
-    from orkeon_actors.hub import CallerContext, EventHub, HubClient, MailboxReader, MailboxRegistration, Subscription
+    from orkeon_actors.hub import (
+        CallerContext,
+        EventHub,
+        HubClient,
+        MailboxLease,
+        MailboxReader,
+        MailboxRegistration,
+        Subscription,
+    )
     from orkeon_actors.hub.pipeline import EventHubMiddleware
     from orkeon_actors.hub.schema_registry import EventSchemaRegistry, InMemoryEventSchemaRegistry
     from orkeon_actors.lifecycle import CrewSupervisor
@@ -93,6 +101,7 @@ _FACADE: dict[str, str] = {
     "CallerContext": "orkeon_actors.hub",
     "EventHub": "orkeon_actors.hub",
     "HubClient": "orkeon_actors.hub",
+    "MailboxLease": "orkeon_actors.hub",
     "MailboxReader": "orkeon_actors.hub",
     "MailboxRegistration": "orkeon_actors.hub",
     "Subscription": "orkeon_actors.hub",
@@ -172,6 +181,7 @@ __all__ = [
     "InMemoryEventSchemaRegistry",
     "Limits",
     "MailboxAddress",
+    "MailboxLease",
     "MailboxReader",
     "MailboxRegistration",
     "Message",

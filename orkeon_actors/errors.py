@@ -15,6 +15,7 @@ __all__ = [
     "InvalidIdError",
     "MailboxNotFoundError",
     "MailboxAlreadyRegisteredError",
+    "LeaseRevokedError",
     "SendTimeoutError",
     "UnknownCorrelationError",
     "ReservedTopicError",
@@ -117,6 +118,22 @@ class MailboxNotFoundError(EventHubError, LookupError):
         super().__init__(text)
         self.address = address
         self.finished = finished
+
+
+class LeaseRevokedError(MailboxNotFoundError):
+    """A leased message could not be confirmed: its mailbox was closed while the lease
+    was held, and the close handed the message back with the unconsumed ones."""
+
+    def __init__(self, address: object, message_id: object) -> None:
+        EventHubError.__init__(
+            self,
+            f"mailbox {address} was closed while message {message_id} was leased: its close returned the message "
+            "with the unconsumed ones (a parked durable mailbox keeps it for its next reader), so it does not "
+            "count as consumed here; do not act on it twice",
+        )
+        self.address = address
+        self.finished = None
+        self.message_id = message_id
 
 
 class MailboxAlreadyRegisteredError(InvalidArgumentError):

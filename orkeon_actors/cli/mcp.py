@@ -130,7 +130,11 @@ def run_mcp(args: argparse.Namespace) -> int:
                 assert policy is not None
                 anyio.run(lambda: server.run_http(policy, args.port))
         finally:
-            tools.close()
+            # Not tools.close(): that would unregister the mailbox and delete what it
+            # still holds (a message given back by a call whose client left, posts nobody
+            # read). It stays registered in the store for the next server; rt.stop()
+            # closes it live only.
+            tools.topic_cursors.close()
     finally:
         rt.stop()
     return 0

@@ -2,7 +2,14 @@
 
 from orkeon_actors.hub.client import HubClient
 from orkeon_actors.hub.memory import InMemoryEventHub
-from orkeon_actors.hub.port import CallerContext, EventHub, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.port import (
+    CallerContext,
+    EventHub,
+    MailboxLease,
+    MailboxReader,
+    MailboxRegistration,
+    Subscription,
+)
 from orkeon_actors.hub.routing import topic_matches
 
 __all__ = [
@@ -10,6 +17,7 @@ __all__ = [
     "EventHub",
     "HubClient",
     "InMemoryEventHub",
+    "MailboxLease",
     "MailboxReader",
     "MailboxRegistration",
     "Subscription",

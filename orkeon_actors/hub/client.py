@@ -26,7 +26,7 @@ from orkeon_actors.hub.boundary import (
     check_publish_topic,
 )
 from orkeon_actors.hub.confirmation import confirming_delivery, delivery_confirmation_requested
-from orkeon_actors.hub.port import CallerContext, EventHub, Subscription
+from orkeon_actors.hub.port import CallerContext, EventHub, MailboxLease, Subscription
 
 if TYPE_CHECKING:
     from orkeon_actors.history.endpoint import Endpoint
@@ -347,6 +347,30 @@ class HubClient:
         release = hub.quotas.acquire("max_waits", hub.limits.max_waits, self.caller)
         try:
             return hub.wait_for(self.caller, descriptor, wait_timeout, cancel)
+        finally:
+            release()
+
+    def lease(
+        self,
+        mailbox: MailboxAddress | str,
+        timeout: WaitTimeout | Seconds,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> MailboxLease:
+        """Take the next message of ``mailbox`` provisionally: the returned
+        :class:`~orkeon_actors.hub.port.MailboxLease` holds it until ``confirm()``
+        (consumed) or ``give_back()`` (back at the front of the mailbox, in order);
+        meanwhile the mailbox hands nothing else out. Waits, times out, is cancelled
+        and is refused as ``wait_for(WaitOnMailbox(mailbox), timeout)``; a timeout is a
+        lease holding nothing whose ``message.is_timeout``. Use it as a context
+        manager to give the message back on any exit without ``confirm()``."""
+        address = MailboxAddress.parse(mailbox)
+        check_mailbox_reader(self.caller, address, self.hub.client_mailbox_owner(address))
+        wait_timeout = coerce_wait_timeout(timeout)
+        hub = self.hub
+        release = hub.quotas.acquire("max_waits", hub.limits.max_waits, self.caller)
+        try:
+            return hub.lease(self.caller, address, wait_timeout, cancel)
         finally:
             release()
 

@@ -47,7 +47,19 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import MessageId
 from orkeon_actors.model.message import Message
 
-__all__ = ["MailboxActor", "MailboxHandle"]
+__all__ = ["LeaseWaiter", "MailboxActor", "MailboxHandle"]
+
+
+class LeaseWaiter(Waiter[Message]):
+    """The waiter of a lease (:meth:`MailboxHandle.add_lease`): the mailbox that
+    completes it holds every later message back until the lease ends
+    (:meth:`MailboxHandle.end_lease`). ``handle`` is the mailbox it waits on."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: MailboxHandle) -> None:
+        super().__init__()
+        self.handle = handle
 
 
 @attrs.frozen(eq=False)
@@ -82,6 +94,71 @@ class _Depth:
     pass
 
 
+@attrs.frozen(eq=False)
+class _AddLease:
+    waiter: LeaseWaiter
+
+
+@attrs.frozen(eq=False)
+class _RemoveLease:
+    waiter: LeaseWaiter
+
+
+@attrs.frozen(eq=False)
+class _EndLease:
+    waiter: LeaseWaiter
+    given_back: Message | None  # None: confirmed
+
+
+class _LeaseHold(LocalBuffer[Message]):
+    """Stands in the actor's reader slot while a lease holds the mailbox: every message
+    that arrives meanwhile is kept here, in order, so that no reader overtakes the
+    leased one. Its length counts the leased message (it is not consumed yet), and
+    closing it with the mailbox returns the leased message first."""
+
+    __slots__ = ("message", "waiter")
+
+    def __init__(self, waiter: LeaseWaiter, message: Message) -> None:
+        super().__init__()
+        self.waiter = waiter
+        self.message = message
+
+    def release(self) -> list[Message]:
+        """End the hold: what arrived meanwhile, in order."""
+        return super().close()
+
+    def close(self) -> list[Message]:
+        return [self.message, *super().close()]
+
+    def __len__(self) -> int:
+        return super().__len__() + 1
+
+
+class _LeaseEntry:
+    """A lease's waiter as the actor queues it among the others: completing it
+    installs the hold in the same turn (a timeout or a cancellation settles the
+    waiter itself, never through this entry, so it holds nothing)."""
+
+    __slots__ = ("actor", "waiter")
+
+    def __init__(self, actor: MailboxActor, waiter: LeaseWaiter) -> None:
+        self.actor = actor
+        self.waiter = waiter
+
+    @property
+    def settled(self) -> bool:
+        return self.waiter.settled
+
+    def try_complete(self, message: Message) -> bool:
+        if not self.waiter.try_complete(message):
+            return False
+        self.actor.hold(self.waiter, message)
+        return True
+
+    def try_fail(self, error: BaseException) -> bool:
+        return self.waiter.try_fail(error)
+
+
 class MailboxActor(CallerRunsActor):
     """The state of one mailbox. Never blocks; every message is handled in O(1)
     amortised. A caller-runs actor: the thread that tells it an idle mailbox runs the
@@ -95,8 +172,9 @@ class MailboxActor(CallerRunsActor):
         self.address = address
         self._handle = handle
         self._queue: deque[Message] = deque()
-        self._waiters: deque[Waiter[Message]] = deque(waiters or ())
+        self._waiters: deque[Waiter[Message] | _LeaseEntry] = deque(waiters or ())
         self._reader: LocalBuffer[Message] | None = None
+        self._readers_after_lease: list[LocalBuffer[Message]] = []
 
     def on_receive(self, message: object) -> object:
         kind = type(message)
@@ -117,6 +195,8 @@ class MailboxActor(CallerRunsActor):
             return self._close(message.staged)  # type: ignore[attr-defined]
         elif kind is _Depth:
             return len(self._queue) + (len(self._reader) if self._reader is not None else 0)
+        else:
+            self._on_lease(message)
         return None
 
     def _deliver(self, message: Message) -> None:
@@ -155,16 +235,62 @@ class MailboxActor(CallerRunsActor):
         handle.direct_reader = reader
         handle.mode = _Mode.DIRECT
 
-    def _add_waiter(self, waiter: Waiter[Message]) -> None:
+    def _add_waiter(self, waiter: Waiter[Message] | _LeaseEntry) -> None:
         queue = self._queue
         if queue:
-            if not waiter.try_complete(queue[0]):
-                return  # the waiter gave up before we got to it; keep the message
-            queue.popleft()
+            message = queue.popleft()  # first: a lease's hold takes the rest of the queue
+            if not waiter.try_complete(message):
+                queue.appendleft(message)  # the waiter gave up before we got to it; keep the message
         elif not waiter.settled:
             self._waiters.append(waiter)
 
+    # -- leases (off the hot path: only their own messages reach this code) ------------
+
+    def _on_lease(self, message: object) -> None:
+        kind = type(message)
+        if kind is _AddLease:
+            entry = _LeaseEntry(self, message.waiter)  # type: ignore[attr-defined]
+            if self._reader is None:
+                self._add_waiter(entry)
+            elif not entry.settled:  # a reader or another lease holds the mailbox: wait for it to leave
+                self._waiters.append(entry)
+        elif kind is _RemoveLease:
+            waiter = message.waiter  # type: ignore[attr-defined]
+            for queued in self._waiters:
+                if isinstance(queued, _LeaseEntry) and queued.waiter is waiter:
+                    self._waiters.remove(queued)
+                    break
+        elif kind is _EndLease:
+            self._end_lease(message.waiter, message.given_back)  # type: ignore[attr-defined]
+
+    def hold(self, waiter: LeaseWaiter, message: Message) -> None:
+        """In this actor's turn, ``message`` was just handed to the lease ``waiter``:
+        hold the mailbox (the queue moves into the hold, later messages go there too)."""
+        hold = _LeaseHold(waiter, message)
+        queue = self._queue
+        if queue:
+            hold.push_many(list(queue))
+            queue.clear()
+        self._reader = hold
+
+    def _end_lease(self, waiter: LeaseWaiter, given_back: Message | None) -> None:
+        hold = self._reader
+        if not isinstance(hold, _LeaseHold) or hold.waiter is not waiter:
+            return  # not this lease's hold (the handle refuses a closed mailbox first)
+        self._reader = None
+        queue = self._queue
+        queue.extend(hold.release())
+        if given_back is not None:
+            queue.appendleft(given_back)
+        while queue and self._waiters and self._reader is None:
+            self._add_waiter(self._waiters.popleft())
+        while self._readers_after_lease and self._reader is None:
+            self._attach(self._readers_after_lease.pop(0))
+
     def _attach(self, buffer: LocalBuffer[Message]) -> None:
+        if isinstance(self._reader, _LeaseHold):
+            self._readers_after_lease.append(buffer)  # attached when the lease ends
+            return
         if self._reader is not None and not self._reader.closed:
             buffer.close()
             return
@@ -181,6 +307,8 @@ class MailboxActor(CallerRunsActor):
                 handle.mode = _Mode.STAGING
 
     def _detach(self, buffer: LocalBuffer[Message], leftovers: list[Message], staged: list[Message]) -> None:
+        if buffer in self._readers_after_lease:  # left before the lease ended: it was never attached
+            self._readers_after_lease.remove(buffer)
         if self._reader is buffer:
             self._reader = None
         # Order: what the reader held, then what reached this actor after it closed
@@ -198,6 +326,9 @@ class MailboxActor(CallerRunsActor):
         leftovers.extend(self._queue)
         self._queue.clear()
         leftovers.extend(staged)
+        for waiting in self._readers_after_lease:
+            waiting.close()
+        self._readers_after_lease.clear()
         error = MailboxNotFoundError(self.address)
         while self._waiters:
             self._waiters.popleft().try_fail(error)
@@ -362,6 +493,29 @@ class MailboxHandle:
                 ref.tell(_RemoveWaiter(waiter))
             elif waiter in self.waiting:
                 self.waiting.remove(waiter)
+
+    def add_lease(self, waiter: LeaseWaiter) -> None:
+        """Queue a lease's ``waiter`` among the mailbox's waiters (see
+        :class:`LeaseWaiter`). Raises ``MailboxNotFoundError`` once closed."""
+        with deferred_turns(), self.lock:
+            if self.closed:
+                raise MailboxNotFoundError(self.address)
+            self._actor().tell(_AddLease(waiter))
+
+    def remove_lease(self, waiter: LeaseWaiter) -> None:
+        """Withdraw a lease's ``waiter`` that is still waiting (a no-op once served)."""
+        with deferred_turns(), self.lock:
+            if not self.closed:
+                self._actor().tell(_RemoveLease(waiter))
+
+    def end_lease(self, waiter: LeaseWaiter, given_back: Message | None) -> None:
+        """End the hold of the lease ``waiter`` took: confirmed (``given_back`` None)
+        or with ``given_back`` put back at the front. Raises ``MailboxNotFoundError``
+        if the mailbox was closed meanwhile (its ``close`` returned the leased message)."""
+        with deferred_turns(), self.lock:
+            if self.closed:
+                raise MailboxNotFoundError(self.address)
+            self._actor().tell(_EndLease(waiter, given_back))
 
     def attach(self, buffer: LocalBuffer[Message]) -> None:
         with deferred_turns(), self.lock:

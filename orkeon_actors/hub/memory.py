@@ -62,6 +62,7 @@ from orkeon_actors.hub.port import (
     CallerContext,
     DispatchObserver,
     EventHub,
+    MailboxLease,
     MailboxRegistration,
     Subscription,
 )
@@ -733,6 +734,11 @@ class HubCore(EventHub):
         self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
     ) -> Message:
         return self._waits.wait_for(caller, descriptor, timeout, cancel)
+
+    def lease(
+        self, caller: CallerContext, address: MailboxAddress, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> MailboxLease:
+        return self._waits.lease(caller, address, timeout, cancel)  # hub/leases.py
 
     def register_wait(
         self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]

@@ -29,9 +29,13 @@ A stage may also define two optional hooks, called by the bootstrap (``Runtime.s
 * ``detach() -> None``: the runtime stopped; release what ``attach`` took. Called in
   reverse order, after the hub stopped.
 
-and one optional observer, ``on_wait_timed_out(message) -> None``, called (in the
+and two optional observers: ``on_wait_timed_out(message) -> None``, called (in the
 scheduler's thread) with every WaitTimedOutMessage the hub emits, for hubs that expose
-the ``on_wait_timed_out`` hook (the in-memory hub does).
+the ``on_wait_timed_out`` hook (the in-memory hub does); and ``on_given_back(message)
+-> None``, called (in the consumer's thread) when a consumer that leased a mailbox
+message gives it back unconsumed (``EventHub.lease``): its receive stages ran, and
+will run again for the next reader, so a stage that remembers consumptions (the
+idempotency stage) forgets this one.
 
 The pipeline belongs to the hub (the hub composes it around delivery); the stages live
 above it in :mod:`orkeon_actors.middleware` and :mod:`orkeon_actors.acl`. A stage given
@@ -191,6 +195,14 @@ class Pipeline:
             for other in errors[1:]:
                 first.add_note(f"also failed to detach: {other!r}")
             raise first
+
+    def given_back(self, message: Message) -> None:
+        """Tell every stage with an ``on_given_back`` hook that ``message``, leased
+        from a mailbox after its receive stages ran, went back to the mailbox unconsumed."""
+        for stage in self.stages:
+            hook = getattr(stage, "on_given_back", None)
+            if callable(hook):
+                hook(message)
 
     def publish_chain(self, operation: str, deliver: Next) -> Next:
         """Compose, once, the publish stages in registration order ending in ``deliver``.

@@ -42,6 +42,7 @@ __all__ = [
     "DispatchObserver",
     "DurableEventHub",
     "EventHub",
+    "MailboxLease",
     "MailboxReader",
     "MailboxRegistration",
     "Subscription",
@@ -165,6 +166,55 @@ class MailboxReader(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class MailboxLease(abc.ABC):
+    """A mailbox message taken provisionally (:meth:`EventHub.lease`): the consumer
+    holds it until it either confirms it consumed (:meth:`confirm`) or gives it back (:meth:`give_back`).
+
+    Guarantees (``docs/hub.md``, "Leases"):
+
+    * While a lease is held, its mailbox hands nothing else out: every other reader of
+      that mailbox (a wait, a held reader, another lease) waits. So no reader overtakes
+      a leased message, and confirmed consumption follows the mailbox's order.
+    * :meth:`give_back` puts the message back at the mailbox's front, in order, for the
+      next reader; its receive stages forget it (an idempotency stage lets it through
+      again).
+    * A durable hub deletes the message's row only at :meth:`confirm`: a process that
+      dies holding a lease restarts with the message still kept, first in its mailbox.
+    * Exactly one of :meth:`confirm` and :meth:`give_back` takes effect; later calls
+      of either are no-ops. Leaving a ``with`` block without :meth:`confirm` gives it
+      back.
+
+    A lease whose wait timed out holds nothing: :attr:`message` is the
+    WaitTimedOutMessage (``message.is_timeout``) and both calls are no-ops.
+    """
+
+    message: Message
+    """What the consumer reads: the message after the receive stages, or the timeout."""
+
+    @property
+    @abc.abstractmethod
+    def held(self) -> bool:
+        """Whether the lease still holds its message (neither confirmed nor given back)."""
+
+    @abc.abstractmethod
+    def confirm(self) -> None:
+        """The message was consumed: the mailbox hands out its next message, and a
+        durable hub deletes the row (deferred to the crew's snapshot for a crew whose
+        acknowledgements are deferred). Raises ``LeaseRevokedError`` (a
+        ``MailboxNotFoundError``) if the mailbox was closed while the lease was held: its ``close()`` returned the
+        message with the unconsumed ones (a parked durable mailbox keeps it)."""
+
+    @abc.abstractmethod
+    def give_back(self) -> None:
+        """The message was not consumed: it goes back to the front of its mailbox."""
+
+    def __enter__(self) -> MailboxLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.give_back()
 
 
 class MailboxRegistration(abc.ABC):
@@ -367,6 +417,16 @@ class EventHub(abc.ABC):
     def wait_for(
         self, caller: CallerContext, descriptor: WaitDescriptor, timeout: WaitTimeout, cancel: CancelToken | None
     ) -> Message: ...
+
+    @abc.abstractmethod
+    def lease(
+        self, caller: CallerContext, address: MailboxAddress, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> MailboxLease:
+        """Take the next message of the mailbox ``address`` provisionally (see
+        :class:`MailboxLease`), waiting for one as ``wait_for(WaitOnMailbox(address))``
+        does (same timeout, cancellation and errors; counted as an ``on_mailbox``
+        wait while it waits). A cancellation that wins the race against a message
+        leaves the message in the mailbox; one that loses returns the lease."""
 
     @abc.abstractmethod
     def get_last_value(

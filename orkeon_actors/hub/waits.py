@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING
 
 from orkeon_actors.errors import EventHubError, HubStoppedError, MailboxNotFoundError, UnknownCorrelationError
 from orkeon_actors.hub.handles import TopicWait, WaitRegistration
+from orkeon_actors.hub.leases import HubLease, TimedOutLease, received
+from orkeon_actors.hub.mailbox import LeaseWaiter
 from orkeon_actors.hub.observe import wait_info
-from orkeon_actors.hub.port import CallerContext
+from orkeon_actors.hub.port import CallerContext, MailboxLease
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import Waiter
+from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import MessageId, new_ulid_str
 from orkeon_actors.model.message import Message
@@ -84,6 +87,36 @@ class HubWaits:
             if consumed is not None:
                 return consumed
 
+    def lease(
+        self, caller: CallerContext, address: MailboxAddress, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> MailboxLease:
+        """See :meth:`EventHub.lease <orkeon_actors.hub.port.EventHub.lease>`: a mailbox
+        wait whose waiter is a :class:`LeaseWaiter`, so the message it gets is held,
+        not consumed. A message a receive stage drops is consumed, and the wait goes on."""
+        hub = self._hub
+        descriptor = WaitOnMailbox(address)
+        deadline = admit_wait(hub, descriptor, timeout, cancel)
+        wait_id = new_ulid_str()
+        started_at = hub.clock.now()
+        while True:
+            handle = hub.live_mailbox(address)
+            if handle is None:
+                raise MailboxNotFoundError(address)
+            waiter = LeaseWaiter(handle)
+            message = self._wait_once(caller, descriptor, deadline, wait_id, started_at, cancel, waiter)
+            if message.is_timeout:
+                return TimedOutLease(message)
+            lease = HubLease(hub, waiter, message)
+            try:
+                consumed = received(hub, message)
+            except BaseException:
+                lease.confirm_quietly()  # a refusing stage consumes it, as wait_for does
+                raise
+            if consumed is not None:
+                lease.message = consumed
+                return lease
+            lease.confirm_quietly()
+
     def register_wait(
         self, caller: CallerContext, descriptor: WaitDescriptor, waiter: Waiter[Message]
     ) -> WaitRegistration:
@@ -97,6 +130,11 @@ class HubWaits:
             handle = hub.live_mailbox(descriptor.address)
             if handle is None:
                 raise MailboxNotFoundError(descriptor.address)
+            if type(waiter) is LeaseWaiter:
+                waiter.handle.add_lease(waiter)  # on the handle it was made for (a reopened one refuses)
+                return WaitRegistration(
+                    "on_mailbox", str(descriptor.address), functools.partial(waiter.handle.remove_lease, waiter)
+                )
             handle.add_waiter(waiter)
             return WaitRegistration(
                 "on_mailbox", str(descriptor.address), functools.partial(handle.remove_waiter, waiter)
@@ -125,9 +163,11 @@ class HubWaits:
         wait_id: str,
         started_at: datetime,
         cancel: CancelToken | None,
+        waiter: Waiter[Message] | None = None,
     ) -> Message:
         hub = self._hub
-        waiter: Waiter[Message] = Waiter()
+        if waiter is None:
+            waiter = Waiter()
         registration = hub.register_wait(caller, descriptor, waiter)
         registration.listen()
         kind, original, cleanup = registration.kind, registration.original, registration.cleanup

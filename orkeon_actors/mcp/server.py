@@ -17,7 +17,10 @@ or agent, spec §6.1) as an MCP server:
   :class:`~orkeon_actors.model.cancel.CancelToken`; when the client cancels the request
   (``notifications/cancelled``) or goes away, the token fires, the hub withdraws the
   wait (a message it did not take stays for the next call) and the thread is freed. At
-  most ``max_concurrent_calls`` calls run at once; further calls queue. A call whose
+  most ``max_concurrent_calls`` calls run at once; further calls queue. A
+  ``receive_message`` that takes a message holds it under a lease, confirmed only once
+  the response was written to the transport and given back otherwise
+  (:mod:`orkeon_actors.mcp.delivery`), so a caller that goes away loses nothing. A call whose
   request carries a ``progressToken`` gets a progress notification every
   ``progress_interval`` seconds while it runs (``None`` sends none).
 
@@ -39,7 +42,7 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, cast
 
 import anyio
 import mcp.types as types
@@ -47,9 +50,20 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.message import SessionMessage
 from starlette.requests import Request
 
 from orkeon_actors.errors import CancelledError, EventHubError, LimitExceededError
+from orkeon_actors.hub.port import MailboxLease
+from orkeon_actors.mcp.delivery import (
+    SCOPE_KEY,
+    ConfirmingStdout,
+    Deliveries,
+    LeaseHandoff,
+    claimed_stdout,
+    settle,
+    watch_responses,
+)
 from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
 from orkeon_actors.mcp.stdio_guard import answer_malformed
 from orkeon_actors.model.cancel import CancelToken
@@ -111,6 +125,7 @@ class HubToolServer:
         self.running: dict[str, int] = {}
         """Calls running (or queued for a slot) per session key (see :func:`session_key`)."""
         self._limiter: anyio.CapacityLimiter | None = None
+        self._stdio_deliveries: Deliveries | None = None
         self.server: Server[Any] = Server(
             name, version=version or "", on_list_tools=self._list_tools, on_call_tool=self._call_tool
         )
@@ -140,7 +155,10 @@ class HubToolServer:
             return _as_call_result(tool_error_result(name, busy))
         self.running[session] = self.running.get(session, 0) + 1
         try:
-            return _as_call_result(await self._run_call(ctx, request, name, arguments))
+            result, lease = await self._run_call(ctx, request, name, arguments)
+            if lease is not None:
+                self._deliver(ctx, request, lease)
+            return _as_call_result(result)
         finally:
             self.running[session] -= 1
             if not self.running[session]:
@@ -148,19 +166,29 @@ class HubToolServer:
 
     async def _run_call(
         self, ctx: ServerRequestContext[Any], request: Request | None, name: str, arguments: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        result: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], MailboxLease | None]:
+        outcome: tuple[dict[str, Any], MailboxLease | None] | None = None
         async with anyio.create_task_group() as group:
             if self.progress_interval is not None:  # sends nothing for a request without a progressToken
                 group.start_soon(self._heartbeat, ctx, name)
             if request is not None:
                 group.start_soon(_cancel_when_gone, request, group.cancel_scope)
-            result = await self.call(name, arguments)
+            outcome = await self.call_leased(name, arguments)
             group.cancel_scope.cancel()
-        if result is None:  # the HTTP caller went away: its wait was withdrawn, nobody reads this
+        if outcome is None:  # the HTTP caller went away: its wait was withdrawn, nobody reads this
             gone = CancelledError(f"the MCP client went away during the {name} call")
-            result = tool_error_result(name, gone)
-        return result
+            return tool_error_result(name, gone), None
+        return outcome
+
+    def _deliver(self, ctx: ServerRequestContext[Any], request: Request | None, lease: MailboxLease) -> None:
+        """Hand ``lease`` to the transport that writes this call's response: it is
+        confirmed once the response was written, given back otherwise
+        (:mod:`orkeon_actors.mcp.delivery`). In process, with no transport: confirmed."""
+        deliveries = request.scope.get(SCOPE_KEY) if request is not None else self._stdio_deliveries
+        if deliveries is None or ctx.request_id is None:
+            settle(lease, delivered=True)
+        else:
+            deliveries.expect(ctx.request_id, lease)
 
     async def _heartbeat(self, ctx: ServerRequestContext[Any], name: str) -> None:
         """Every ``progress_interval`` seconds of a running call, a progress notification
@@ -174,31 +202,71 @@ class HubToolServer:
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Run one tool call on a worker thread and return its result dict (an error
-        result for any typed failure). Cancelling the calling task fires the call's
-        token, so the hub withdraws its wait, and re-raises the cancellation."""
+        result for any typed failure), a message it took counted as consumed at once.
+        Cancelling the calling task fires the call's token, so the hub withdraws its
+        wait, and re-raises the cancellation."""
+        result, lease = await self.call_leased(name, arguments)
+        if lease is not None:
+            settle(lease, delivered=True)
+        return result
+
+    async def call_leased(
+        self, name: str, arguments: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], MailboxLease | None]:
+        """:meth:`call`, with the lease of the mailbox message a ``receive_message``
+        result carries (``EventHubTools.invoke_leased``): the caller confirms it once
+        the result was delivered, or gives it back. Cancelled, the call gives back a
+        message the hub handed it at that instant, and re-raises the cancellation."""
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.max_concurrent_calls)
         token = CancelToken()
+        handoff = LeaseHandoff()
 
         def invoke() -> dict[str, Any]:
             try:
-                return self.tools.invoke(name, arguments, errors="result", cancel=token)
+                result, lease = self.tools.invoke_leased(name, arguments, cancel=token)
             except EventHubError as exc:  # cancelled, out of budget, runtime stopped: still a result
                 return tool_error_result(name, exc)
+            if lease is not None:
+                handoff.offer(lease)
+            return result
 
         try:
-            return await anyio.to_thread.run_sync(invoke, abandon_on_cancel=True, limiter=self._limiter)
+            result = await anyio.to_thread.run_sync(invoke, abandon_on_cancel=True, limiter=self._limiter)
         except anyio.get_cancelled_exc_class():
             token.cancel(CancelledError(f"the MCP client cancelled the {name} call"))
+            handoff.abandon()
             raise
+        return result, handoff.take()
 
     # -- transports ----------------------------------------------------------------------
 
     async def run_stdio(self) -> None:
-        """Serve one client on this process's stdin/stdout until it disconnects."""
-        async with stdio_server() as (read_stream, write_stream):
-            async with answer_malformed(read_stream, write_stream) as checked:
-                await self.server.run(checked, write_stream, self.server.create_initialization_options())
+        """Serve one client on this process's stdin/stdout until it disconnects. A
+        mailbox message a call hands out is confirmed once the line carrying its
+        response was flushed to stdout (:mod:`orkeon_actors.mcp.delivery`)."""
+        deliveries = Deliveries()
+
+        def observe(item: SessionMessage) -> None:
+            message = item.message
+            if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                request_id = (message.params or {}).get("requestId")
+                if isinstance(request_id, (str, int)):
+                    deliveries.cancelled(request_id)
+
+        self._stdio_deliveries = deliveries
+        try:
+            async with claimed_stdout() as out:
+                stdout = cast(
+                    "anyio.AsyncFile[str]", ConfirmingStdout(out, deliveries)
+                )  # the SDK writes and flushes it
+                async with stdio_server(stdout=stdout) as streams:
+                    read_stream, write_stream = streams
+                    async with answer_malformed(read_stream, write_stream, observe) as checked:
+                        await self.server.run(checked, write_stream, self.server.create_initialization_options())
+        finally:
+            self._stdio_deliveries = None
+            deliveries.give_back_all()
 
     async def run_http(
         self,
@@ -219,7 +287,7 @@ class HubToolServer:
 
         # Host, Origin and the token are checked by the guard, against the bound port.
         manager = StreamableHTTPSessionManager(app=self.server, max_request_body_size=max_request_body)
-        guard = HttpGuard(manager.handle_request, policy)
+        guard = HttpGuard(watch_responses(manager.handle_request), policy)
 
         @contextlib.asynccontextmanager
         async def lifespan(_: Starlette) -> AsyncIterator[None]:

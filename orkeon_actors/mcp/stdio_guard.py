@@ -13,7 +13,7 @@ parser accepts, ``-32600`` (invalid request) for JSON that is not one MCP messag
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -44,9 +44,12 @@ def malformed_error(exc: Exception) -> types.JSONRPCError:
 
 
 @contextlib.asynccontextmanager
-async def answer_malformed(read_stream: Any, write_stream: Any) -> AsyncIterator[Any]:
+async def answer_malformed(
+    read_stream: Any, write_stream: Any, observe: Callable[[SessionMessage], None] | None = None
+) -> AsyncIterator[Any]:
     """Yield a read stream for the server with the transport's well-formed messages;
-    each exception item is answered on ``write_stream`` instead (see the module docstring)."""
+    each exception item is answered on ``write_stream`` instead (see the module docstring).
+    ``observe`` is called with each well-formed message before the server gets it."""
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
     async def relay() -> None:
@@ -56,6 +59,8 @@ async def answer_malformed(read_stream: Any, write_stream: Any) -> AsyncIterator
                     with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                         await write_stream.send(SessionMessage(malformed_error(item)))
                     continue
+                if observe is not None:
+                    observe(item)
                 try:
                     await send.send(item)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -66,6 +66,11 @@ class RecentKeys:
                 keys.popitem(last=False)
             return True
 
+    def forget(self, key: Hashable) -> None:
+        """Forget ``key`` if it is remembered (a consumption that was undone)."""
+        with self._lock:
+            self._keys.pop(key, None)
+
     def __contains__(self, key: object) -> bool:
         return key in self._keys
 
@@ -113,6 +118,13 @@ class IdempotencyMiddleware:
                 f"message {message.id} was already consumed from {mailbox}; dropping the duplicate"
             )
         return next(message)
+
+    def on_given_back(self, message: Message) -> None:
+        """A leased mailbox message went back to its mailbox unconsumed
+        (``EventHub.lease``): forget its consumption, so its next reader gets it."""
+        mailbox = message.target_mailbox
+        if mailbox is not None:
+            self._memory.forget((mailbox, message.id))
 
     def __repr__(self) -> str:
         return f"IdempotencyMiddleware(capacity={self.capacity})"

@@ -29,7 +29,7 @@ from orkeon_actors.errors import (
     UnknownCorrelationError,
 )
 from orkeon_actors.hub.client import HubClient
-from orkeon_actors.hub.port import MailboxRegistration
+from orkeon_actors.hub.port import MailboxLease, MailboxRegistration
 from orkeon_actors.model.address import RESERVED_TOPIC_PREFIX, MailboxAddress, Scheme, is_reserved_topic
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CrewId
@@ -194,6 +194,36 @@ class EventHubTools:
             if errors == "raise" or isinstance(exc, _FATAL_ERRORS):
                 raise
             return tool_error_result(name, exc)
+
+    def invoke_leased(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str | bytes | None = None,
+        *,
+        cancel: CancelToken | None = None,
+    ) -> tuple[dict[str, Any], MailboxLease | None]:
+        """:meth:`invoke` with ``errors="result"``, for a caller that delivers the result
+        itself and must not lose a mailbox message it could not deliver (the MCP
+        server): a ``receive_message`` result that carries a message comes with the
+        :class:`~orkeon_actors.hub.port.MailboxLease` holding it, which the caller
+        confirms once the result reached its reader, or gives back (the message is
+        then first in its mailbox again). Every other result comes with ``None``."""
+        if name != "receive_message":
+            return self.invoke(name, arguments, errors="result", cancel=cancel), None
+        try:
+            req = structure_request(decode_arguments(arguments), ReceiveMessageRequest)
+            mailbox = receive_mailbox(req, self.own_mailbox, self.client.crew_id)
+            lease = self.client.lease(mailbox, wait_timeout(req), cancel=self._token(cancel))
+        except EventHubError as exc:
+            if isinstance(exc, _FATAL_ERRORS):
+                raise
+            return tool_error_result(name, exc), None
+        try:
+            result = dict(unstructure(receive_message_response(lease.message)))
+        except BaseException:
+            lease.give_back()
+            raise
+        return result, (lease if lease.held else None)
 
     # -- the seven tools ---------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import orkeon_actors as ok
 from orkeon_actors.fleet.hub import AmqpEventHub
-from orkeon_actors.hub.port import CallerContext, EventHub, MailboxRegistration, Subscription
+from orkeon_actors.hub.port import CallerContext, EventHub, MailboxLease, MailboxRegistration, Subscription
 from orkeon_actors.model.address import MailboxAddress, is_reserved_topic
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.model.ids import CorrelationId, CrewId
@@ -237,6 +237,11 @@ class SplitHub(EventHub):
         else:
             host = self._reader_host(caller)
         return host.wait_for(caller, descriptor, timeout, cancel)
+
+    def lease(
+        self, caller: CallerContext, address: MailboxAddress, timeout: WaitTimeout, cancel: CancelToken | None
+    ) -> MailboxLease:
+        return self._mailbox_host(address).lease(caller, address, timeout, cancel)
 
     def get_last_value(
         self, caller: CallerContext, key: str, crew_scope: CrewId | None, cancel: CancelToken | None

@@ -116,7 +116,7 @@ def test_a_dropped_http_connection_withdraws_its_waits(tmp_path: Path) -> None:
         for sock in orphans:  # the caller goes away without a word
             sock.close()
         # The server notices within its poll (0.1 s): the session's slots come back. A
-        # post made before then could still be taken by a dying wait (docs/mcp.md).
+        # post made before then is given back by the dying call (tests/mcp/test_no_loss.py).
         deadline = time.monotonic() + 30
         while session_is_full(served, session_id):
             assert time.monotonic() < deadline, "the dropped calls were never withdrawn"
