@@ -14,15 +14,19 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
 import orkeon_actors as ok
+from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond, start_crew, wait_finished
+from orkeon_actors.middleware import TelemetryMiddleware
 from orkeon_actors.middleware.genai import CAPTURE_CONTENT_ENV, INSTRUMENTATION_NAME, observe_agents
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEventJournal,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
     ToolCallStarted,
 )
+from orkeon_actors.orchestration import Sequential, Task
 from tests.middleware.conftest import Metrics, StartRuntime, Tracing
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -249,3 +253,80 @@ def test_recording_an_event_never_waits_on_the_spans(runtime: ok.Runtime) -> Non
         assert observer.flush(timeout=30)
         assert ended_on == ["orkeon-genai-spans"]  # the chat span, built off the recording thread
     provider.shutdown()
+
+
+def test_a_failed_agent_ends_its_turn_with_error_when_it_fails(runtime: ok.Runtime, tracing: Tracing) -> None:
+    journal = runtime.agent_events
+    with observe_agents(runtime, tracer_provider=tracing.provider) as observer:
+        _model_call(journal, "a", T0, 1.0, error="ModelError: 503")
+        failed_at = T0 + timedelta(seconds=1)
+        journal.record(
+            AgentFailed(crew_id="crew-a", agent_id="a", at=failed_at, reason="model_error", error="ModelError: 503")
+        )
+        assert observer.flush(timeout=30)
+        turn = tracing.one("invoke_agent a")  # ended now, not when the observer closes
+        assert tracing.spans("invoke_workflow crew-a") == []
+    assert turn.end_time == _ns(failed_at)
+    assert turn.status.status_code is StatusCode.ERROR and turn.status.description == "ModelError: 503"
+    assert _attributes(turn)["error.type"] == "ModelError"
+    assert _attributes(turn)["orkeon.agent.failure_reason"] == "model_error"
+
+
+def _poster(crew: str) -> Agent:
+    model = ScriptedModel(
+        [call("post_message", {"target_mailbox": "agent://sink/s", "payload": {"from": crew}}), respond("posted")]
+    )
+    return Agent("writer", model)
+
+
+def test_a_crews_hub_messages_and_its_model_and_tool_calls_are_one_trace(
+    start_runtime: StartRuntime, tracing: Tracing
+) -> None:
+    rt = start_runtime(middleware=[TelemetryMiddleware(tracing.provider)])
+    sink = rt.hub.register_mailbox(ok.MailboxAddress.parse("agent://sink/s"))
+    with observe_agents(rt, tracer_provider=tracing.provider):
+        refs = [
+            CrewActor.start(rt.hub, agents=[_poster(c)], orchestration=Sequential([Task("go", "writer")]), crew_id=c)
+            for c in ("crew-a", "crew-b")
+        ]
+        try:
+            for ref in refs:
+                start_crew(ref)
+            for ref in refs:
+                assert wait_finished(ref, timeout=30).result == "posted"
+        finally:
+            for ref in refs:
+                ref.stop()
+    sink.close()
+    for crew in ("crew-a", "crew-b"):
+        workflow = tracing.one(f"invoke_workflow {crew}")
+        trace_id = workflow.context.trace_id
+        [turn] = [s for s in tracing.spans("invoke_agent writer") if s.context.trace_id == trace_id]
+        [post] = [s for s in tracing.spans("event_hub.post") if _attributes(s)["crew.source"] == crew]
+        chats = [s for s in tracing.spans("chat scripted") if _attributes(s)["orkeon.crew.id"] == crew]
+        [tool] = [s for s in tracing.spans("execute_tool post_message") if _attributes(s)["orkeon.crew.id"] == crew]
+        assert len(chats) == 2
+        assert post.context.trace_id == trace_id  # the hub's span of the agent's post, in the crew's trace
+        assert post.parent is not None and post.parent.span_id == workflow.context.span_id
+        assert turn.parent is not None and turn.parent.span_id == workflow.context.span_id
+        for child in (*chats, tool):
+            assert child.context.trace_id == trace_id
+            assert child.parent is not None and child.parent.span_id == turn.context.span_id
+    a, b = (tracing.one(f"invoke_workflow {c}").context.trace_id for c in ("crew-a", "crew-b"))
+    assert a != b
+
+
+def test_a_crew_outside_an_observer_keeps_the_hubs_own_traces(start_runtime: StartRuntime, tracing: Tracing) -> None:
+    rt = start_runtime(middleware=[TelemetryMiddleware(tracing.provider)])
+    sink = rt.hub.register_mailbox(ok.MailboxAddress.parse("agent://sink/s"))
+    observe_agents(rt, tracer_provider=tracing.provider).close()
+    assert rt.agent_events.crew_scope is None  # a closed observer leaves no trace context behind
+    ref = CrewActor.start(rt.hub, agents=[_poster("c")], orchestration=Sequential([Task("go", "writer")]), crew_id="c")
+    try:
+        start_crew(ref)
+        assert wait_finished(ref, timeout=30).result == "posted"
+    finally:
+        ref.stop()
+    sink.close()
+    [post] = tracing.spans("event_hub.post")
+    assert post.parent is None
