@@ -48,9 +48,11 @@ advised buckets: ``gen_ai.client.token.usage`` (``{token}``, one record per call
 
 Content (prompts, answers, tool arguments and results) is opt-in, as the conventions say:
 ``capture_content=True``, or the environment variable
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Opting in also turns on the
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (or ``span_only`` /
+``span_and_event``; :data:`CONTENT_ON_SPANS`). Opting in also turns on the
 journal's ``capture_content`` (the agent loop fills the content fields only then) and puts
-``gen_ai.input.messages`` / ``gen_ai.output.messages`` on chat spans and
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` on chat spans (in the conventions'
+JSON form: role and parts, :func:`input_messages`, :func:`output_messages`) and
 ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` on tool spans. A journal
 capturing content for another observer does not put content on spans.
 
@@ -64,6 +66,7 @@ replays the journal's kept history, so calls made before it attached are spans t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import queue
 import secrets
@@ -104,7 +107,12 @@ __all__ = [
 INSTRUMENTATION_NAME: Final = "orkeon_actors.agents"
 """Name of the tracer and of the meter."""
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""The conventions' opt-in for content capture (``true`` turns it on)."""
+"""The conventions' opt-in for content capture (:data:`CONTENT_ON_SPANS` turns it on)."""
+CONTENT_ON_SPANS: Final = ("true", "1", "yes", "span_only", "span_and_event")
+"""The values of :data:`CAPTURE_CONTENT_ENV` (any case) that put content on spans: ``true``
+(the OpenTelemetry GenAI instrumentations' boolean) and ``span_only`` /
+``span_and_event`` (their newer per-destination values; ``event_only`` and
+``no_content`` keep it off spans, as anything else does)."""
 
 TOKEN_BUCKETS: Final = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 """``gen_ai.client.token.usage``'s advised bucket boundaries."""
@@ -143,7 +151,7 @@ def _error_type(error: str) -> str:
 def _content_opted_in(capture_content: bool | None) -> bool:
     if capture_content is not None:
         return capture_content
-    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("true", "1", "yes")
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in CONTENT_ON_SPANS
 
 
 class AgentTelemetry:
@@ -337,10 +345,9 @@ class AgentTelemetry:
             attributes["gen_ai.response.model"] = event.response_model
         prompt = self._content.pop(event.call_id, None)
         if prompt is not None:
-            attributes["gen_ai.input.messages"] = prompt
-        if self.capture_content:
-            if event.answer is not None:
-                attributes["gen_ai.output.messages"] = event.answer
+            attributes["gen_ai.input.messages"] = input_messages(prompt)
+        if self.capture_content and event.answer is not None:
+            attributes["gen_ai.output.messages"] = output_messages(event)
         span = self._tracer.start_span(
             f"chat {event.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes, start_time=start
         )
@@ -463,6 +470,63 @@ class _CrewScope:
 
     def __exit__(self, *exc: object) -> None:
         otel_context.detach(self._token)  # type: ignore[arg-type]
+
+
+def input_messages(prompt: str) -> str:
+    """The conversation an agent sent (the ``prompt`` of a
+    :class:`~orkeon_actors.model.agent_events.ModelCallStarted`: its messages as JSON) in
+    the conventions' ``gen_ai.input.messages`` form: a JSON array of ``{"role", "parts"}``,
+    each part a ``text`` (``content``), a ``tool_call`` (``id``, ``name``, ``arguments``)
+    or a ``tool_call_response`` (``id``, ``response``). Text that is not such an array is
+    kept as one user text part."""
+    try:
+        messages = json.loads(prompt)
+    except ValueError:
+        messages = None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return json.dumps([{"role": "user", "parts": [{"type": "text", "content": prompt}]}])
+    converted = []
+    for message in messages:
+        role = message.get("role", "user")
+        parts: list[dict[str, Any]] = []
+        if role == "tool":
+            parts.append(
+                {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": message.get("content")}
+            )
+        elif message.get("content"):
+            parts.append({"type": "text", "content": message["content"]})
+        for call in message.get("tool_calls") or ():
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": call.get("name"),
+                    "arguments": _json_or_text(call.get("arguments")),
+                }
+            )
+        converted.append({"role": role, "parts": parts})
+    return json.dumps(converted)
+
+
+def output_messages(event: ModelCallFinished) -> str:
+    """The model's answer in the conventions' ``gen_ai.output.messages`` form: one
+    assistant message with its text part, a ``tool_call`` part per tool it asked for (by
+    name: the arguments are not in the event) and its ``finish_reason``."""
+    parts: list[dict[str, Any]] = []
+    if event.answer:
+        parts.append({"type": "text", "content": event.answer})
+    parts.extend({"type": "tool_call", "name": name} for name in event.tool_calls)
+    reason = event.finish_reasons[0] if event.finish_reasons else "stop"
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": reason}])
+
+
+def _json_or_text(text: object) -> object:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _agent_attributes(crew_id: str, agent_id: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ from the SDK's in-memory exporter (OpenTelemetry semantic conventions, gen-ai)."
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,13 @@ from opentelemetry.trace import SpanKind, StatusCode
 import orkeon_actors as ok
 from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond, start_crew, wait_finished
 from orkeon_actors.middleware import TelemetryMiddleware
-from orkeon_actors.middleware.genai import CAPTURE_CONTENT_ENV, INSTRUMENTATION_NAME, observe_agents
+from orkeon_actors.middleware.genai import (
+    CAPTURE_CONTENT_ENV,
+    INSTRUMENTATION_NAME,
+    input_messages,
+    observe_agents,
+    output_messages,
+)
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEventJournal,
@@ -202,13 +209,19 @@ def test_content_is_captured_only_when_opted_in(
         assert off.capture_content
     with observe_agents(runtime, tracer_provider=tracing.provider) as observer:
         assert journal.capture_content, "opting in tells the agent loop to fill the content fields"
-        _model_call(journal, "b", T0, 1.0, prompt='[{"role":"user","content":"hi"}]', answer="hello")
+        _model_call(
+            journal, "b", T0, 1.0, prompt='[{"role":"user","content":"hi"}]', answer="hello", finish_reasons=("stop",)
+        )
         _tool_call(journal, "b", T0, 0.1, arguments='{"to":"x"}', result='{"ok":true}')
     assert observer.capture_content
     chats = [s for s in tracing.spans("chat gpt-4o-mini") if _attributes(s)["gen_ai.agent.id"] == "b"]
     [chat] = chats
-    assert _attributes(chat)["gen_ai.input.messages"] == '[{"role":"user","content":"hi"}]'
-    assert _attributes(chat)["gen_ai.output.messages"] == "hello"
+    assert json.loads(_attributes(chat)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    ]
+    assert json.loads(_attributes(chat)["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}], "finish_reason": "stop"}
+    ]
     [tool_span] = [s for s in tracing.spans("execute_tool post_message") if _attributes(s)["gen_ai.agent.id"] == "b"]
     tool = _attributes(tool_span)
     assert (tool["gen_ai.tool.call.arguments"], tool["gen_ai.tool.call.result"]) == ('{"to":"x"}', '{"ok":true}')
@@ -330,3 +343,60 @@ def test_a_crew_outside_an_observer_keeps_the_hubs_own_traces(start_runtime: Sta
     sink.close()
     [post] = tracing.spans("event_hub.post")
     assert post.parent is None
+
+
+def test_a_captured_conversation_takes_the_conventions_message_form() -> None:
+    prompt = json.dumps(
+        [
+            {"role": "system", "content": "be brief", "tool_calls": [], "tool_call_id": None, "name": None},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "t1", "name": "lookup", "arguments": '{"sku": 42}'}],
+                "tool_call_id": None,
+                "name": None,
+            },
+            {"role": "tool", "content": '{"price": 9}', "tool_calls": [], "tool_call_id": "t1", "name": "lookup"},
+        ]
+    )
+    assert json.loads(input_messages(prompt)) == [
+        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "t1", "name": "lookup", "arguments": {"sku": 42}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "t1", "response": '{"price": 9}'}]},
+    ]
+    finished = ModelCallFinished(
+        call_id="c",
+        crew_id="k",
+        agent_id="a",
+        turn=0,
+        model="m",
+        provider="p",
+        started_at=T0,
+        duration_s=1.0,
+        finish_reasons=("tool_calls",),
+        tool_calls=("lookup",),
+        answer="",
+    )
+    assert json.loads(output_messages(finished)) == [
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "lookup"}], "finish_reason": "tool_calls"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        ("true", True),
+        ("SPAN_ONLY", True),
+        ("span_and_event", True),
+        ("event_only", False),
+        ("no_content", False),
+        ("false", False),
+        ("", False),
+    ],
+)
+def test_the_environment_opt_in_reads_the_instrumentations_values(
+    value: str, on: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, value)
+    with observe_agents(AgentEventJournal()) as observer:
+        assert observer.capture_content is on
