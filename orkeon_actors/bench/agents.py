@@ -16,8 +16,10 @@ inherits another's threads, caches or garbage; the runs of one round are interle
   peer's (≤ 1 is no worse).
 * ``openai_{N}_*``: N crews sharing one real ``OpenAIChatModel`` against a local fake
   OpenAI-compatible server (:mod:`orkeon_actors.bench.fake_openai`, its own process)
-  answering after ``L``: wall / L, peak threads, the SDK's connection limit
-  (``openai.DEFAULT_CONNECTION_LIMITS``) and the most calls the server held at once.
+  answering after ``L``: wall / L, peak threads, the client process's CPU seconds, the
+  SDK's connection limit (``openai.DEFAULT_CONNECTION_LIMITS``) and the most calls the
+  server held at once; ``openai_aiohttp_{N}_*`` the same on the SDK's aiohttp transport
+  (when ``openai[aiohttp]`` is installed).
 * ``post_receive_vs_tell`` / ``send_reply_vs_ask``: the hub's two ratios
   (:mod:`orkeon_actors.bench.hub`), measured here so a change to the agent loop is seen
   beside them.
@@ -25,6 +27,7 @@ inherits another's threads, caches or garbage; the runs of one round are interle
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -42,6 +45,7 @@ from orkeon_actors.bench.registry import BenchResult, register
 __all__ = ["FULL", "QUICK", "AgentsConfig", "bench_agents", "run_agents"]
 
 PEER_NAMES: Final = ("autogen", "langgraph", "maf")
+NO_AIOHTTP: Final = "; the aiohttp transport was not measured (pip install 'openai[aiohttp]')"
 BLOCKING_MAX_CREWS: Final = 2_000
 """The most one-agent crews run with a blocking model (a runtime without async models):
 each call in flight holds a thread, and 10,000 of them took over 16 minutes under load on
@@ -89,8 +93,14 @@ def _fresh(workload: str, n: int, latency: float, base_url: str | None = None) -
     return figures
 
 
-def _through_openai(n: int, latency: float) -> dict[str, Any]:
-    """``orkeon_openai`` at ``n`` against a fake server started for this run."""
+def aiohttp_transport() -> bool:
+    """Whether the openai SDK's aiohttp transport is installed (``openai[aiohttp]``)."""
+    return importlib.util.find_spec("httpx_aiohttp") is not None and importlib.util.find_spec("aiohttp") is not None
+
+
+def _through_openai(n: int, latency: float, workload: str = "orkeon_openai") -> dict[str, Any]:
+    """``workload`` (``orkeon_openai`` or ``orkeon_openai_aiohttp``) at ``n`` against a
+    fake server started for this run."""
     server = subprocess.Popen(
         [sys.executable, "-m", "orkeon_actors.bench.fake_openai", "--latency", str(latency)],
         stdin=subprocess.PIPE,
@@ -101,7 +111,7 @@ def _through_openai(n: int, latency: float) -> dict[str, Any]:
         assert server.stdout is not None and server.stdin is not None
         port = int(server.stdout.readline())
         url = f"http://127.0.0.1:{port}"
-        figures = _fresh("orkeon_openai", n, latency, base_url=f"{url}/v1")
+        figures = _fresh(workload, n, latency, base_url=f"{url}/v1")
         with urllib.request.urlopen(f"{url}/stats", timeout=30) as answer:
             figures.update({f"server_{k}": v for k, v in json.loads(answer.read()).items()})
         if figures["server_requests"] != n:
@@ -131,6 +141,8 @@ def run_agents(config: AgentsConfig) -> BenchResult:
     ours: list[int] = []
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
 
+    openai_workloads = ("orkeon_openai", "orkeon_openai_aiohttp") if aiohttp_transport() else ("orkeon_openai",)
+
     def add(workload: str, n: int, figures: dict[str, Any]) -> None:
         runs.setdefault((workload, n), []).append(figures)
 
@@ -144,8 +156,9 @@ def run_agents(config: AgentsConfig) -> BenchResult:
             for workload in ("orkeon", *peers) if n in ours else peers:
                 progress(f"round {index + 1}/{config.rounds}: {workload} at N={n}")
                 add(workload, n, _fresh(workload, n, latency))
-        progress(f"round {index + 1}/{config.rounds}: OpenAIChatModel at N={config.openai_crews}")
-        add("orkeon_openai", config.openai_crews, _through_openai(config.openai_crews, latency))
+        for workload in openai_workloads:
+            progress(f"round {index + 1}/{config.rounds}: OpenAIChatModel ({workload}) at N={config.openai_crews}")
+            add(workload, config.openai_crews, _through_openai(config.openai_crews, latency, workload))
 
     def wall(workload: str, n: int) -> float:
         return float(statistics.median(r["wall_s"] for r in runs[(workload, n)])) / latency
@@ -178,8 +191,18 @@ def run_agents(config: AgentsConfig) -> BenchResult:
     figures[f"openai_{n}_peak_threads"], units[f"openai_{n}_peak_threads"] = threads("orkeon_openai", n), "threads"
     figures[f"openai_{n}_peak_in_flight"] = float(max(r["server_peak_in_flight"] for r in openai))
     units[f"openai_{n}_peak_in_flight"] = "calls the server held at once"
+    figures[f"openai_{n}_client_cpu_s"] = float(statistics.median(r["cpu_s"] for r in openai))
+    units[f"openai_{n}_client_cpu_s"] = "CPU seconds of the client process (load-independent)"
     figures["openai_connection_limit"] = float(openai[0]["connection_limit"])
     units["openai_connection_limit"] = "connections (the SDK's pool limit)"
+    if ("orkeon_openai_aiohttp", n) in runs:
+        aio = runs[("orkeon_openai_aiohttp", n)]
+        figures[f"openai_aiohttp_{n}_wall_over_latency"] = wall("orkeon_openai_aiohttp", n)
+        units[f"openai_aiohttp_{n}_wall_over_latency"] = "wall / L (the SDK's aiohttp transport)"
+        figures[f"openai_aiohttp_{n}_peak_threads"] = threads("orkeon_openai_aiohttp", n)
+        units[f"openai_aiohttp_{n}_peak_threads"] = "threads"
+        figures[f"openai_aiohttp_{n}_client_cpu_s"] = float(statistics.median(r["cpu_s"] for r in aio))
+        units[f"openai_aiohttp_{n}_client_cpu_s"] = "CPU seconds of the client process (aiohttp transport)"
     async_model = all(r["async_model"] for (w, _), rs in runs.items() if w.startswith("orkeon") for r in rs)
     figures["async_model"], units["async_model"] = float(async_model), "1: async models awaited, 0: blocking model"
     progress("the hub's ratios")
@@ -198,7 +221,10 @@ def run_agents(config: AgentsConfig) -> BenchResult:
         notes=(
             f"L = {latency:g} s, medians of {config.rounds} interleaved rounds, each run a fresh process; our crews "
             f"ran {model}; peak threads are the process's (sampled every 10 ms); the OpenAI crews share one "
-            f"OpenAIChatModel against the fake server in its own process{skipped}"
+            f"OpenAIChatModel against the fake server in its own process; at N = 1,000 their wall is the "
+            f"client's CPU (openai_*_client_cpu_s: the SDK's per-call work on the one I/O loop thread, its httpx "
+            f"pool rescanning every connection per request) times the machine's load, not the connection "
+            f"limit{'' if aiohttp_transport() else NO_AIOHTTP}{skipped}"
         ),
     )
 

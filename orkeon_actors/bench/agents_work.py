@@ -4,7 +4,8 @@
 prints one JSON object: ``wall_s`` (from the first crew started to the last one
 finished; setting up the agents is not timed), ``peak_threads`` (the process's threads,
 sampled every 10 ms while it ran), ``async_model`` (whether the runtime awaited an
-``async def complete`` model) and what the workload adds.
+``async def complete`` model) and what the workload adds (the OpenAI workloads: ``cpu_s``,
+the process's CPU seconds while its crews were built and ran, and ``connection_limit``).
 
 Workloads on this runtime (the peers' are in :mod:`orkeon_actors.bench.agents_peers`):
 
@@ -15,7 +16,9 @@ Workloads on this runtime (the peers' are in :mod:`orkeon_actors.bench.agents_pe
   form the runtime then has.
 * ``orkeon_parallel``: one crew of N agents in ``Parallel`` branches, one call each.
 * ``orkeon_openai``: N one-agent crews sharing one real ``OpenAIChatModel`` against the
-  fake server at ``--base-url`` (:mod:`orkeon_actors.bench.fake_openai`).
+  fake server at ``--base-url`` (:mod:`orkeon_actors.bench.fake_openai`), on the SDK's
+  default HTTP transport (httpx); ``orkeon_openai_aiohttp``: the same on the SDK's aiohttp
+  transport (``openai.DefaultAioHttpClient``, ``pip install "openai[aiohttp]"``).
 """
 
 from __future__ import annotations
@@ -183,15 +186,22 @@ def measure(workload: str, n: int, latency: float, base_url: str | None = None) 
         wall, peak = _one_agent_crews(n, lambda: _model(latency, async_model), latency)
     elif workload == "orkeon_parallel":
         wall, peak = _parallel_crew(n, latency, async_model)
-    elif workload == "orkeon_openai":
+    elif workload in ("orkeon_openai", "orkeon_openai_aiohttp"):
         import openai
 
         from orkeon_actors.models.openai_chat import OpenAIChatModel
 
         if base_url is None:
-            raise ValueError("the orkeon_openai workload needs --base-url (the fake server)")
-        shared = OpenAIChatModel("fake", api_key="bench", base_url=base_url, timeout=600 + 10 * latency)
+            raise ValueError(f"the {workload} workload needs --base-url (the fake server)")
+        timeout = 600 + 10 * latency
+        client = None
+        if workload == "orkeon_openai_aiohttp":  # the SDK's aiohttp transport (openai[aiohttp])
+            http = openai.DefaultAioHttpClient(timeout=timeout)
+            client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, http_client=http)
+        shared = OpenAIChatModel("fake", api_key="bench", base_url=base_url, timeout=timeout, client=client)
+        cpu = time.process_time()
         wall, peak = _one_agent_crews(n, lambda: shared, latency)
+        extra["cpu_s"] = time.process_time() - cpu
         extra["connection_limit"] = openai.DEFAULT_CONNECTION_LIMITS.max_connections
     else:
         from orkeon_actors.bench.agents_peers import PEERS

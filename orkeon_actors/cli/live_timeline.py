@@ -8,7 +8,9 @@ only queue; one printer thread writes the lines, in the order they were queued, 
 flushes each one, so a reader of a pipe sees each line when it happens.
 
 Human lines: ``t=  1.234s  crew/agent  kind  detail`` (the trace's format), with model
-calls as ``model  gpt-4o-mini 1.50s 120+30 tokens $0.0020 [stop]`` and, in the end, the
+calls as ``model  gpt-4o-mini 1.50s 120+30 tokens $0.0020 [stop]``, an agent's failure as
+``failed  model_error: ModelError: ...`` (:class:`~orkeon_actors.model.agent_events.AgentFailed`)
+when it happens, and, in the end, the
 tokens and cost of every model call. ``--json``: one JSON object per line, each with a
 ``kind``: the agent events as their wire codec writes them
 (:func:`~orkeon_actors.wire.agent_events.encode_agent_event`), observer entries as
@@ -32,6 +34,7 @@ import attrs
 from orkeon_actors.model.agent_events import (
     AgentEvent,
     AgentEventJournal,
+    AgentFailed,
     ModelCallFinished,
     ToolCallFinished,
 )
@@ -168,8 +171,9 @@ class LiveTimeline:
 
 
 def _event_line(t: float, event: AgentEvent) -> str | None:
-    """A model call when it finishes; a tool call only when replayed (the trace's
-    ``tool_call`` / ``tool_result`` entries show each tool call with its arguments)."""
+    """A model call when it finishes; an agent's failure (its reason, the tool call in
+    progress, the error); a tool call only when replayed (the trace's ``tool_call`` /
+    ``tool_result`` entries show each tool call with its arguments)."""
     if isinstance(event, ModelCallFinished):
         answered_by = event.response_model or event.model
         detail = (
@@ -182,6 +186,9 @@ def _event_line(t: float, event: AgentEvent) -> str | None:
         if event.error is not None:
             detail += f" failed: {event.error}"
         return _trace_line(t, event.crew_id, event.agent_id, "model", detail)
+    if isinstance(event, AgentFailed):
+        where = f" in {event.tool}" if event.tool is not None else ""
+        return _trace_line(t, event.crew_id, event.agent_id, "failed", f"{event.reason}{where}: {event.error}")
     if isinstance(event, ToolCallFinished) and event.replayed:
         return _trace_line(t, event.crew_id, event.agent_id, "tool_replay", f"{event.name} (recorded result)")
     return None  # a started call shows when it finishes; tool calls show as trace entries

@@ -9,17 +9,22 @@ is filled only when the journal's ``capture_content`` is true.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 import attrs
 
 from orkeon_actors.crew.model import ModelRequest, ModelResponse, ToolCall
+from orkeon_actors.errors import BudgetExhaustedError, CancelledError, ModelError
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEventJournal,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
@@ -29,7 +34,10 @@ from orkeon_actors.model.clock import Clock
 
 __all__ = [
     "Started",
+    "agent_failed",
     "answered",
+    "crew_scope",
+    "failure_reason",
     "model_finished",
     "model_identity",
     "model_started",
@@ -47,6 +55,11 @@ class Started:
     started_at: datetime
     monotonic: float
     event: ModelCallStarted | ToolCallStarted
+
+    @property
+    def tool_name(self) -> str | None:
+        """The tool's name, for a tool call (``None`` for a model call)."""
+        return self.event.name if isinstance(self.event, ToolCallStarted) else None
 
     def started(self, call: ToolCall) -> bool:
         """Whether this is the start of the tool call ``call``."""
@@ -102,7 +115,7 @@ def model_finished(
         "duration_s": max(0.0, clock.monotonic() - started.monotonic),
     }
     if isinstance(outcome, BaseException):
-        journal.record(ModelCallFinished(**common, error=f"{type(outcome).__name__}: {outcome}"))
+        journal.record(ModelCallFinished(**common, error=_error_of(outcome)))
         return
     reasons = (outcome.finish_reason,) if outcome.finish_reason else ("tool_calls" if outcome.tool_calls else "stop",)
     journal.record(
@@ -176,3 +189,60 @@ def answered(journal: AgentEventJournal, clock: Clock, crew_id: str, agent_id: s
             crew_id=crew_id, agent_id=agent_id, at=clock.now(), text=text if journal.capture_content else None
         )
     )
+
+
+def failure_reason(
+    journal: AgentEventJournal,
+    crew_id: str,
+    agent_id: str,
+    exc: BaseException,
+    *,
+    deadline_passed: bool,
+    tool: str | None,
+) -> str:
+    """Why ``exc`` ended the agent (:data:`~orkeon_actors.model.agent_events.FAILURE_REASONS`):
+    by its type first (an exhausted budget is ``deadline`` when its wall-time deadline
+    ``deadline_passed``), then ``tool_error`` while the ``tool`` call was in progress,
+    ``model_error`` when it is what the agent's last model call failed with, else ``error``."""
+    if isinstance(exc, BudgetExhaustedError):
+        return "deadline" if deadline_passed else "budget_exhausted"
+    if isinstance(exc, CancelledError | asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(exc, ModelError):
+        return "model_error"
+    if tool is not None:
+        return "tool_error"
+    last = journal.last_of(crew_id, agent_id)
+    if isinstance(last, ModelCallFinished) and last.error == _error_of(exc):
+        return "model_error"
+    return "error"
+
+
+def agent_failed(
+    journal: AgentEventJournal,
+    clock: Clock,
+    crew_id: str,
+    agent_id: str,
+    exc: BaseException,
+    *,
+    deadline_passed: bool = False,
+    tool: str | None = None,
+) -> None:
+    """Record that an agent's task ended with ``exc`` (``tool``: the tool call in
+    progress, if any; the reason is :func:`failure_reason`'s)."""
+    reason = failure_reason(journal, crew_id, agent_id, exc, deadline_passed=deadline_passed, tool=tool)
+    journal.record(
+        AgentFailed(crew_id=crew_id, agent_id=agent_id, at=clock.now(), reason=reason, error=_error_of(exc), tool=tool)
+    )
+
+
+def _error_of(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def crew_scope(journal: AgentEventJournal, crew_id: str) -> AbstractContextManager[object]:
+    """What a crew enters around an agent's step: the journal's
+    :attr:`~orkeon_actors.model.agent_events.AgentEventJournal.crew_scope` for
+    ``crew_id`` (the crew's trace context), or nothing when none is set."""
+    scope = journal.crew_scope
+    return contextlib.nullcontext() if scope is None else scope(crew_id)

@@ -128,6 +128,7 @@ from orkeon_actors.crew.state import (
 from orkeon_actors.crew.trace_format import describe_message, redact, redact_arguments, short
 from orkeon_actors.crew.waits import timed_out_message, wait_matches
 from orkeon_actors.errors import (
+    CancelledError,
     EventHubError,
     ToolValidationError,
 )
@@ -396,6 +397,8 @@ class CrewActor(PooledActor):
 
     def on_stop(self) -> None:
         for runtime in self.runtimes.values():
+            if not self._passivated and runtime.state.status in (AgentStatus.RUNNING, AgentStatus.WAITING):
+                self._agent_ended(runtime, CancelledError("the crew was stopped while the agent worked"))
             runtime.withdraw_call()  # a stopped crew's calls in flight are cancelled
         watches, self.finish_watches = self.finish_watches, ()
         for watch in watches:  # stopped unfinished (a finished crew told them already)
@@ -610,6 +613,7 @@ class CrewActor(PooledActor):
         if runtime.withdraw_call():
             self.defer(lambda: model_calls.start_queued(self))  # its slot is free
         if runtime.state.status in (AgentStatus.RUNNING, AgentStatus.WAITING):
+            self._agent_ended(runtime, CancelledError("the orchestration withdrew the agent's task"))
             runtime.state = attrs.evolve(
                 runtime.state, status=AgentStatus.IDLE, task=None, pending=None, queued_calls=()
             )
@@ -654,19 +658,20 @@ class CrewActor(PooledActor):
         :func:`~orkeon_actors.crew.agent_step.run`; the hooks an answer runs fail the
         agent too). ``response``: the answer of the model call it was parked on."""
         try:
-            outcome = agent_step.run(
-                runtime,
-                crew_id=str(self.crew_id),
-                clock=self.hub.clock,
-                tools=lambda: self._tool_definitions(runtime),
-                run_tool=lambda call: self._run_tool(runtime, call),
-                on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
-                ask=lambda request: model_calls.ask(self, runtime, request),
-                response=response,
-                hold=lambda: replay_keys.hold(self, runtime),
-            )
-            if isinstance(outcome, agent_step.Answered):
-                self._finish_task(runtime, outcome.text)
+            with call_events.crew_scope(self.agent_io.journal, str(self.crew_id)):  # the crew's trace
+                outcome = agent_step.run(
+                    runtime,
+                    crew_id=str(self.crew_id),
+                    clock=self.hub.clock,
+                    tools=lambda: self._tool_definitions(runtime),
+                    run_tool=lambda call: self._run_tool(runtime, call),
+                    on_tool_result=lambda call, result: self._traced_result(runtime, call, result),
+                    ask=lambda request: model_calls.ask(self, runtime, request),
+                    response=response,
+                    hold=lambda: replay_keys.hold(self, runtime),
+                )
+                if isinstance(outcome, agent_step.Answered):
+                    self._finish_task(runtime, outcome.text)
         except Exception as exc:
             self.agent_failed(runtime, exc)
 
@@ -687,6 +692,7 @@ class CrewActor(PooledActor):
 
     def agent_failed(self, runtime: AgentRuntime, exc: BaseException) -> None:
         """``runtime``'s agent failed with ``exc``: its wait is withdrawn and the crew fails."""
+        self._agent_ended(runtime, exc)
         runtime.state = agent_step.failed(runtime.state, exc, self.budget_snapshot(runtime))
         if runtime.wait is not None:
             runtime.wait.cancel()
@@ -694,6 +700,20 @@ class CrewActor(PooledActor):
         runtime.withdraw_call()
         self.trace(runtime.agent.agent_id, "agent", f"failed {runtime.state.failure}")
         self.fail(type(exc).__name__, str(exc), runtime.agent.agent_id)
+
+    def _agent_ended(self, runtime: AgentRuntime, exc: BaseException) -> None:
+        """Record that ``runtime``'s task ended without an answer (``AgentFailed``)."""
+        deadline = runtime.budget.token.deadline
+        tool = runtime.tool_call.tool_name if runtime.tool_call is not None else None
+        call_events.agent_failed(
+            self.agent_io.journal,
+            self.hub.clock,
+            str(self.crew_id),
+            str(runtime.agent.agent_id),
+            exc,
+            deadline_passed=deadline is not None and self.hub.clock.monotonic() >= deadline,
+            tool=tool,
+        )
 
     def budget_snapshot(self, runtime: AgentRuntime) -> BudgetSnapshot:
         """The budget ``runtime`` has used so far, as data."""

@@ -10,11 +10,13 @@ Turned on with :func:`observe_agents`::
 Spans (tracer ``orkeon_actors.agents``), after the conventions' "GenAI agent and
 framework spans" and "GenAI client spans" (OpenTelemetry semantic conventions, gen-ai):
 
-* ``invoke_workflow {crew}``, one per crew (INTERNAL): the crew's trace. It starts at the
-  crew's first event and ends when the observer is closed (or when more than
-  ``open_crews`` crews are open, the oldest first).
+* ``invoke_workflow {crew}``, one per crew (INTERNAL): the root of the crew's trace. It
+  starts at the crew's first event and ends when the observer is closed (or when more
+  than ``open_crews`` crews are open, the oldest first).
 * ``invoke_agent {agent}``, one per agent turn (INTERNAL), a child of its crew's span: from
-  the agent's first model or tool call of a task to its :class:`AgentAnswered`.
+  the agent's first model or tool call of a task to its :class:`AgentAnswered`, or to its
+  :class:`AgentFailed`, where it ends with status ERROR, ``error.type`` and
+  ``orkeon.agent.failure_reason`` (the event's ``reason``).
 * ``chat {model}``, one per model call (CLIENT), a child of the turn:
   ``gen_ai.operation.name`` = ``chat``, ``gen_ai.provider.name``,
   ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
@@ -23,6 +25,17 @@ framework spans" and "GenAI client spans" (OpenTelemetry semantic conventions, g
   ``:``).
 * ``execute_tool {name}``, one per tool call (INTERNAL), a child of the turn:
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id``; ERROR status on an error result.
+
+The crew's trace holds its hub messages too. Spans are built after the fact, on the
+observer's thread, so a crew's trace ids are chosen up front (derived from the crew id and
+the observer's random salt; the sampled flag is the tracer's sampler's decision for the
+root, asked once per crew) and the observer sets the journal's ``crew_scope``: a crew
+makes that context current on its thread around each step of its agents, so the
+``event_hub.*`` spans of what they publish (:class:`~orkeon_actors.middleware.TelemetryMiddleware`)
+are children of ``invoke_workflow {crew}``. That takes an SDK tracer (the workflow span
+is then built with the chosen ids, :func:`~orkeon_actors.middleware.lean_spans.start_root_as`);
+with any other provider the crew's GenAI spans are a trace of their own, as its hub
+spans are. One observer per runtime sets the scope (the last one started).
 
 Every span carries ``gen_ai.agent.id`` / ``gen_ai.agent.name`` (the agent id) and
 ``orkeon.crew.id``; times are the events' own (``started_at`` and ``duration_s``), so a
@@ -35,9 +48,11 @@ advised buckets: ``gen_ai.client.token.usage`` (``{token}``, one record per call
 
 Content (prompts, answers, tool arguments and results) is opt-in, as the conventions say:
 ``capture_content=True``, or the environment variable
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Opting in also turns on the
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (or ``span_only`` /
+``span_and_event``; :data:`CONTENT_ON_SPANS`). Opting in also turns on the
 journal's ``capture_content`` (the agent loop fills the content fields only then) and puts
-``gen_ai.input.messages`` / ``gen_ai.output.messages`` on chat spans and
+``gen_ai.input.messages`` / ``gen_ai.output.messages`` on chat spans (in the conventions'
+JSON form: role and parts, :func:`input_messages`, :func:`output_messages`) and
 ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` on tool spans. A journal
 capturing content for another observer does not put content on spans.
 
@@ -50,24 +65,31 @@ replays the journal's kept history, so calls made before it attached are spans t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import queue
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import MutableMapping
 from datetime import datetime
 from typing import Any, Final, Protocol
 
+from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TracerProvider
 
 from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.middleware.lean_spans import ids_choosable, root_flags, start_root_as
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEvent,
     AgentEventJournal,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
@@ -85,7 +107,12 @@ __all__ = [
 INSTRUMENTATION_NAME: Final = "orkeon_actors.agents"
 """Name of the tracer and of the meter."""
 CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""The conventions' opt-in for content capture (``true`` turns it on)."""
+"""The conventions' opt-in for content capture (:data:`CONTENT_ON_SPANS` turns it on)."""
+CONTENT_ON_SPANS: Final = ("true", "1", "yes", "span_only", "span_and_event")
+"""The values of :data:`CAPTURE_CONTENT_ENV` (any case) that put content on spans: ``true``
+(the OpenTelemetry GenAI instrumentations' boolean) and ``span_only`` /
+``span_and_event`` (their newer per-destination values; ``event_only`` and
+``no_content`` keep it off spans, as anything else does)."""
 
 TOKEN_BUCKETS: Final = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 """``gen_ai.client.token.usage``'s advised bucket boundaries."""
@@ -124,7 +151,7 @@ def _error_type(error: str) -> str:
 def _content_opted_in(capture_content: bool | None) -> bool:
     if capture_content is not None:
         return capture_content
-    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("true", "1", "yes")
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in CONTENT_ON_SPANS
 
 
 class AgentTelemetry:
@@ -169,8 +196,17 @@ class AgentTelemetry:
         """A call's prompt or tool arguments (from its started event) until it finishes."""
         self._closed = False
         self._closing = threading.Lock()
+        tracer = self._tracer
+        self._sdk: SdkTracer | None = tracer if isinstance(tracer, SdkTracer) and ids_choosable(tracer) else None
+        """The SDK tracer when crews' traces can be joined (ids chosen up front), else ``None``."""
+        self._salt = secrets.token_bytes(16)
+        self._crew_contexts: OrderedDict[str, tuple[SpanContext, Context]] = OrderedDict()
+        self._crew_contexts_lock = threading.Lock()
+        self._journal = journal
         if self.capture_content:
             journal.capture_content = True
+        if self._sdk is not None:
+            journal.crew_scope = self.crew_scope
         history, self._unsubscribe = journal.subscribe(self.observe)
         self._worker = threading.Thread(target=self._work, args=(history,), name="orkeon-genai-spans", daemon=True)
         self._worker.start()
@@ -180,6 +216,39 @@ class AgentTelemetry:
     def observe(self, event: AgentEvent) -> None:
         """Queue one event (the journal calls this on the emitting thread: it only queues)."""
         self._queue.put(event)
+
+    def crew_context(self, crew_id: str) -> SpanContext:
+        """The span context of ``crew_id``'s ``invoke_workflow`` span: ids derived from
+        the crew id (and this observer's random salt, so each observer, and each run,
+        has its own traces), its sampled flag the tracer's sampler's decision for a root
+        span, asked once per crew (kept for the last ``open_crews`` crews)."""
+        return self._crew_entry(crew_id)[0]
+
+    def _crew_entry(self, crew_id: str) -> tuple[SpanContext, Context]:
+        with self._crew_contexts_lock:
+            entry = self._crew_contexts.get(crew_id)
+            if entry is not None:
+                return entry
+        digest = hashlib.blake2b(crew_id.encode(), key=self._salt, digest_size=24).digest()
+        trace_id = int.from_bytes(digest[:16], "big") or 1
+        span_id = int.from_bytes(digest[16:], "big") or 1
+        assert self._sdk is not None
+        name = f"invoke_workflow {crew_id}"
+        attributes = {"gen_ai.operation.name": "invoke_workflow", "orkeon.crew.id": crew_id}
+        flags = root_flags(self._sdk, trace_id, name, SpanKind.INTERNAL, attributes)
+        span_context = SpanContext(trace_id, span_id, is_remote=False, trace_flags=flags)
+        entry = (span_context, trace.set_span_in_context(NonRecordingSpan(span_context)))
+        with self._crew_contexts_lock:
+            entry = self._crew_contexts.setdefault(crew_id, entry)
+            while len(self._crew_contexts) > self._open_crews:
+                self._crew_contexts.popitem(last=False)
+        return entry
+
+    def crew_scope(self, crew_id: str) -> _CrewScope:
+        """The journal's ``crew_scope``: a context manager that makes ``crew_id``'s trace
+        context the current one (a crew enters it around its agents' steps, so the hub
+        spans of what they publish are children of the crew's ``invoke_workflow``)."""
+        return _CrewScope(self._crew_entry(crew_id)[1])
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event queued so far became spans and metric records; false
@@ -213,6 +282,8 @@ class AgentTelemetry:
                 self._content[event.call_id] = content
         elif isinstance(event, AgentAnswered):
             self._answered(event)
+        elif isinstance(event, AgentFailed):
+            self._failed(event)
 
     def _open(
         self,
@@ -239,7 +310,13 @@ class AgentTelemetry:
 
     def _crew(self, crew_id: str, at_ns: int) -> Context:
         attributes = {"gen_ai.operation.name": "invoke_workflow", "orkeon.crew.id": crew_id}
-        context = self._open(self._crews, crew_id, f"invoke_workflow {crew_id}", _ROOT, attributes, at_ns)
+        name = f"invoke_workflow {crew_id}"
+        if self._sdk is None or crew_id in self._crews:
+            context = self._open(self._crews, crew_id, name, _ROOT, attributes, at_ns)
+        else:  # the crew's trace, with the ids its hub spans already name as their parent
+            span = start_root_as(self._sdk, name, self.crew_context(crew_id), SpanKind.INTERNAL, attributes, at_ns)
+            context = trace.set_span_in_context(span)
+            self._crews[crew_id] = (span, context, at_ns)
         while len(self._crews) > self._open_crews:
             _, (old, _, old_last) = self._crews.popitem(last=False)
             old.end(end_time=old_last)
@@ -268,10 +345,9 @@ class AgentTelemetry:
             attributes["gen_ai.response.model"] = event.response_model
         prompt = self._content.pop(event.call_id, None)
         if prompt is not None:
-            attributes["gen_ai.input.messages"] = prompt
-        if self.capture_content:
-            if event.answer is not None:
-                attributes["gen_ai.output.messages"] = event.answer
+            attributes["gen_ai.input.messages"] = input_messages(prompt)
+        if self.capture_content and event.answer is not None:
+            attributes["gen_ai.output.messages"] = output_messages(event)
         span = self._tracer.start_span(
             f"chat {event.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes, start_time=start
         )
@@ -327,6 +403,17 @@ class AgentTelemetry:
         self._touch_crew(event.crew_id, at)
         span.end(end_time=at)
 
+    def _failed(self, event: AgentFailed) -> None:
+        at = _ns(event.at)
+        self._turn(event.crew_id, event.agent_id, at)
+        span, _, _ = self._turns.pop((event.crew_id, event.agent_id))
+        self._touch_crew(event.crew_id, at)
+        span.set_attribute("orkeon.agent.failure_reason", event.reason)
+        if event.tool is not None:
+            span.set_attribute("gen_ai.tool.name", event.tool)
+        _fail(span, event.error)
+        span.end(end_time=at)
+
     def _touch(self, crew_id: str, agent_id: str, at_ns: int) -> None:
         """Move the turn's and the crew's last event to ``at_ns`` (a call's end)."""
         self._turn(crew_id, agent_id, at_ns)
@@ -342,6 +429,8 @@ class AgentTelemetry:
         """Stop observing, make spans of every event queued so far, then end the open turn
         and crew spans at their last event. Idempotent."""
         self._unsubscribe()
+        if self._journal.crew_scope == self.crew_scope:
+            self._journal.crew_scope = None
         with self._closing:
             if self._closed:
                 return
@@ -364,6 +453,80 @@ class AgentTelemetry:
 
     def __repr__(self) -> str:
         return f"AgentTelemetry(open_turns={len(self._turns)}, closed={self._closed})"
+
+
+class _CrewScope:
+    """Attaches a crew's trace context on entry and detaches it on exit (same thread)."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: Context) -> None:
+        self._context = context
+        self._token: object = None
+
+    def __enter__(self) -> _CrewScope:
+        self._token = otel_context.attach(self._context)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+
+
+def input_messages(prompt: str) -> str:
+    """The conversation an agent sent (the ``prompt`` of a
+    :class:`~orkeon_actors.model.agent_events.ModelCallStarted`: its messages as JSON) in
+    the conventions' ``gen_ai.input.messages`` form: a JSON array of ``{"role", "parts"}``,
+    each part a ``text`` (``content``), a ``tool_call`` (``id``, ``name``, ``arguments``)
+    or a ``tool_call_response`` (``id``, ``response``). Text that is not such an array is
+    kept as one user text part."""
+    try:
+        messages = json.loads(prompt)
+    except ValueError:
+        messages = None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return json.dumps([{"role": "user", "parts": [{"type": "text", "content": prompt}]}])
+    converted = []
+    for message in messages:
+        role = message.get("role", "user")
+        parts: list[dict[str, Any]] = []
+        if role == "tool":
+            parts.append(
+                {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": message.get("content")}
+            )
+        elif message.get("content"):
+            parts.append({"type": "text", "content": message["content"]})
+        for call in message.get("tool_calls") or ():
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": call.get("name"),
+                    "arguments": _json_or_text(call.get("arguments")),
+                }
+            )
+        converted.append({"role": role, "parts": parts})
+    return json.dumps(converted)
+
+
+def output_messages(event: ModelCallFinished) -> str:
+    """The model's answer in the conventions' ``gen_ai.output.messages`` form: one
+    assistant message with its text part, a ``tool_call`` part per tool it asked for (by
+    name: the arguments are not in the event) and its ``finish_reason``."""
+    parts: list[dict[str, Any]] = []
+    if event.answer:
+        parts.append({"type": "text", "content": event.answer})
+    parts.extend({"type": "tool_call", "name": name} for name in event.tool_calls)
+    reason = event.finish_reasons[0] if event.finish_reasons else "stop"
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": reason}])
+
+
+def _json_or_text(text: object) -> object:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _agent_attributes(crew_id: str, agent_id: str) -> dict[str, str]:

@@ -53,7 +53,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AnyValue, Attributes
 
-__all__ = ["LeanTracer", "SamplingVerdict", "context_of", "refuse_span"]
+__all__ = ["LeanTracer", "SamplingVerdict", "context_of", "ids_choosable", "refuse_span", "root_flags", "start_root_as"]
 
 
 def context_of(span_context: SpanContext) -> Context:
@@ -329,3 +329,45 @@ def refuse_span(span: Span, outcome: str, error: BaseException) -> None:
     span.record_exception(error)
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
     span.end()
+
+
+def ids_choosable(tracer: object) -> bool:
+    """Whether :func:`start_root_as` can give ``tracer``'s spans ids chosen up front: an
+    enabled SDK tracer whose internals are the ones this module reads."""
+    return type(tracer) is SdkTracer and _internals_known(tracer) and tracer._is_enabled()
+
+
+def root_flags(tracer: SdkTracer, trace_id: int, name: str, kind: SpanKind, attributes: Attributes) -> TraceFlags:
+    """The trace flags ``tracer``'s sampler gives a root span of ``trace_id``."""
+    result = tracer.sampler.should_sample(None, trace_id, name, kind, attributes)
+    return _SAMPLED if result.decision is Decision.RECORD_AND_SAMPLE else _NOT_SAMPLED
+
+
+def start_root_as(
+    tracer: SdkTracer, name: str, span_context: SpanContext, kind: SpanKind, attributes: Attributes, start_time: int
+) -> Span:
+    """Start a root span with ``span_context``'s ids (chosen up front, so spans made
+    before it, elsewhere, could name it as their parent): a real SDK span given to the
+    provider's processors (``on_start`` now, ``on_end`` at ``end``), or a non-recording
+    one when ``span_context`` is not sampled. Only for a tracer :func:`ids_choosable`."""
+    if not span_context.trace_flags.sampled:
+        return NonRecordingSpan(span_context)
+    result = tracer.sampler.should_sample(None, span_context.trace_id, name, kind, attributes)
+    span = SdkSpan(
+        name=name,
+        context=span_context,
+        parent=None,
+        sampler=tracer.sampler,
+        resource=tracer.resource,
+        attributes=result.attributes,
+        span_processor=tracer.span_processor,
+        kind=kind,
+        links=(),
+        instrumentation_info=tracer.instrumentation_info,
+        record_exception=False,
+        set_status_on_exception=False,
+        limits=tracer._span_limits,
+        instrumentation_scope=tracer._instrumentation_scope,
+    )
+    span.start(start_time=start_time)
+    return span

@@ -4,6 +4,9 @@ These are the values every observer of an agent reads (the Studio's agent lanes,
 ``orkeon crew run``'s timeline, the OpenTelemetry GenAI spans and metrics, a test). The
 crew's agent loop emits them; it never waits on an observer.
 
+:class:`AgentFailed` ends an agent's task that got no answer (the model raised, a tool
+error ended it, its budget or deadline ran out, it was cancelled), with the reason.
+
 Guarantees:
 
 * Every value is frozen and holds only plain data (strings, numbers, JSON text), so it can
@@ -28,6 +31,7 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Final
 
@@ -39,6 +43,8 @@ __all__ = [
     "AgentAnswered",
     "AgentEvent",
     "AgentEventJournal",
+    "AgentFailed",
+    "FAILURE_REASONS",
     "ModelCallFinished",
     "ModelCallStarted",
     "ToolCallFinished",
@@ -144,10 +150,38 @@ class AgentAnswered:
     text: str | None = None
 
 
-AgentEvent = ModelCallStarted | ModelCallFinished | ToolCallStarted | ToolCallFinished | AgentAnswered
+FAILURE_REASONS: Final = ("model_error", "tool_error", "budget_exhausted", "deadline", "cancelled", "error")
+"""Why an agent failed (:class:`AgentFailed`'s ``reason``)."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentFailed:
+    """An agent's task ended without an answer, at ``at``.
+
+    ``reason`` is one of :data:`FAILURE_REASONS`: ``model_error`` (its model call
+    raised: a :class:`~orkeon_actors.errors.ModelError`, or whatever its model raised),
+    ``tool_error`` (an error that ends the agent came out of a tool call, ``tool`` names
+    it), ``budget_exhausted`` (tokens, tool calls or cost), ``deadline`` (its wall-time
+    budget), ``cancelled`` (its cancel token fired, the orchestration withdrew its task,
+    or its crew was stopped while it worked) or ``error`` (anything else: a hook, the
+    orchestration, the hub stopping). ``error`` is the exception's type and message.
+    """
+
+    seq: int = 0
+    crew_id: str
+    agent_id: str
+    at: datetime
+    reason: str
+    error: str
+    tool: str | None = None
+
+
+AgentEvent = ModelCallStarted | ModelCallFinished | ToolCallStarted | ToolCallFinished | AgentAnswered | AgentFailed
 """One thing an agent did."""
 
 Subscriber = Callable[[AgentEvent], None]
+CrewScope = Callable[[str], AbstractContextManager[object]]
+"""What a crew enters around its agents' steps (:attr:`AgentEventJournal.crew_scope`)."""
 
 
 class AgentEventJournal:
@@ -160,6 +194,11 @@ class AgentEventJournal:
     fails because an observer did). :meth:`subscribe` returns the history so far
     and the function that unsubscribes, atomically, so no event is missed or seen twice.
     ``capture_content`` tells emitters whether to fill the content fields.
+    ``crew_scope``, when set (by :func:`~orkeon_actors.middleware.genai.observe_agents`),
+    is entered by a crew, with its id, around each step of its agents on the crew's
+    thread: the OpenTelemetry observer makes it the crew's trace context there, so the
+    hub's spans of the messages the agents publish join the crew's trace. ``None`` (the
+    default) costs a crew one attribute read per step.
     Thread-safe.
     """
 
@@ -167,6 +206,7 @@ class AgentEventJournal:
         if size < 1:
             raise ValueError(f"an agent event journal keeps at least one event, not {size}")
         self.capture_content = capture_content
+        self.crew_scope: CrewScope | None = None
         self._events: deque[AgentEvent] = deque(maxlen=size)
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
@@ -206,6 +246,15 @@ class AgentEventJournal:
         with self._lock:
             events = tuple(self._events)
         return events if limit is None else events[-limit:]
+
+    def last_of(self, crew_id: str, agent_id: str) -> AgentEvent | None:
+        """The most recent kept event of ``agent_id`` in ``crew_id`` (searched from the
+        newest back: cheap when the agent did something lately)."""
+        with self._lock:
+            for event in reversed(self._events):
+                if event.agent_id == agent_id and event.crew_id == crew_id:
+                    return event
+        return None
 
     def subscribe(self, subscriber: Subscriber) -> tuple[tuple[AgentEvent, ...], Callable[[], None]]:
         """Start calling ``subscriber`` with each new event; returns the kept history (the

@@ -7,7 +7,7 @@ Datetime rule: RFC 3339 in UTC with microseconds and a ``Z`` (the tool format's 
 An event is a JSON object of its fields (snake_case, as the classes in
 :mod:`orkeon_actors.model.agent_events` name them, tuples as arrays) plus ``"kind"``,
 its tag: ``model_call_started``, ``model_call_finished``, ``tool_call_started``,
-``tool_call_finished`` or ``agent_answered``. :func:`decode_agent_event` is the inverse
+``tool_call_finished``, ``agent_answered`` or ``agent_failed``. :func:`decode_agent_event` is the inverse
 of :func:`encode_agent_event` and raises ``InvalidArgumentError`` naming what is wrong
 for an object that is not one.
 """
@@ -23,6 +23,7 @@ from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEvent,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
@@ -39,6 +40,7 @@ AGENT_EVENT_KINDS: Final[Mapping[str, type[AgentEvent]]] = {
     "tool_call_started": ToolCallStarted,
     "tool_call_finished": ToolCallFinished,
     "agent_answered": AgentAnswered,
+    "agent_failed": AgentFailed,
 }
 """Each event class under its ``kind`` tag."""
 

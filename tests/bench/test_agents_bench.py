@@ -33,7 +33,13 @@ def test_a_tiny_run_reports_every_figure_in_json(monkeypatch: pytest.MonkeyPatch
         "openai_3_wall_over_latency",
         "openai_3_peak_threads",
         "openai_3_peak_in_flight",
+        "openai_3_client_cpu_s",
         "openai_connection_limit",
+        *(
+            f"openai_aiohttp_3_{what}"
+            for what in ("wall_over_latency", "peak_threads", "client_cpu_s")
+            if agents.aiohttp_transport()
+        ),
         "async_model",
         "post_receive_vs_tell",
         "send_reply_vs_ask",

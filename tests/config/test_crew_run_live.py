@@ -19,6 +19,15 @@ import pytest
 import orkeon_actors as ok
 from orkeon_actors.cli.live_timeline import LiveTimeline
 from orkeon_actors.cli.main import main
+from orkeon_actors.crew import (
+    Agent,
+    CrewActor,
+    ModelRequest,
+    ModelResponse,
+    start_crew,
+    wait_finished,
+)
+from orkeon_actors.errors import CrewFailedError, ModelError
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     ModelCallFinished,
@@ -26,6 +35,7 @@ from orkeon_actors.model.agent_events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from orkeon_actors.orchestration import Sequential, Task
 from orkeon_actors.wire.agent_events import decode_agent_event, encode_agent_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,3 +188,36 @@ def test_json_mode_writes_every_agent_event_in_its_wire_codec() -> None:
     printed = [json.loads(line) for line in out.getvalue().splitlines()]
     assert printed == [encode_agent_event(event) for event in recorded]
     assert [decode_agent_event(obj) for obj in printed] == list(recorded)
+
+
+class _Unreachable:
+    """A model whose provider cannot be reached."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError("connection refused by 127.0.0.1:9", provider="openai", model="gpt-x")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_agents_failure_is_printed_when_it_happens(as_json: bool) -> None:
+    out = io.StringIO()
+    with ok.Runtime.start() as rt, LiveTimeline(out, as_json=as_json, now=lambda: 0.5) as timeline:
+        timeline.follow(rt.agent_events)
+        ref = CrewActor.start(
+            rt.hub, agents=[Agent("a", _Unreachable())], orchestration=Sequential([Task("go", "a")]), crew_id="c1"
+        )
+        try:
+            start_crew(ref)
+            with pytest.raises(CrewFailedError):
+                wait_finished(ref, timeout=30)
+        finally:
+            ref.stop()
+        timeline.close()
+    last = out.getvalue().splitlines()[-1]
+    if as_json:
+        event = json.loads(last)
+        assert (event["kind"], event["crew_id"], event["agent_id"]) == ("agent_failed", "c1", "a")
+        assert event["reason"] == "model_error"
+        assert event["error"] == "ModelError: connection refused by 127.0.0.1:9"
+    else:
+        assert last.split()[2:5] == ["c1/a", "failed", "model_error:"]
+        assert last.endswith("ModelError: connection refused by 127.0.0.1:9")

@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import json
 
-from orkeon_actors.crew import Agent, CrewStatus, ScriptedModel, Tool, call, respond
+from orkeon_actors.crew import (
+    Agent,
+    BudgetLimits,
+    CrewStatus,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    Tool,
+    call,
+    respond,
+)
+from orkeon_actors.errors import HubStoppedError, ModelError
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEvent,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
@@ -86,3 +98,72 @@ def test_a_parked_hub_wait_finishes_when_its_message_comes(crews: Crews) -> None
     events = crews.runtime.agent_events.recent()
     end = next(e for e in events if isinstance(e, ToolCallFinished))
     assert end.name == "receive_message" and end.duration_s == 3.0
+
+
+class _Raising:
+    """A model whose every call raises ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise self.error
+
+
+def _failure(crews: Crews, agent: Agent, status: CrewStatus = CrewStatus.FAILED) -> AgentFailed:
+    ref = crews.start(agents=[agent], orchestration=Sequential([Task("go", agent.agent_id)]), crew_id="c1")
+    assert crews.settle(ref, status) is status
+    failed = [e for e in crews.runtime.agent_events.recent() if isinstance(e, AgentFailed)]
+    assert len(failed) == 1, _kinds(crews.runtime.agent_events.recent())
+    assert (failed[0].crew_id, failed[0].agent_id) == ("c1", str(agent.agent_id))
+    return failed[0]
+
+
+def test_a_model_that_raises_ends_the_task_with_a_model_error_event(crews: Crews) -> None:
+    error = ModelError("503 from the provider", provider="openai", model="gpt-x")
+    failed = _failure(crews, Agent("a", _Raising(error)))
+    assert (failed.reason, failed.error, failed.tool) == ("model_error", "ModelError: 503 from the provider", None)
+    assert _kinds(crews.runtime.agent_events.recent())[-2:] == ["ModelCallFinished", "AgentFailed"]
+
+
+def test_any_exception_of_the_model_call_is_a_model_error(crews: Crews) -> None:
+    failed = _failure(crews, Agent("a", _Raising(RuntimeError("my model broke"))))
+    assert (failed.reason, failed.error) == ("model_error", "RuntimeError: my model broke")
+
+
+def test_an_exhausted_budget_is_its_reason(crews: Crews) -> None:
+    model = ScriptedModel([call("receive_message", {"wait_forever": False, "timeout_ms": 10}, tokens=50)] * 3)
+    failed = _failure(crews, Agent("a", model, budget=BudgetLimits(max_tokens=60)))
+    assert failed.reason == "budget_exhausted" and failed.error.startswith("BudgetExhaustedError")
+
+
+def test_a_deadline_passing_during_a_wait_is_a_deadline(crews: Crews) -> None:
+    model = ScriptedModel([call("receive_message", {"wait_forever": True}), respond("never")])
+    agent = Agent("a", model, budget=BudgetLimits(max_wall_time=5))
+    ref = crews.start(agents=[agent], orchestration=Sequential([Task("go", "a")]), crew_id="c1")
+    assert crews.settle(ref) is CrewStatus.WAITING
+    crews.clock.advance(6)
+    assert crews.settle(ref, CrewStatus.FAILED) is CrewStatus.FAILED
+    [failed] = [e for e in crews.runtime.agent_events.recent() if isinstance(e, AgentFailed)]
+    assert (failed.reason, failed.tool) == ("deadline", "receive_message")
+    assert failed.at == crews.clock.now()
+
+
+def test_an_error_that_ends_the_agent_inside_a_tool_is_a_tool_error(crews: Crews) -> None:
+    def gone(args: object) -> object:
+        raise HubStoppedError("the hub stopped under the tool")
+
+    agent = Agent("a", ScriptedModel([call("fetch", {}), respond("never")]), tools=[Tool("fetch", "f", gone)])
+    failed = _failure(crews, agent)
+    assert (failed.reason, failed.tool) == ("tool_error", "fetch")
+    assert failed.error == "HubStoppedError: the hub stopped under the tool"
+
+
+def test_a_crew_stopped_while_its_agent_works_records_it_cancelled(crews: Crews) -> None:
+    agent = Agent("a", ScriptedModel([call("receive_message", {"wait_forever": True}), respond("never")]))
+    ref = crews.start(agents=[agent], orchestration=Sequential([Task("go", "a")]), crew_id="c1")
+    assert crews.settle(ref) is CrewStatus.WAITING
+    ref.stop()
+    [failed] = [e for e in crews.runtime.agent_events.recent() if isinstance(e, AgentFailed)]
+    assert (failed.reason, failed.tool) == ("cancelled", "receive_message")
+    assert failed.error == "CancelledError: the crew was stopped while the agent worked"

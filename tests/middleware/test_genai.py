@@ -4,6 +4,7 @@ from the SDK's in-memory exporter (OpenTelemetry semantic conventions, gen-ai)."
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,15 +15,25 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
 import orkeon_actors as ok
-from orkeon_actors.middleware.genai import CAPTURE_CONTENT_ENV, INSTRUMENTATION_NAME, observe_agents
+from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond, start_crew, wait_finished
+from orkeon_actors.middleware import TelemetryMiddleware
+from orkeon_actors.middleware.genai import (
+    CAPTURE_CONTENT_ENV,
+    INSTRUMENTATION_NAME,
+    input_messages,
+    observe_agents,
+    output_messages,
+)
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
     AgentEventJournal,
+    AgentFailed,
     ModelCallFinished,
     ModelCallStarted,
     ToolCallFinished,
     ToolCallStarted,
 )
+from orkeon_actors.orchestration import Sequential, Task
 from tests.middleware.conftest import Metrics, StartRuntime, Tracing
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -198,13 +209,19 @@ def test_content_is_captured_only_when_opted_in(
         assert off.capture_content
     with observe_agents(runtime, tracer_provider=tracing.provider) as observer:
         assert journal.capture_content, "opting in tells the agent loop to fill the content fields"
-        _model_call(journal, "b", T0, 1.0, prompt='[{"role":"user","content":"hi"}]', answer="hello")
+        _model_call(
+            journal, "b", T0, 1.0, prompt='[{"role":"user","content":"hi"}]', answer="hello", finish_reasons=("stop",)
+        )
         _tool_call(journal, "b", T0, 0.1, arguments='{"to":"x"}', result='{"ok":true}')
     assert observer.capture_content
     chats = [s for s in tracing.spans("chat gpt-4o-mini") if _attributes(s)["gen_ai.agent.id"] == "b"]
     [chat] = chats
-    assert _attributes(chat)["gen_ai.input.messages"] == '[{"role":"user","content":"hi"}]'
-    assert _attributes(chat)["gen_ai.output.messages"] == "hello"
+    assert json.loads(_attributes(chat)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    ]
+    assert json.loads(_attributes(chat)["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}], "finish_reason": "stop"}
+    ]
     [tool_span] = [s for s in tracing.spans("execute_tool post_message") if _attributes(s)["gen_ai.agent.id"] == "b"]
     tool = _attributes(tool_span)
     assert (tool["gen_ai.tool.call.arguments"], tool["gen_ai.tool.call.result"]) == ('{"to":"x"}', '{"ok":true}')
@@ -249,3 +266,137 @@ def test_recording_an_event_never_waits_on_the_spans(runtime: ok.Runtime) -> Non
         assert observer.flush(timeout=30)
         assert ended_on == ["orkeon-genai-spans"]  # the chat span, built off the recording thread
     provider.shutdown()
+
+
+def test_a_failed_agent_ends_its_turn_with_error_when_it_fails(runtime: ok.Runtime, tracing: Tracing) -> None:
+    journal = runtime.agent_events
+    with observe_agents(runtime, tracer_provider=tracing.provider) as observer:
+        _model_call(journal, "a", T0, 1.0, error="ModelError: 503")
+        failed_at = T0 + timedelta(seconds=1)
+        journal.record(
+            AgentFailed(crew_id="crew-a", agent_id="a", at=failed_at, reason="model_error", error="ModelError: 503")
+        )
+        assert observer.flush(timeout=30)
+        turn = tracing.one("invoke_agent a")  # ended now, not when the observer closes
+        assert tracing.spans("invoke_workflow crew-a") == []
+    assert turn.end_time == _ns(failed_at)
+    assert turn.status.status_code is StatusCode.ERROR and turn.status.description == "ModelError: 503"
+    assert _attributes(turn)["error.type"] == "ModelError"
+    assert _attributes(turn)["orkeon.agent.failure_reason"] == "model_error"
+
+
+def _poster(crew: str) -> Agent:
+    model = ScriptedModel(
+        [call("post_message", {"target_mailbox": "agent://sink/s", "payload": {"from": crew}}), respond("posted")]
+    )
+    return Agent("writer", model)
+
+
+def test_a_crews_hub_messages_and_its_model_and_tool_calls_are_one_trace(
+    start_runtime: StartRuntime, tracing: Tracing
+) -> None:
+    rt = start_runtime(middleware=[TelemetryMiddleware(tracing.provider)])
+    sink = rt.hub.register_mailbox(ok.MailboxAddress.parse("agent://sink/s"))
+    with observe_agents(rt, tracer_provider=tracing.provider):
+        refs = [
+            CrewActor.start(rt.hub, agents=[_poster(c)], orchestration=Sequential([Task("go", "writer")]), crew_id=c)
+            for c in ("crew-a", "crew-b")
+        ]
+        try:
+            for ref in refs:
+                start_crew(ref)
+            for ref in refs:
+                assert wait_finished(ref, timeout=30).result == "posted"
+        finally:
+            for ref in refs:
+                ref.stop()
+    sink.close()
+    for crew in ("crew-a", "crew-b"):
+        workflow = tracing.one(f"invoke_workflow {crew}")
+        trace_id = workflow.context.trace_id
+        [turn] = [s for s in tracing.spans("invoke_agent writer") if s.context.trace_id == trace_id]
+        [post] = [s for s in tracing.spans("event_hub.post") if _attributes(s)["crew.source"] == crew]
+        chats = [s for s in tracing.spans("chat scripted") if _attributes(s)["orkeon.crew.id"] == crew]
+        [tool] = [s for s in tracing.spans("execute_tool post_message") if _attributes(s)["orkeon.crew.id"] == crew]
+        assert len(chats) == 2
+        assert post.context.trace_id == trace_id  # the hub's span of the agent's post, in the crew's trace
+        assert post.parent is not None and post.parent.span_id == workflow.context.span_id
+        assert turn.parent is not None and turn.parent.span_id == workflow.context.span_id
+        for child in (*chats, tool):
+            assert child.context.trace_id == trace_id
+            assert child.parent is not None and child.parent.span_id == turn.context.span_id
+    a, b = (tracing.one(f"invoke_workflow {c}").context.trace_id for c in ("crew-a", "crew-b"))
+    assert a != b
+
+
+def test_a_crew_outside_an_observer_keeps_the_hubs_own_traces(start_runtime: StartRuntime, tracing: Tracing) -> None:
+    rt = start_runtime(middleware=[TelemetryMiddleware(tracing.provider)])
+    sink = rt.hub.register_mailbox(ok.MailboxAddress.parse("agent://sink/s"))
+    observe_agents(rt, tracer_provider=tracing.provider).close()
+    assert rt.agent_events.crew_scope is None  # a closed observer leaves no trace context behind
+    ref = CrewActor.start(rt.hub, agents=[_poster("c")], orchestration=Sequential([Task("go", "writer")]), crew_id="c")
+    try:
+        start_crew(ref)
+        assert wait_finished(ref, timeout=30).result == "posted"
+    finally:
+        ref.stop()
+    sink.close()
+    [post] = tracing.spans("event_hub.post")
+    assert post.parent is None
+
+
+def test_a_captured_conversation_takes_the_conventions_message_form() -> None:
+    prompt = json.dumps(
+        [
+            {"role": "system", "content": "be brief", "tool_calls": [], "tool_call_id": None, "name": None},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "t1", "name": "lookup", "arguments": '{"sku": 42}'}],
+                "tool_call_id": None,
+                "name": None,
+            },
+            {"role": "tool", "content": '{"price": 9}', "tool_calls": [], "tool_call_id": "t1", "name": "lookup"},
+        ]
+    )
+    assert json.loads(input_messages(prompt)) == [
+        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "t1", "name": "lookup", "arguments": {"sku": 42}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "t1", "response": '{"price": 9}'}]},
+    ]
+    finished = ModelCallFinished(
+        call_id="c",
+        crew_id="k",
+        agent_id="a",
+        turn=0,
+        model="m",
+        provider="p",
+        started_at=T0,
+        duration_s=1.0,
+        finish_reasons=("tool_calls",),
+        tool_calls=("lookup",),
+        answer="",
+    )
+    assert json.loads(output_messages(finished)) == [
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "lookup"}], "finish_reason": "tool_calls"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        ("true", True),
+        ("SPAN_ONLY", True),
+        ("span_and_event", True),
+        ("event_only", False),
+        ("no_content", False),
+        ("false", False),
+        ("", False),
+    ],
+)
+def test_the_environment_opt_in_reads_the_instrumentations_values(
+    value: str, on: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, value)
+    with observe_agents(AgentEventJournal()) as observer:
+        assert observer.capture_content is on

@@ -4,6 +4,9 @@ download). Each test saves a screenshot under its temp directory."""
 from __future__ import annotations
 
 import contextlib
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +16,7 @@ import pytest
 
 import orkeon_actors as ok
 from orkeon_actors.acl import AclMiddleware, AclRegistry, CrewLink
-from orkeon_actors.crew import Agent, ScriptedModel, call, respond
+from orkeon_actors.crew import Agent, CrewActor, ScriptedModel, call, respond, start_crew
 from orkeon_actors.lifecycle import CrewBlueprint, CrewSupervisor
 from orkeon_actors.model.agent_events import (
     AgentAnswered,
@@ -343,3 +346,94 @@ def test_the_agent_view_draws_history_and_live_calls(chromium: Any, tmp_path: Pa
             tab.wait_for_selector(f"#agents .call.model[data-call='{call_id}']:not(.inflight)", timeout=DEADLINE_MS)
             totals = tab.locator("#agent-totals tr[data-crew='desk'] td").all_text_contents()
             assert totals == ["desk", "2", "2", "130", "35", "$0.0015"]
+
+
+@contextlib.contextmanager
+def _fake_openai(latency: float) -> Iterator[str]:
+    """The bench's fake OpenAI-compatible server, in its own process: its ``/v1`` URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "orkeon_actors.bench.fake_openai", "--latency", str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        yield f"http://127.0.0.1:{int(server.stdout.readline())}/v1"
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=30)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_orkeon_studio_store_shows_the_agents_calls_and_failure_of_a_finished_run(
+    chromium: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("openai", reason="the openai extra is not installed")
+    from orkeon_actors.models import OpenAIChatModel, RetryPolicy
+
+    db = tmp_path / "run.db"
+    with _fake_openai(0.05) as url, ok.Runtime.start(store=str(db)) as rt:
+        answering = OpenAIChatModel("fake", api_key="test", base_url=url, timeout=30)
+        refused = OpenAIChatModel(
+            "fake", api_key="test", base_url=f"http://127.0.0.1:{_closed_port()}/v1", retry=RetryPolicy(max_retries=0)
+        )
+        refs = [
+            CrewActor.start(
+                rt.hub, agents=[Agent(agent, model)], orchestration=Sequential([Task("go", agent)]), crew_id=crew
+            )
+            for crew, agent, model in (("desk", "clerk", answering), ("floor", "boss", refused))
+        ]
+        try:
+            for ref in refs:
+                start_crew(ref)
+            wait_until(
+                lambda: len(StoreFileSource(db).agent_events(0)["events"]) == 6, what="both crews' events stored"
+            )
+        finally:
+            for ref in refs:
+                ref.stop()
+    # the run is over: the browser attaches to its store only now (orkeon studio --store)
+    server = StudioServer(StoreFileSource(db))
+    try:
+        with _open_polling(chromium, server.url, tmp_path / "store-agents.png") as tab:
+            clerk, boss = "#agents .agent-lane[data-agent='desk/clerk']", "#agents .agent-lane[data-agent='floor/boss']"
+            tab.wait_for_selector(f"{clerk} .answer", timeout=DEADLINE_MS)
+            tab.wait_for_selector(f"{boss} .failure", timeout=DEADLINE_MS)
+            bar = tab.locator(f"{clerk} .call.model").text_content()
+            assert "fake" in bar and "10 \u2192 1 tokens" in bar and "stop" in bar
+            assert tab.locator(f"{clerk} .answer").text_content() == "answer: (content capture off)"
+            assert tab.locator(f"{boss} .call.model.failed").count() == 1
+            failure = tab.locator(f"{boss} .failure")
+            assert failure.get_attribute("data-reason") == "model_error"
+            assert str(failure.text_content()).startswith("failed (model_error): ModelError: ")
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def _open_polling(browser: Any, url: str, screenshot: Path) -> Iterator[Any]:
+    """A Chromium tab on a store's page (it polls); fails if the page logged an error."""
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1300, "height": 1100})
+    try:
+        tab = context.new_page()
+        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        tab.goto(url)
+        tab.wait_for_selector("#conn[data-state=polling]", timeout=DEADLINE_MS)
+        try:
+            yield tab
+        finally:
+            tab.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], f"the page logged errors: {errors}"

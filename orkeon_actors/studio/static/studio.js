@@ -350,7 +350,7 @@ function renderMetrics(sample) {
   }
 }
 
-// -- the agent view: per agent, a lane of its model calls, tool calls and answers ---------
+// -- the agent view: per agent, a lane of its model calls, tool calls, answers, failures --
 
 const agents = { after: 0, calls: new Map(), order: [], lanes: new Map() };
 // a lane: { key, crew, agent, items: [call ids and answers in order], tokensIn, tokensOut, cost, calls }
@@ -378,6 +378,8 @@ function onAgentEvent(ev) {
     }
   } else if (ev.kind === "agent_answered") {
     lane.items.push({ answer: ev });
+  } else if (ev.kind === "agent_failed") {
+    lane.items.push({ failure: ev });
   }
 }
 function money(cost) { return "$" + cost.toFixed(cost >= 1 ? 2 : 4); }
@@ -419,6 +421,10 @@ function toolCall(call) {
   }
   return details;
 }
+function failure(ev) {
+  const where = ev.tool ? " in " + ev.tool : "";
+  return el("div", { class: "failure", "data-reason": ev.reason }, "failed (" + ev.reason + where + "): " + ev.error);
+}
 function renderAgents() {
   const root = $("agents");
   const open = new Set([...root.querySelectorAll("details[open]")].map((d) => d.dataset.call));
@@ -439,6 +445,7 @@ function renderAgents() {
     const turns = el("div", { class: "turns" });
     for (const item of lane.items) {
       if (item.answer) { turns.appendChild(el("div", { class: "answer" }, "answer: " + content(item.answer.text))); continue; }
+      if (item.failure) { turns.appendChild(failure(item.failure)); continue; }
       const call = agents.calls.get(item.call);
       const node = call.started.kind.startsWith("model") ? modelCall(call) : toolCall(call);
       if (open.has(item.call)) node.open = true;
