@@ -53,6 +53,8 @@ __all__ = [
     "StoreNotWritableError",
     "BrokerError",
     "BrokerUnavailableError",
+    "BrokerAccessError",
+    "BrokerTlsError",
     "DeliveryNotConfirmedError",
     "BrokerNackError",
     "UnroutableError",
@@ -349,6 +351,13 @@ class BrokerAccessError(BrokerUnavailableError):
     """The broker definitively refused this login: a wrong password, a vhost that does
     not exist or that the login may not open, or ``ACCESS_REFUSED`` on a resource the
     login's permissions do not cover (the text names it). Retrying does not help."""
+
+
+class BrokerTlsError(BrokerAccessError):
+    """The TLS handshake with the broker failed for good (``amqps://``): its certificate
+    is not signed by the URI's ``cafile`` or does not carry the name the URI connects to
+    (``server_hostname``), or the broker refused this host's client certificate. The text
+    carries the TLS library's own words. Retrying does not help."""
 
 
 class BrokerNackError(BrokerError):

@@ -9,9 +9,12 @@
 * ``spawn KIND --host HOST [--crew-id ID]`` and ``stop CREW``;
 * ``dlq [--limit N]``: the dead letters of ``fleet.dlq`` with why each died, left in
   place; ``dlq --requeue MESSAGE_ID`` publishes one again as it was first published;
-* ``caps``: each inbox's length, consumers, policy and cap; ``caps --apply
-  [--max-length N] [--message-ttl-ms N]`` sets the fleet's policies (``rabbitmqctl``:
-  AMQP cannot set a policy).
+* ``caps``: each inbox's length, consumers, policy, declared cap, cap in force and
+  whether it is capped; ``caps --apply [--max-length N] [--max-bytes N]
+  [--message-ttl-ms MS] [--expiry-ms MS]`` sets the fleet's policies and redeclares
+  with those caps the inboxes declared otherwise that no host consumes
+  (:func:`~orkeon_actors.fleet.inbox_caps.recap`; ``rabbitmqctl``: AMQP can read and
+  set neither arguments nor policies).
 
 The process joins the fleet as the operator host ``ID`` (``--as``, else
 ``$ORKEON_FLEET_OPERATOR``, else ``operator``), which needs a key in the fleet's keys
@@ -92,9 +95,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     dlq.add_argument("--limit", type=int, default=1000, metavar="N", help="read at most N (default 1000)")
     dlq.add_argument("--requeue", metavar="MESSAGE_ID", help="publish this dead letter again, as first published")
     caps = commands.add_parser("caps", parents=[shared], help="each inbox's length and cap; --apply the policies")
-    caps.add_argument("--apply", action="store_true", help="set the fleet's policies (needs rabbitmqctl)")
-    caps.add_argument("--max-length", type=int, metavar="N", help="the inboxes' cap with --apply")
-    caps.add_argument("--message-ttl-ms", type=int, metavar="MS", help="the inboxes' message TTL with --apply")
+    caps.add_argument(
+        "--apply",
+        action="store_true",
+        help="set the policies and redeclare the unconsumed inboxes declared otherwise (needs rabbitmqctl)",
+    )
+    caps.add_argument("--max-length", type=int, metavar="N", help="with --apply: messages per inbox at most")
+    caps.add_argument("--max-bytes", dest="max_length_bytes", type=int, metavar="BYTES", help="with --apply: bytes")
+    caps.add_argument("--message-ttl-ms", type=int, metavar="MS", help="with --apply: the inboxes' message TTL")
+    caps.add_argument(
+        "--expiry-ms", dest="orphan_expiry_ms", type=int, metavar="MS", help="with --apply: unused inbox expiry"
+    )
 
 
 def run_fleet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -145,15 +156,24 @@ def _act(session: Any, args: argparse.Namespace) -> Any:
 
 
 def _apply_caps(args: argparse.Namespace) -> int:
-    from orkeon_actors.fleet.broker_admin import apply_policies
+    from orkeon_actors.fleet.inbox_caps import recap
     from orkeon_actors.fleet.operator import vhost_of
     from orkeon_actors.hub.amqp.topology import InboxCaps
 
-    given = {"max_length": args.max_length, "message_ttl_ms": args.message_ttl_ms}
-    caps = InboxCaps(**{name: value for name, value in given.items() if value is not None})
+    fields = ("max_length", "max_length_bytes", "message_ttl_ms", "orphan_expiry_ms")
+    caps = InboxCaps(**{name: value for name in fields if (value := getattr(args, name, None)) is not None})
     vhost = vhost_of(args.broker)
-    apply_policies(vhost, caps)  # BrokerError listing the commands when rabbitmqctl is missing
-    _print(args, {"vhost": vhost, "applied": attrs.asdict(caps)})
+    done = recap(args.broker, vhost, caps)  # BrokerError listing the commands when rabbitmqctl is missing
+    result = {"vhost": vhost, "applied": attrs.asdict(caps), **attrs.asdict(done)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"policies set on {vhost}: {_dict_line(attrs.asdict(caps))}")
+    for queue, moved in done.redeclared.items():
+        over = done.dead_lettered.get(queue, 0)
+        print(f"redeclared {queue} with the caps ({moved} messages moved back, {over} over the cap dead-lettered)")
+    for queue in done.in_use:
+        print(f"{queue} is consumed by a host: capped by the policy; stop its host and run this again to redeclare it")
     return 0
 
 
@@ -193,7 +213,7 @@ def _print(args: argparse.Namespace, result: Any) -> None:
         )
     else:
         _table(
-            ["MAILBOX", "HOST", "MESSAGES", "CONSUMERS", "POLICY", "CAP"],
+            ["MAILBOX", "HOST", "MESSAGES", "CONSUMERS", "POLICY", "DECLARED", "CAP", "CAPPED"],
             [
                 [
                     row.mailbox,
@@ -201,7 +221,9 @@ def _print(args: argparse.Namespace, result: Any) -> None:
                     str(row.messages),
                     str(row.consumers),
                     row.policy or "-",
-                    str(row.max_length) if row.max_length is not None else "-",
+                    _or_dash(row.declared_max_length),
+                    _or_dash(row.max_length),
+                    {None: "-", True: "yes", False: "NO"}[row.capped],
                 ]
                 for row in result
             ],
@@ -215,6 +237,10 @@ def _print(args: argparse.Namespace, result: Any) -> None:
                 "(rabbitmqctl on PATH) to see the caps, `--apply` to set them",
                 file=sys.stderr,
             )
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _dict_line(result: dict[str, Any]) -> str:

@@ -2,8 +2,10 @@
 
 ``orkeon host --broker URI --host-id ID --store PATH [--keys FILE] [--crews MODULE:NAME]
 [--presence-interval S] [--presence-ttl S] [--prefetch N] [--publish-timeout S]
-[--connect-timeout S] [--delivery-timeout S] [--message-ttl S]`` starts
-``Runtime.start(store=PATH, fleet=FleetConfig(URI, ID, keys, ...bounds))`` (keys from
+[--connect-timeout S] [--delivery-timeout S] [--message-ttl S] [--inbox-max-length N]
+[--inbox-max-bytes N] [--inbox-message-ttl-ms MS] [--inbox-expiry-ms MS]`` starts
+``Runtime.start(store=PATH, fleet=FleetConfig(URI, ID, keys, ...bounds,
+inbox_caps=InboxCaps(...)))`` (every inbox it declares carries those caps; keys from
 ``--keys``, else ``$ORKEON_FLEET_KEYS``; a keys file its group or others can read is
 refused). With ``--crews`` it also starts a
 :class:`~orkeon_actors.lifecycle.CrewSupervisor` whose factories are ``MODULE.NAME`` (a
@@ -30,7 +32,7 @@ from typing import Any
 
 from orkeon_actors.errors import InvalidArgumentError
 
-__all__ = ["add_parser", "load_factories", "run_host"]
+__all__ = ["add_parser", "caps_of", "load_factories", "run_host"]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -48,6 +50,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     for flag, field, unit in _BOUNDS:
         default = _defaults()[field]
         bounds.add_argument(flag, type=float if unit else int, metavar=unit or "N", help=f"{field} (default {default})")
+    caps = host.add_argument_group("inbox caps (InboxCaps: the queue arguments of every inbox this host declares)")
+    for flag, field, unit in _CAPS:
+        default = _cap_defaults()[field]
+        caps.add_argument(flag, type=int, metavar=unit, help=f"{field} (default {default})")
 
 
 _BOUNDS: tuple[tuple[str, str, str], ...] = (
@@ -61,6 +67,32 @@ _BOUNDS: tuple[tuple[str, str, str], ...] = (
 )
 """``orkeon host`` flags for :class:`~orkeon_actors.fleet.config.FleetConfig` bounds: flag,
 field, unit (empty: a count)."""
+
+
+_CAPS: tuple[tuple[str, str, str], ...] = (
+    ("--inbox-max-length", "max_length", "N"),
+    ("--inbox-max-bytes", "max_length_bytes", "BYTES"),
+    ("--inbox-message-ttl-ms", "message_ttl_ms", "MS"),
+    ("--inbox-expiry-ms", "orphan_expiry_ms", "MS"),
+)
+"""``orkeon host`` flags for :class:`~orkeon_actors.hub.amqp.topology.InboxCaps`: flag,
+field, unit (``orkeon fleet caps --apply`` takes the same ones, without ``inbox-``)."""
+
+
+def _cap_defaults() -> dict[str, Any]:
+    import attrs
+
+    from orkeon_actors.hub.amqp.topology import InboxCaps
+
+    return {field.name: field.default for field in attrs.fields(InboxCaps)}
+
+
+def caps_of(args: argparse.Namespace) -> Any:
+    """The :class:`~orkeon_actors.hub.amqp.topology.InboxCaps` the command line gives
+    (the defaults for the flags not given)."""
+    from orkeon_actors.hub.amqp.topology import InboxCaps
+
+    return InboxCaps(**{field: value for _f, field, _u in _CAPS if (value := getattr(args, field, None)) is not None})
 
 
 def _defaults() -> dict[str, Any]:
@@ -107,7 +139,12 @@ def run_host(args: argparse.Namespace, *, stop: threading.Event | None = None) -
 
     factories = load_factories(args.crews) if args.crews else {}
     fleet = FleetConfig(
-        args.broker, args.host_id, load_keys(args.keys), kinds=tuple(sorted(factories)), **bounds_of(args)
+        args.broker,
+        args.host_id,
+        load_keys(args.keys),
+        kinds=tuple(sorted(factories)),
+        inbox_caps=caps_of(args),
+        **bounds_of(args),
     )
     stopping = stop if stop is not None else _on_signals()
     runtime = Runtime.start(store=args.store, fleet=fleet)

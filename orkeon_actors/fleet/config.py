@@ -13,6 +13,7 @@ import attrs
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.fleet.signing import HostKeys
+from orkeon_actors.hub.amqp.topology import InboxCaps
 
 __all__ = ["KEYS_ENV", "FleetConfig", "load_keys"]
 
@@ -84,7 +85,10 @@ class FleetConfig:
     (``BrokerUnavailableError`` after it); ``delivery_timeout`` bounds how long a
     ``post(..., confirm_delivery=True)`` then waits for the recipient host's DELIVERED
     receipt (``DeliveryNotConfirmedError`` after it); ``connect_timeout`` bounds the
-    first connect.
+    first connect. ``inbox_caps`` bounds every inbox this host declares (queue
+    arguments: :class:`~orkeon_actors.hub.amqp.topology.InboxCaps`, 100,000 messages,
+    1 GiB, a 7-day message TTL by default); an inbox found declared otherwise is used as
+    it is, with a WARNING naming it and the fix (``orkeon fleet caps --apply``).
     """
 
     url: str
@@ -99,6 +103,7 @@ class FleetConfig:
     publish_timeout: float = 10.0
     connect_timeout: float = 10.0
     delivery_timeout: float = 5.0
+    inbox_caps: InboxCaps = attrs.field(factory=InboxCaps)
 
     def __attrs_post_init__(self) -> None:
         if self.keys.key_of(self.host_id) is None:
@@ -115,6 +120,10 @@ class FleetConfig:
             raise InvalidArgumentError(
                 f"need 0 < presence_interval < presence_ttl (a few heartbeats per TTL, so one lost heartbeat "
                 f"does not drop a host), got {self.presence_interval} and {self.presence_ttl}"
+            )
+        if not isinstance(self.inbox_caps, InboxCaps):
+            raise InvalidArgumentError(
+                f"inbox_caps must be an InboxCaps (orkeon_actors.hub.amqp.topology), got {self.inbox_caps!r}"
             )
         if self.prefetch < 1:
             raise InvalidArgumentError(

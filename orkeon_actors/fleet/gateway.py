@@ -91,6 +91,7 @@ from orkeon_actors.fleet.refusals import refusal_copy
 from orkeon_actors.fleet.roster import GATEWAY, Roster
 from orkeon_actors.fleet.seen_store import Seen
 from orkeon_actors.fleet.signing import Signer, Verifier
+from orkeon_actors.hub.amqp.inbox_probe import InboxProbe
 from orkeon_actors.hub.amqp.link import BrokerLink, Delivery, Outgoing
 from orkeon_actors.hub.amqp.topology import (
     MAX_KEY_BYTES,
@@ -204,7 +205,11 @@ class Gateway:
             )
         )
         self.link = BrokerLink(config.url, name=f"orkeon-{config.host_id}", on_connected=self._declare)
-        self._declarations = InboxDeclarations(self.link, config.connect_timeout)
+        self.uncapped: dict[str, str] = {}
+        """Inboxes found declared without this host's caps (or with other ones), with
+        what the broker said of each (:meth:`_uncapped`)."""
+        self._probe = InboxProbe(self._uncapped)
+        self._declarations = InboxDeclarations(self.link, config.connect_timeout, config.inbox_caps, self._probe)
         self.signer = Signer(config.host_id, config.keys)
         self.verifier = Verifier(config.keys, self.sender_host, now_ms, seen=config.seen)
         self.roster = Roster(
@@ -244,11 +249,11 @@ class Gateway:
         control queue); once started, also at once (returns when the broker answered)."""
         self._extra.append(step)
         if self._started:
-            self._run_declarer(step(Declarer()))
+            self._run_declarer(step(Declarer(self.config.inbox_caps)))
 
     def _slice(self) -> Declarer:
         host = self.host_id
-        declarer = Declarer().shared().roster(host)
+        declarer = Declarer(self.config.inbox_caps).shared().roster(host)
         declarer.listener(topics_queue(host), TOPIC_FAN_IN).listener(answers_queue(host), [answer_key(host)])
         declarer.receipts(host)
         with self._lock:
@@ -272,7 +277,7 @@ class Gateway:
                     future.set_result(None)
             done()
 
-        self._slice().run(channel, declared)
+        self._slice().run(channel, declared, self._probe)
 
     def _run_declarer(self, declarer: Declarer) -> None:
         """Run ``declarer`` on the I/O thread and wait until the broker answered it."""
@@ -283,7 +288,7 @@ class Gateway:
             if channel is None:
                 finished.set_exception(BrokerUnavailableError("the broker link has no channel (reconnecting)"))
                 return
-            declarer.run(channel, lambda: finished.set_result(None))
+            declarer.run(channel, lambda: finished.set_result(None), self._probe)
 
         self.link.run_on_io_thread(run)
         try:
@@ -292,6 +297,27 @@ class Gateway:
             raise BrokerUnavailableError(
                 f"the broker did not answer a declaration within {self.config.connect_timeout} s"
             ) from None
+
+    def _uncapped(self, queue: str, text: str) -> None:
+        """An inbox exists with arguments other than this host's caps (on the I/O thread):
+        say so once per inbox (WARNING), and keep using it as it is."""
+        if queue in self.uncapped:
+            return
+        self.uncapped[queue] = text
+        caps = self.config.inbox_caps
+        _log.warning(
+            "inbox {} exists without this host's caps (max_length={}, max_length_bytes={}, message_ttl_ms={}): the "
+            "broker says {}. It is used as it is, capped only by a policy if one applies. Fix it with `orkeon "
+            "fleet caps --apply` on the broker's machine (the same caps as this host's --inbox-* flags): it caps "
+            "every inbox by policy at once, and redeclares with these caps the inboxes no host consumes "
+            "(stop this host first to have {} redeclared, and this warning ends)",
+            queue,
+            caps.max_length,
+            caps.max_length_bytes,
+            caps.message_ttl_ms,
+            text,
+            queue,
+        )
 
     # -- lifecycle --------------------------------------------------------------------
 

@@ -468,6 +468,7 @@ def _boot(args: argparse.Namespace) -> Runtime:
     if args.url is None:
         return Runtime.start(store=args.store)
     from orkeon_actors.fleet.config import FleetConfig, load_keys
+    from orkeon_actors.hub.amqp.topology import InboxCaps
 
     fleet = FleetConfig(
         args.url,
@@ -476,6 +477,7 @@ def _boot(args: argparse.Namespace) -> Runtime:
         presence_interval=args.presence_interval,
         presence_ttl=args.presence_ttl,
         kinds=tuple(args.kinds),
+        inbox_caps=InboxCaps() if args.inbox_max_length is None else InboxCaps(max_length=args.inbox_max_length),
     )
     return Runtime.start(store=args.store, fleet=fleet)
 
@@ -489,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presence-interval", type=float, default=2.0, help="seconds between heartbeats")
     parser.add_argument("--presence-ttl", type=float, default=7.0, help="seconds a heartbeat stays valid")
     parser.add_argument("--kinds", nargs="*", default=[], help="crew kinds this host can spawn")
+    parser.add_argument("--inbox-max-length", type=int, default=None, help="its inboxes' cap (InboxCaps.max_length)")
     args = parser.parse_args(argv)
     answers = _Answers(sys.stdout)
     sys.stdout = sys.stderr  # nothing but the protocol on the real standard output

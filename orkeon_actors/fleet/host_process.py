@@ -62,7 +62,8 @@ class HostProcess:
     """One host in a child process (see the module docstring). ``url`` ``None`` runs a
     host without a broker (its local durable hub only); ``keys_file`` is the fleet's keys
     (:func:`write_keys`); ``presence`` the heartbeat interval and TTL in seconds;
-    ``kinds`` the crew kinds it can spawn."""
+    ``kinds`` the crew kinds it can spawn; ``inbox_max_length`` its inboxes' cap
+    (``InboxCaps.max_length``; ``None``: the default)."""
 
     def __init__(
         self,
@@ -73,7 +74,9 @@ class HostProcess:
         keys_file: Path | None = None,
         presence: tuple[float, float] = (2.0, 7.0),
         kinds: Sequence[str] = (),
+        inbox_max_length: int | None = None,
     ) -> None:
+        self.inbox_max_length = inbox_max_length
         self.host_id = host_id
         self.presence = presence
         self.kinds = tuple(kinds)
@@ -101,6 +104,8 @@ class HostProcess:
         command += ["--presence-interval", str(self.presence[0]), "--presence-ttl", str(self.presence[1])]
         if self.kinds:
             command += ["--kinds", *self.kinds]
+        if self.inbox_max_length is not None:
+            command += ["--inbox-max-length", str(self.inbox_max_length)]
         self._ready = Future()
         with open(self.log_path, "a") as log:
             process = subprocess.Popen(

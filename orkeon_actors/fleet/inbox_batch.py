@@ -25,7 +25,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from orkeon_actors.errors import BrokerUnavailableError
 from orkeon_actors.hub.amqp.link import BrokerLink
-from orkeon_actors.hub.amqp.topology import Declarer
+from orkeon_actors.hub.amqp.topology import DeclareInboxes, Declarer, InboxCaps
 from orkeon_actors.model.address import MailboxAddress
 
 __all__ = ["BATCH", "InboxDeclarations"]
@@ -41,11 +41,14 @@ _Item = tuple[MailboxAddress, "Future[None]"]
 class InboxDeclarations:
     """Batches of inbox declarations on ``link``'s publishing channel (see the module
     docstring). ``timeout``: seconds without any answer from the broker before a waiter
-    gives up."""
+    gives up. Each inbox is declared with ``caps`` through ``declare_inboxes``
+    (:class:`~orkeon_actors.hub.amqp.inbox_probe.InboxProbe`)."""
 
-    def __init__(self, link: BrokerLink, timeout: float) -> None:
+    def __init__(self, link: BrokerLink, timeout: float, caps: InboxCaps, declare_inboxes: DeclareInboxes) -> None:
         self._link = link
         self._timeout = timeout
+        self._caps = caps
+        self._declare_inboxes = declare_inboxes
         self._lock = threading.Lock()
         self._queued: list[_Item] = []
         self._in_flight: list[_Item] = []
@@ -90,10 +93,10 @@ class InboxDeclarations:
             self._fail(batch, BrokerUnavailableError("the broker link has no channel (reconnecting)"))
             self._flush()
             return
-        declarer = Declarer()
+        declarer = Declarer(self._caps)
         for address, _ in batch:
             declarer.inbox(address)
-        declarer.run(channel, lambda: self._answer(batch))
+        declarer.run(channel, lambda: self._answer(batch), self._declare_inboxes)
 
     def _answer(self, batch: list[_Item]) -> None:
         self._link.heard()

@@ -36,7 +36,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -56,10 +55,11 @@ from orkeon_actors.errors import (
     InvalidMailboxAddressError,
     SignatureError,
 )
-from orkeon_actors.fleet.broker_admin import rabbitmqctl, rabbitmqctl_available
+from orkeon_actors.fleet.broker_admin import rabbitmqctl_available
 from orkeon_actors.fleet.config import FleetConfig
 from orkeon_actors.fleet.dead_letters import DeadLetter
 from orkeon_actors.fleet.gateway import SENDER_PREFIX
+from orkeon_actors.fleet.inbox_caps import inbox_caps
 from orkeon_actors.fleet.refusals import REFUSAL, REFUSAL_SIGNATURE, REFUSED_BY, REFUSED_ON, REPORT
 from orkeon_actors.fleet.roster import GATEWAY
 from orkeon_actors.fleet.signing import HostKeys, Verifier
@@ -81,7 +81,6 @@ __all__ = [
     "HostView",
     "InboxView",
     "OperatorSession",
-    "inbox_policies",
 ]
 
 OPERATOR_ENV: Final = "ORKEON_FLEET_OPERATOR"
@@ -137,7 +136,9 @@ class DeadLetterView:
 @attrs.frozen
 class InboxView:
     """One inbox queue: its ``messages`` waiting, its ``consumers``, the policy applying
-    to it and its ``max-length`` (``None``: not known over AMQP, or uncapped)."""
+    to it, the ``max-length`` it was declared with and the one in force (the lower of
+    the two), and whether it is ``capped`` (``None`` for each: not known over AMQP,
+    which reads neither arguments nor policies; else ``None`` for a bound: none)."""
 
     mailbox: str
     host: str
@@ -145,7 +146,9 @@ class InboxView:
     messages: int
     consumers: int
     policy: str | None
+    declared_max_length: int | None
     max_length: int | None
+    capped: bool | None
 
 
 class OperatorSession:
@@ -342,8 +345,9 @@ class OperatorSession:
 
     def inboxes(self) -> list[InboxView]:
         """Every inbox of a mailbox on the roster: its length and consumers (AMQP), its
-        policy and cap (``rabbitmqctl``, when available; else ``None``)."""
-        policies = inbox_policies(vhost_of(self.url)) if rabbitmqctl_available() else {}
+        declared cap, policy and cap in force (``rabbitmqctl``, when available; else
+        ``None``: :func:`~orkeon_actors.fleet.inbox_caps.inbox_caps`)."""
+        known = inbox_caps(vhost_of(self.url)) if rabbitmqctl_available() else {}
         views = []
         with _connection(self.url) as connection:
             for host in self.roster():
@@ -357,7 +361,7 @@ class OperatorSession:
                             raise _refused(queue, exc) from None
                         continue  # gone since the heartbeat named it
                     channel.close()
-                    policy, cap = policies.get(queue, (None, None))
+                    found = known.get(queue)
                     views.append(
                         InboxView(
                             mailbox,
@@ -365,8 +369,10 @@ class OperatorSession:
                             queue,
                             declared.method.message_count,
                             declared.method.consumer_count,
-                            policy,
-                            cap,
+                            None if found is None else found.policy,
+                            None if found is None else found.declared_max_length,
+                            None if found is None else found.max_length,
+                            None if found is None else found.max_length is not None,
                         )
                     )
         return views
@@ -375,22 +381,6 @@ class OperatorSession:
 def vhost_of(url: str) -> str:
     """The vhost the URI names (``/`` when it names none)."""
     return str(connection_parameters(url).virtual_host)
-
-
-def inbox_policies(vhost: str) -> dict[str, tuple[str | None, int | None]]:
-    """Per queue of ``vhost``: the policy applying to it and that policy's
-    ``max-length`` (``None`` when uncapped), read with ``rabbitmqctl`` (AMQP cannot read
-    policies). ``BrokerError`` (saying what to run) without ``rabbitmqctl``."""
-    definitions: dict[str, Mapping[str, Any]] = {}
-    for policy in json.loads(rabbitmqctl("list_policies", "-p", vhost, "--formatter", "json") or "[]"):
-        definition = policy.get("definition", {})
-        definitions[str(policy["name"])] = json.loads(definition) if isinstance(definition, str) else definition
-    queues: dict[str, tuple[str | None, int | None]] = {}
-    for row in json.loads(rabbitmqctl("list_queues", "-p", vhost, "name", "policy", "--formatter", "json") or "[]"):
-        name = str(row.get("policy") or "") or None
-        cap = definitions.get(name or "", {}).get("max-length")
-        queues[str(row["name"])] = (name, int(cap) if cap is not None else None)
-    return queues
 
 
 def _crew_of(mailbox: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import uuid
 from collections.abc import Sequence
@@ -16,6 +17,14 @@ from .broker import require_broker, session_vhost, url
 
 FAST_PRESENCE = {"presence_interval": 0.2, "presence_ttl": 3.0}
 """Heartbeat timings for tests: a host's presence reaches the others within a beat."""
+
+
+def documented_names() -> str:
+    """The permission regex ``docs/distributed.md`` tells an operator to grant a host."""
+    text = (Path(__file__).parents[2] / "docs" / "distributed.md").read_text()
+    found = re.search(r"^NAMES='([^']+)'$", text, re.MULTILINE)
+    assert found is not None, "docs/distributed.md lost its NAMES='...' permissions line"
+    return found.group(1)
 
 
 def fleet_keys(hosts: Sequence[str]) -> HostKeys:

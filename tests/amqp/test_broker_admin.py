@@ -36,6 +36,7 @@ def test_the_caps_are_applied_as_policies_and_updated_in_place(vhost: str) -> No
         "overflow": "reject-publish-dlx",
         "message-ttl": 1000,
         "expires": 60_000,
+        "max-length-bytes": 1 << 30,  # the default byte bound
     }
     assert policies["orkeon-dlq"] == {"max-length": 9, "overflow": "drop-head"}
     apply_policies(vhost, InboxCaps(max_length=8))

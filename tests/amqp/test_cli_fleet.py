@@ -175,6 +175,8 @@ def test_caps_are_applied_with_rabbitmqctl_and_said_unreadable_without(fleet: tu
     cli.json("spawn", "forever", "--host", host, "--crew-id", "caps-1")
     applied = cli.json("caps", "--apply", "--max-length", "5000")
     assert applied["vhost"] == cli.vhost and applied["applied"]["max_length"] == 5000
+    # the host consumes its inbox (declared with its own caps): capped by the policy, left in place
+    assert "inbox.agent://caps-1/a" in applied["in_use"] and "inbox.agent://caps-1/a" not in applied["redeclared"]
     (row,) = [row for row in cli.json("caps") if row["mailbox"] == "agent://caps-1/a"]
     assert row == {
         "mailbox": "agent://caps-1/a",
@@ -183,7 +185,9 @@ def test_caps_are_applied_with_rabbitmqctl_and_said_unreadable_without(fleet: tu
         "messages": 0,
         "consumers": 1,
         "policy": "orkeon-inboxes",
-        "max_length": 5000,
+        "declared_max_length": 100_000,  # the host's default caps
+        "max_length": 5000,  # the lower one is in force
+        "capped": True,
     }
 
     # on a machine without rabbitmqctl: length and consumers over AMQP, the cap said unknown
@@ -194,7 +198,7 @@ def test_caps_are_applied_with_rabbitmqctl_and_said_unreadable_without(fleet: tu
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("agent://caps-1/a"))
-    assert line.split()[2:] == ["0", "1", "-", "-"]
+    assert line.split()[2:] == ["0", "1", "-", "-", "-", "-"]
     assert "AMQP cannot read or set a policy" in done.stderr
     done = subprocess.run([*command, "--apply"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 1 and "rabbitmqctl is not on PATH" in done.stderr, done.stderr

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orkeon_actors.fleet.broker_admin import apply_policies, scratch_vhost
+from orkeon_actors.fleet.broker_admin import scratch_vhost
 from orkeon_actors.fleet.dead_letters import DELIVERY_FAILED
 from orkeon_actors.fleet.host_process import HostCallError, HostProcess, write_keys
-from orkeon_actors.hub.amqp.topology import InboxCaps
 from orkeon_actors.testing import wait_until
 
 from .conftest import url
@@ -25,13 +24,21 @@ PRESENCE = (0.3, 6.0)
 
 
 class Fleet:
-    def __init__(self, vhost: str, tmp: Path, names: list[str]) -> None:
+    def __init__(self, vhost: str, tmp: Path, names: list[str], inbox_max_length: int | None = None) -> None:
         suffix = uuid.uuid4().hex[:6]
         self.ids = [f"{name}-{suffix}" for name in names]
         keys = tmp / "keys.json"
         write_keys(keys, self.ids)
         self.hosts = [
-            HostProcess(host, tmp / f"{host}.db", url=url(vhost), keys_file=keys, presence=PRESENCE, kinds=["forever"])
+            HostProcess(
+                host,
+                tmp / f"{host}.db",
+                url=url(vhost),
+                keys_file=keys,
+                presence=PRESENCE,
+                kinds=["forever"],
+                inbox_max_length=inbox_max_length,
+            )
             for host in self.ids
         ]
         for host in self.hosts:
@@ -93,9 +100,8 @@ def test_sigkill_of_the_receiving_host_mid_delivery_loses_nothing_and_keeps_noth
 
 
 def test_an_inbox_overflow_is_reported_to_its_sender(tmp_path: Path) -> None:
-    with scratch_vhost("orkeon-test-overflow") as vhost:
-        apply_policies(vhost, InboxCaps(max_length=3))
-        fleet = Fleet(vhost, tmp_path, ["a", "b"])
+    with scratch_vhost("orkeon-test-overflow") as vhost:  # no policy: the hosts cap their inboxes themselves
+        fleet = Fleet(vhost, tmp_path, ["a", "b"], inbox_max_length=3)
         try:
             a, b = fleet.hosts
             sender, box = "agent://billing/scorer", "agent://ledger/book"

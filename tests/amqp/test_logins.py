@@ -4,7 +4,6 @@ bound, and the error says which."""
 
 from __future__ import annotations
 
-import re
 import secrets
 import socket
 import threading
@@ -24,7 +23,7 @@ from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.testing import wait_until
 
 from .conftest import BROKER
-from .fleet import FAST_PRESENCE, fleet_keys
+from .fleet import FAST_PRESENCE, documented_names, fleet_keys
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -75,14 +74,6 @@ def test_a_login_without_access_to_the_vhost_is_reported(login: tuple[str, str])
             link.start(timeout=3)
     finally:
         link.stop()
-
-
-def documented_names() -> str:
-    """The permission regex ``docs/distributed.md`` tells an operator to grant a host."""
-    text = (Path(__file__).parents[2] / "docs" / "distributed.md").read_text()
-    found = re.search(r"^NAMES='([^']+)'$", text, re.MULTILINE)
-    assert found is not None, "docs/distributed.md lost its NAMES='...' permissions line"
-    return found.group(1)
 
 
 def test_a_vhost_that_does_not_exist_is_reported_at_once_as_such(login: tuple[str, str]) -> None:

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orkeon_actors.hub.amqp.topology import inbox_policy, mailbox_key, policy_commands, scoped_topic_key, topic_key
+from orkeon_actors.errors import InvalidArgumentError
+from orkeon_actors.hub.amqp.topology import (
+    InboxCaps,
+    inbox_arguments,
+    inbox_policy,
+    mailbox_key,
+    policy_commands,
+    scoped_topic_key,
+    topic_key,
+)
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 
@@ -43,6 +53,26 @@ def test_caps_are_policies_that_dead_letter_overflow() -> None:
     assert re.fullmatch(dlq[1], "fleet.dlq") and re.fullmatch(dlq[1], "fleet.dlq.reports")
     assert not re.fullmatch(dlq[1], "fleet.dlq.other") and dlq[2]["max-length"] > 0
     assert policy_commands("v")[0][:5] == ["rabbitmqctl", "set_policy", "-p", "v", "orkeon-inboxes"]
+
+
+def test_inbox_arguments_carry_the_caps_the_policy_sets() -> None:
+    caps = InboxCaps(max_length=5, max_length_bytes=None, message_ttl_ms=1000, orphan_expiry_ms=60_000)
+    assert inbox_arguments(caps) == {
+        "x-queue-type": "classic",
+        "x-dead-letter-exchange": "fleet.dlx",
+        "x-max-length": 5,
+        "x-overflow": "reject-publish-dlx",
+        "x-message-ttl": 1000,
+        "x-expires": 60_000,
+    }
+    (inboxes, _dlq) = inbox_policy(caps)
+    assert {"x-" + name: value for name, value in inboxes[2].items()} == {
+        key: value
+        for key, value in inbox_arguments(caps).items()
+        if key not in ("x-queue-type", "x-dead-letter-exchange")
+    }
+    with pytest.raises(InvalidArgumentError, match=r"InboxCaps.max_length must be an integer >= 0, got -1"):
+        InboxCaps(max_length=-1)
 
 
 def _amqp_match(binding: str, key: str) -> bool:

@@ -43,6 +43,7 @@ part to move out, with issue #32's transport port, which reshapes this module.
 from __future__ import annotations
 
 import itertools
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +62,7 @@ from loguru import logger
 from orkeon_actors.errors import (
     BrokerAccessError,
     BrokerNackError,
+    BrokerTlsError,
     BrokerUnavailableError,
     ExclusiveConsumerError,
     UnroutableError,
@@ -254,6 +256,17 @@ class BrokerLink:
         self._last_error = error
         if _definitive(error) and not self._was_ready:  # a first start: say it now, do not retry
             self._fail_start(BrokerAccessError(f"the broker at {_safe(self.url)} refused: {_describe(error)}"))
+            connection.ioloop.stop()
+            return
+        tls = _tls_failure(error)
+        if tls is not None and not self._was_ready:
+            self._fail_start(
+                BrokerTlsError(
+                    f"the TLS handshake with the broker at {_safe(self.url)} failed: {tls}. Check the URI's cafile "
+                    "(the CA that signed the broker's certificate), server_hostname (a name the certificate "
+                    "carries) and, if the broker requires one, certfile and keyfile"
+                )
+            )
             connection.ioloop.stop()
             return
         _log.warning("broker {} unreachable ({}); retrying", _safe(self.url), _describe(error))
@@ -591,6 +604,16 @@ def _definitive(error: BaseException) -> bool:
         | pika.exceptions.AuthenticationError
         | pika.exceptions.ProbableAccessDeniedError,
     )
+
+
+def _tls_failure(error: BaseException) -> str | None:
+    """What failed in a TLS handshake that retrying does not change (a certificate
+    refused either way), or ``None`` (not TLS, or a connection cut mid-handshake)."""
+    root = _innermost(error)
+    transient = ssl.SSLEOFError | ssl.SSLZeroReturnError | ssl.SSLSyscallError | ssl.SSLWantReadError
+    if not isinstance(root, ssl.SSLError) or isinstance(root, transient | ssl.SSLWantWriteError):
+        return None
+    return f"{type(root).__name__}: {root}"
 
 
 def _innermost(error: BaseException) -> BaseException:

@@ -34,10 +34,17 @@ Routing keys (:func:`mailbox_key`, :func:`topic_key`, :func:`scoped_topic_key`):
   the dots of X escaped (``%2E``; ``%`` never occurs in an id), so that only a binding
   made for crew X can match it: the scoping is enforced by the bindings themselves.
 
-Caps (max length, message TTL, orphan expiry, overflow behaviour) are set by **policy**
-(:func:`inbox_policy`), never by queue arguments: redeclaring a queue with other
-arguments fails with ``PRECONDITION_FAILED``, a policy changes in place. Inboxes are
-classic queues because quorum queues ignore ``reject-publish-dlx``.
+Caps (max length in messages and bytes, message TTL, orphan expiry, overflow behaviour
+that dead-letters to ``fleet.dlx``) are **queue arguments** every host declares its
+inboxes with (:func:`inbox_arguments`, from its :class:`InboxCaps`), so a fleet started
+as documented has capped inboxes with nothing else to run. An inbox that already exists
+with other arguments (an older host, other caps) cannot be redeclared: the broker answers
+``PRECONDITION_FAILED`` and closes the channel, so hosts declare inboxes on a channel of
+their own (:mod:`~orkeon_actors.hub.amqp.inbox_probe`), warn and keep using the inbox as
+it is. :func:`inbox_policy` gives the same caps as **policies** (set with ``rabbitmqctl``
+by ``orkeon fleet caps --apply``): a policy caps such an inbox in place (with both, the
+lower bound wins). Inboxes are classic queues because quorum queues ignore
+``reject-publish-dlx``.
 
 Declarations are idempotent; :class:`Declarer` chains them through pika's callbacks on
 the I/O thread (see :class:`~orkeon_actors.hub.amqp.link.BrokerLink`).
@@ -52,6 +59,7 @@ from typing import Any, Final
 import attrs
 import pika.channel
 
+from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
 
@@ -59,16 +67,19 @@ __all__ = [
     "CONTROL_EXCHANGE",
     "DLQ",
     "DLX",
+    "OVERFLOW",
     "MSG_EXCHANGE",
     "ROSTER_EXCHANGE",
     "TOPIC_FAN_IN",
     "Declarer",
+    "DeclareInboxes",
     "InboxCaps",
     "RECEIPTS_EXPIRE_MS",
     "RECEIPT_TTL_MS",
     "answer_key",
     "answers_queue",
     "control_queue",
+    "inbox_arguments",
     "inbox_policy",
     "inbox_queue",
     "mailbox_key",
@@ -162,36 +173,71 @@ def roster_queue(host: str) -> str:
     return "roster." + host
 
 
+def _at_least(minimum: int) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+            raise InvalidArgumentError(f"InboxCaps.{attribute.name} must be an integer >= {minimum}, got {value!r}")
+
+    return check
+
+
 @attrs.frozen
 class InboxCaps:
-    """The bounds of every inbox, applied by policy (see :func:`inbox_policy`).
+    """The bounds of every inbox a host declares (:func:`inbox_arguments`), and of the
+    policies ``orkeon fleet caps --apply`` sets (:func:`inbox_policy`).
 
-    ``max_length`` messages at most (overflow is refused back to the publisher and
-    dead-lettered, ``reject-publish-dlx``), ``message_ttl_ms`` after which an unconsumed
-    message dead-letters, ``orphan_expiry_ms`` after which an inbox nobody consumes is
-    deleted, ``dlq_max_length`` for ``fleet.dlq`` itself.
+    ``max_length`` messages and ``max_length_bytes`` bytes of bodies at most (``None``:
+    no byte bound); a publish over either is refused back to its publisher (its ``post``
+    raises ``BrokerNackError``) and dead-lettered to ``fleet.dlx``, so its sender gets a
+    ``DeliveryFailed`` (``reject-publish-dlx``). ``message_ttl_ms``: an unconsumed message
+    dead-letters after it (``DeliveryFailed``, reason ``expired``). ``orphan_expiry_ms``:
+    an inbox nobody consumed for that long is deleted. ``dlq_max_length`` bounds
+    ``fleet.dlq`` (policy only). Bad values raise ``InvalidArgumentError``.
     """
 
-    max_length: int = 100_000
-    message_ttl_ms: int = 7 * 24 * 3600 * 1000
-    orphan_expiry_ms: int = 30 * 24 * 3600 * 1000
-    dlq_max_length: int = 1_000_000
+    max_length: int = attrs.field(default=100_000, validator=_at_least(0))
+    max_length_bytes: int | None = attrs.field(default=1 << 30, validator=_at_least(0))
+    message_ttl_ms: int = attrs.field(default=7 * 24 * 3600 * 1000, validator=_at_least(0))
+    orphan_expiry_ms: int = attrs.field(default=30 * 24 * 3600 * 1000, validator=_at_least(1))
+    dlq_max_length: int = attrs.field(default=1_000_000, validator=_at_least(0))
+
+
+OVERFLOW: Final = "reject-publish-dlx"
+"""What an inbox does with a publish over its cap: refuse it (the publisher gets a
+``basic.nack``) and dead-letter it (the sender gets a ``DeliveryFailed``)."""
+
+
+def inbox_arguments(caps: InboxCaps = InboxCaps()) -> dict[str, Any]:
+    """The arguments every inbox is declared with: a classic queue dead-lettering to
+    ``fleet.dlx``, bounded by ``caps``."""
+    arguments: dict[str, Any] = {
+        "x-queue-type": "classic",
+        "x-dead-letter-exchange": DLX,
+        "x-max-length": caps.max_length,
+        "x-overflow": OVERFLOW,
+        "x-message-ttl": caps.message_ttl_ms,
+        "x-expires": caps.orphan_expiry_ms,
+    }
+    if caps.max_length_bytes is not None:
+        arguments["x-max-length-bytes"] = caps.max_length_bytes
+    return arguments
 
 
 def inbox_policy(caps: InboxCaps = InboxCaps()) -> list[tuple[str, str, dict[str, Any]]]:
     """The policies an operator applies (``rabbitmqctl set_policy NAME PATTERN JSON
-    --apply-to queues``): ``(name, pattern, definition)`` for the inboxes and the DLQ."""
+    --apply-to queues``): ``(name, pattern, definition)`` for the inboxes and the DLQ.
+    The inboxes' policy carries :func:`inbox_arguments`' caps, so it caps in place an
+    inbox declared without them."""
+    inboxes: dict[str, Any] = {
+        "max-length": caps.max_length,
+        "overflow": OVERFLOW,
+        "message-ttl": caps.message_ttl_ms,
+        "expires": caps.orphan_expiry_ms,
+    }
+    if caps.max_length_bytes is not None:
+        inboxes["max-length-bytes"] = caps.max_length_bytes
     return [
-        (
-            "orkeon-inboxes",
-            r"^inbox\.",
-            {
-                "max-length": caps.max_length,
-                "overflow": "reject-publish-dlx",
-                "message-ttl": caps.message_ttl_ms,
-                "expires": caps.orphan_expiry_ms,
-            },
-        ),
+        ("orkeon-inboxes", r"^inbox\.", inboxes),
         # fleet.dlq and the reporters' copy, fleet.dlq.reports: both capped (anything with
         # broker write access could otherwise fill them), oldest dropped first
         ("orkeon-dlq", r"^fleet\.dlq(\.reports)?$", {"max-length": caps.dlq_max_length, "overflow": "drop-head"}),
@@ -231,15 +277,24 @@ def _send(method: str, *args: Any, **kwargs: Any) -> Step:
     return step
 
 
+DeclareInboxes = Callable[[list[tuple[str, dict[str, Any]]], pika.channel.Channel, Callable[[], None]], None]
+"""Declares ``(queue, arguments)`` inboxes on the I/O thread, given the working channel,
+then calls ``done`` (:class:`~orkeon_actors.hub.amqp.inbox_probe.InboxProbe`)."""
+
+
 class Declarer:
     """Chains declarations on a channel, each started from the previous one's callback,
     then calls ``done``. Build it with the methods below, run it with :meth:`run` on the
-    I/O thread."""
+    I/O thread. Inboxes are declared with ``caps`` (:func:`inbox_arguments`; default
+    :class:`InboxCaps`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, caps: InboxCaps | None = None) -> None:
+        self.caps = caps if caps is not None else InboxCaps()
         self._steps: list[Step] = []
         self._last: dict[int, Step] = {}
         """The awaited form of a ``nowait`` step, by index: used when it ends the run."""
+        self._inboxes: list[tuple[str, dict[str, Any]]] = []
+        """Inbox queues to declare (with their cap arguments) before the steps."""
 
     def shared(self) -> Declarer:
         """The shared exchanges and the dead-letter queue."""
@@ -255,18 +310,20 @@ class Declarer:
         return self
 
     def inbox(self, address: MailboxAddress, extra_keys: Sequence[str] = ()) -> Declarer:
-        """A durable inbox for ``address``, bound to its mailbox key (and ``extra_keys``:
-        topic patterns its owner subscribes to).
+        """A durable inbox for ``address`` capped by :attr:`caps`, bound to its mailbox
+        key (and ``extra_keys``: topic patterns its owner subscribes to).
 
-        Sent without awaiting each reply (``nowait``): the declarations of many inboxes
-        go out back to back instead of one broker round trip after the other (2,000 of
-        them, serialised, took over 10 s on a loaded 2-core machine). :meth:`run`'s last
-        step is always awaited, and the broker answers it only after everything before
-        it on the channel, so ``done`` still means declared."""
+        The queue is declared before every other step (by :meth:`run`'s
+        ``declare_inboxes`` when given: a channel of its own, where an existing inbox
+        with other arguments is told apart without closing the working channel). The
+        bindings are sent without awaiting each reply (``nowait``): the declarations of
+        many inboxes go out back to back instead of one broker round trip after the
+        other (2,000 of them, serialised, took over 10 s on a loaded 2-core machine).
+        :meth:`run`'s last step is always awaited, and the broker answers it only after
+        everything before it on the channel, so ``done`` still means declared."""
         queue = inbox_queue(address)
-        arguments = {"x-queue-type": "classic", "x-dead-letter-exchange": DLX}
+        self._inboxes.append((queue, inbox_arguments(self.caps)))
         keys = (mailbox_key(address), *extra_keys)
-        self._steps.append(_send("queue_declare", queue, durable=True, arguments=arguments))
         for key in keys:
             self._steps.append(_send("queue_bind", queue, MSG_EXCHANGE, key))
         self._last[len(self._steps) - 1] = _call("queue_bind", queue, MSG_EXCHANGE, keys[-1])
@@ -310,12 +367,27 @@ class Declarer:
         self._steps.append(_call("queue_bind", queue, ROSTER_EXCHANGE, "roster.#"))
         return self
 
-    def run(self, channel: pika.channel.Channel, done: Callable[[], None]) -> None:
+    def run(
+        self,
+        channel: pika.channel.Channel,
+        done: Callable[[], None],
+        declare_inboxes: DeclareInboxes | None = None,
+    ) -> None:
         """Run the steps in order on the I/O thread, then ``done`` (once the broker
-        answered the last one, hence all of them)."""
+        answered the last one, hence all of them). The inbox queues go first: through
+        ``declare_inboxes`` when given, else on ``channel`` itself (where an existing
+        inbox with other arguments closes it: ``PRECONDITION_FAILED``)."""
         steps = list(self._steps)
         if steps and len(steps) - 1 in self._last:
             steps[-1] = self._last[len(steps) - 1]
+        inboxes = list(self._inboxes)
+        if declare_inboxes is None:
+            declares = [_send("queue_declare", queue, durable=True, arguments=args) for queue, args in inboxes]
+            if declares and not steps:
+                queue, args = inboxes[-1]
+                declares[-1] = _call("queue_declare", queue, durable=True, arguments=args)
+            steps = declares + steps
+            inboxes = []
 
         def advance(index: int) -> None:
             if index == len(steps):
@@ -323,4 +395,8 @@ class Declarer:
                 return
             steps[index](channel, lambda: advance(index + 1))
 
-        advance(0)
+        if inboxes:
+            assert declare_inboxes is not None
+            declare_inboxes(inboxes, channel, lambda: advance(0))
+        else:
+            advance(0)
