@@ -79,7 +79,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     try:
         import anyio
 
-        from orkeon_actors.mcp.http_guard import HttpPolicy
+        from orkeon_actors.http_guard import HttpPolicy
         from orkeon_actors.mcp.server import HubToolServer
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] not in _MCP_EXTRA_MODULES:
