@@ -9,3 +9,9 @@
 Nothing is imported here, so that ``import orkeon_actors.a2a`` works without the extra;
 import the subpackage you use.
 """
+
+__all__ = ["EXTRA_MODULES"]
+
+EXTRA_MODULES = frozenset({"a2a", "uvicorn", "starlette", "sse_starlette", "httpx", "google", "h11"})
+"""The top-level modules the ``a2a`` extra brings: a ``ModuleNotFoundError`` naming one
+of them means the extra is missing (and is reported so)."""
