@@ -3,8 +3,9 @@ its caller, or waits, and the SDK's own client with a caller's token.
 
 The model is registered as the provider ``a2a-echo`` (in this process, and in the
 serving child of ``serve_child.py``): its first call receives the caller's message; the
-message ``ask`` makes it ``send_request`` its caller (``input-required``) and answer
-``hello {reply}``; ``wait`` makes it wait for more mail, forever (cancel); anything else
+message ``ask`` makes it post a question to its caller (``input-required``) and receive
+the answer, ``ask-send`` asks with ``send_request``; either way it answers
+``hello {answer}``; ``wait`` makes it wait for more mail, forever (cancel); anything else
 is answered ``echo: {message}`` at once.
 """
 
@@ -43,7 +44,10 @@ def _policy(request: ModelRequest) -> ModelResponse:
     if request.turn == 1:
         message = result["message"]
         text = message["payload"]
-        if text == "ask":
+        if text == "ask":  # durable: post the question, receive the answer
+            caller = message["metadata"]["a2a_caller"]
+            return call("post_message", {"target_mailbox": caller, "payload": "your name?"})
+        if text == "ask-send":
             return call(
                 "send_request",
                 {"target_mailbox": message["metadata"]["a2a_caller"], "payload": "your name?", "timeout_ms": 3_600_000},
@@ -51,7 +55,13 @@ def _policy(request: ModelRequest) -> ModelResponse:
         if text == "wait":
             return call("receive_message", {"wait_forever": True})
         return respond(f"echo: {text}")
-    return respond(f"hello {result.get('response_payload')}")
+    if request.turn == 2 and "message_id" in result:  # posted the question: wait for the answer
+        return call("receive_message", {"wait_forever": True})
+    if "message" in result:
+        return respond(f"hello {result['message']['payload']}")
+    if result.get("response_payload") is None:
+        return respond(f"unexpected tool result: {result}")
+    return respond(f"hello {result['response_payload']}")
 
 
 register_model_provider("a2a-echo", lambda options, context: ScriptedModel(policy=_policy), replace=True)

@@ -114,14 +114,15 @@ def test_streaming_reports_the_task_its_status_and_the_artifact_as_the_crew_work
     assert [p.text for p in artifact.parts] == ["echo: streamed"]
 
 
+@pytest.mark.parametrize("how", ["ask", "ask-send"])
 def test_a_crew_asking_its_caller_puts_the_task_in_input_required_and_the_reply_answers_it(
-    served: tuple[ok.Runtime, str],
+    served: tuple[ok.Runtime, str], how: str
 ) -> None:
     rt, url = served
 
     async def main() -> tuple[Task, Task]:
         client = await client_for(url, "planner")
-        asked = await _send(client, "ask")
+        asked = await _send(client, how)
         done = await _send(client, "Ada", task_id=asked.id, context_id=asked.context_id)
         return asked, done
 

@@ -15,9 +15,12 @@
   ``client://NAME``) puts its task in ``input-required``: one reader thread per caller
   takes what reaches ``client://NAME``; the message's source crew names the task. The
   crew is put to sleep (snapshot in the store) before the task says ``input-required``,
-  so a restart loses neither. The caller's next message on the task answers it: a
-  ``reply`` to the request's correlation id (which wakes the sleeping crew), or a post
-  to the asking agent's mailbox. Where to answer is kept in the task's status message
+  so a restart loses neither. The caller's next message on the task answers it: a post
+  to the asking agent's mailbox (durable: it wakes the sleeping crew, also after a
+  restart), or a ``reply`` to the request's correlation id for a ``send_request``
+  (the hub keeps pending requests in memory: after a restart of the serving process
+  that reply is refused, ``UnknownCorrelationError``, and the crew's request ends at
+  its timeout; ask with ``post_message`` + ``receive_message`` to survive restarts). Where to answer is kept in the task's status message
   (``metadata.orkeon_reply``), in the task store: durable.
 * **Events reach the executor serving the task, else the store.** The executor of a
   request registers for its task before it acts (:meth:`CrewTasks.watch`); a crew event
