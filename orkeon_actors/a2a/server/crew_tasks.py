@@ -20,8 +20,9 @@
   restart), or a ``reply`` to the request's correlation id for a ``send_request``
   (the hub keeps pending requests in memory: after a restart of the serving process
   that reply is refused, ``UnknownCorrelationError``, and the crew's request ends at
-  its timeout; ask with ``post_message`` + ``receive_message`` to survive restarts). Where to answer is kept in the task's status message
-  (``metadata.orkeon_reply``), in the task store: durable.
+  its timeout; ask with ``post_message`` + ``receive_message`` to survive restarts).
+  Where to answer is kept in the task's status message (``metadata.orkeon_reply``),
+  in the task store: durable.
 * **Events reach the executor serving the task, else the store.** The executor of a
   request registers for its task before it acts (:meth:`CrewTasks.watch`); a crew event
   (a question, the outcome) goes to it; an event with no executor waiting (the crew

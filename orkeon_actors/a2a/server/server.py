@@ -24,6 +24,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import httpx
@@ -51,7 +52,7 @@ from orkeon_actors.lifecycle.supervisor import CrewSupervisor
 from orkeon_actors.runtime import Runtime
 from orkeon_actors.store.durable_hub import SqliteEventHub
 
-__all__ = ["DEFAULT_CALLER", "A2AConfig", "A2AServer"]
+__all__ = ["DEFAULT_CALLER", "A2AConfig", "A2AServer", "listen", "serve_in_thread"]
 
 DEFAULT_CALLER = "a2a"
 """The caller's name when the operator names none (``client://a2a``)."""
@@ -138,7 +139,7 @@ class A2AServer:
         for name in callers:
             self.tasks.add_caller(name)
         ensure_table(self.hub)
-        self._socket = _listen(config.host, config.port)
+        self._socket = listen(config.host, config.port)
         self.port: int = int(self._socket.getsockname()[1])
         self.base_url = f"http://{self.policy.url_host}:{self.port}"
         self._handlers: list[DefaultRequestHandler] = []
@@ -146,25 +147,11 @@ class A2AServer:
         self._app = Starlette()
         self._guard = HttpGuard(self._app, self.policy)
         self._guard.listening(self.port)
-        self._server = uvicorn.Server(
-            uvicorn.Config(
-                self._guard,
-                lifespan="off",
-                loop="asyncio",
-                log_config=None,
-                access_log=False,
-                timeout_graceful_shutdown=2,
-            )
-        )
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="orkeon-a2a", daemon=True
-        )
-        self._thread.start()
-        while not self._server.started and self._thread.is_alive():
-            self._thread.join(0.01)
-        if not self._server.started:
+        try:
+            self._server, self._thread = serve_in_thread(self._guard, self._socket)
+        except InvalidArgumentError:
             self._close_supervisor()
-            raise InvalidArgumentError(f"the A2A server did not start on {config.host}:{config.port}: see the log")
+            raise
         self._stopped = False
 
     def expose(self, blueprint: CrewBlueprint, *, tools: Mapping[str, Tool] | None = None) -> str:
@@ -241,7 +228,27 @@ def _acl_of(runtime: Runtime) -> AclRegistry:
     )
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def serve_in_thread(app: Any, sock: socket.socket) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serve the ASGI ``app`` on the listening ``sock`` with uvicorn, on a daemon thread
+    with its own event loop; returns once it accepts connections (stop it with
+    ``server.should_exit = True`` and join the thread). ``InvalidArgumentError`` (the
+    socket closed) when it did not start."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, lifespan="off", loop="asyncio", log_config=None, access_log=False, timeout_graceful_shutdown=2
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="orkeon-a2a", daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        thread.join(0.01)
+    if not server.started:
+        sock.close()
+        raise InvalidArgumentError(f"the A2A server did not start on {sock.getsockname()}: see the log")
+    return server, thread
+
+
+def listen(host: str, port: int) -> socket.socket:
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
