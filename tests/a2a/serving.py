@@ -76,6 +76,10 @@ async def client_for(url: str, caller: str | None, *, streaming: bool = False) -
 
 def request(text: str, *, task_id: str = "", context_id: str = "", immediately: bool = False) -> SendMessageRequest:
     message = Message(
-        message_id=f"m-{text}-{task_id}", role=Role.ROLE_USER, parts=[Part(text=text)], task_id=task_id, context_id=context_id
+        message_id=f"m-{text}-{task_id}",
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
     )
     return SendMessageRequest(message=message, configuration=SendMessageConfiguration(return_immediately=immediately))

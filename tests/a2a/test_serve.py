@@ -62,7 +62,13 @@ def test_the_agent_card_names_the_crew_its_skills_its_url_and_the_bearer_scheme(
     assert body["description"] == "Echoes what it is told, or asks the caller's name first."
     assert body["supportedInterfaces"] == [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]
     assert body["skills"] == [
-        {"id": "echo", "name": "Echo", "description": "Says back what it is told", "tags": ["test"], "examples": ["hello"]}
+        {
+            "id": "echo",
+            "name": "Echo",
+            "description": "Says back what it is told",
+            "tags": ["test"],
+            "examples": ["hello"],
+        }
     ]
     assert body["securitySchemes"] == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": ANY}}}
     assert body["securityRequirements"] == [{"schemes": {"bearer": {}}}]
