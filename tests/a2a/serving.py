@@ -11,12 +11,13 @@ is answered ``echo: {message}`` at once.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.client.client import Client
-from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
+from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, Task
 
 from orkeon_actors.config.model_registry import register_model_provider
 from orkeon_actors.crew.model import ModelRequest, ModelResponse, ScriptedModel, call, respond
@@ -65,6 +66,13 @@ def _policy(request: ModelRequest) -> ModelResponse:
 
 
 register_model_provider("a2a-echo", lambda options, context: ScriptedModel(policy=_policy), replace=True)
+
+
+async def final_task(events: AsyncIterator[StreamResponse]) -> Task:
+    """The task of the last event of a non-streaming ``send_message``."""
+    responses = [event async for event in events]
+    assert responses and responses[-1].HasField("task"), responses
+    return responses[-1].task
 
 
 async def client_for(url: str, caller: str | None, *, streaming: bool = False) -> Client:

@@ -22,7 +22,7 @@ from orkeon_actors.a2a.server import A2AConfig
 from orkeon_actors.a2a.server.parts import input_problem
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.testing import wait_until
-from tests.a2a.serving import CREW_YAML, TOKENS, client_for, request
+from tests.a2a.serving import CREW_YAML, TOKENS, client_for, final_task, request
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +39,7 @@ def _run(coro: Any) -> Any:
 
 
 async def _send(client: Client, text: str, **options: Any) -> Task:
-    last: StreamResponse | None = None
-    async for last in client.send_message(request(text, **options)):
-        pass
-    assert last is not None and last.HasField("task"), last
-    return last.task
+    return await final_task(client.send_message(request(text, **options)))
 
 
 def _answer(task: Task) -> str:
@@ -51,7 +47,7 @@ def _answer(task: Task) -> str:
 
 
 def test_the_agent_card_names_the_crew_its_skills_its_url_and_the_bearer_scheme(served: tuple[ok.Runtime, str]) -> None:
-    rt, url = served
+    _, url = served
     headers = {"Authorization": f"Bearer {TOKENS['planner']}"}
     root = httpx.get(url.rsplit("/echo/", 1)[0] + "/.well-known/agent-card.json", headers=headers)
     card = httpx.get(url + ".well-known/agent-card.json", headers=headers)
@@ -124,7 +120,7 @@ def test_streaming_reports_the_task_its_status_and_the_artifact_as_the_crew_work
 def test_a_crew_asking_its_caller_puts_the_task_in_input_required_and_the_reply_answers_it(
     served: tuple[ok.Runtime, str], how: str
 ) -> None:
-    rt, url = served
+    _, url = served
 
     async def main() -> tuple[Task, Task]:
         client = await client_for(url, "planner")

@@ -18,7 +18,7 @@ import pytest
 from a2a.types import GetTaskRequest, Task, TaskState
 
 from orkeon_actors.testing import wait_until
-from tests.a2a.serving import CREW_YAML, TOKENS, client_for, request
+from tests.a2a.serving import CREW_YAML, TOKENS, client_for, final_task, request
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,11 +72,7 @@ def test_a_task_waiting_on_its_caller_survives_a_sigkill_of_the_server(tmp_path:
     try:
 
         async def ask() -> Task:
-            last = None
-            async for last in (await client_for(first.url, "planner")).send_message(request("ask")):
-                pass
-            assert last is not None
-            return last.task
+            return await final_task((await client_for(first.url, "planner")).send_message(request("ask")))
 
         asked = asyncio.run(ask())
         assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -88,11 +84,8 @@ def test_a_task_waiting_on_its_caller_survives_a_sigkill_of_the_server(tmp_path:
         async def resume() -> tuple[Task, Task]:
             client = await client_for(second.url, "planner")
             got = await client.get_task(GetTaskRequest(id=asked.id))
-            last = None
-            async for last in client.send_message(request("Grace", task_id=asked.id, context_id=asked.context_id)):
-                pass
-            assert last is not None
-            return got, last.task
+            answer = request("Grace", task_id=asked.id, context_id=asked.context_id)
+            return got, await final_task(client.send_message(answer))
 
         got, done = asyncio.run(resume())
         assert got.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
