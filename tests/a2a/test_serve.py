@@ -18,7 +18,7 @@ from a2a.client.client import Client
 from a2a.types import CancelTaskRequest, GetTaskRequest, StreamResponse, Task, TaskState
 
 import orkeon_actors as ok
-from orkeon_actors.a2a.server import A2AConfig
+from orkeon_actors.a2a.server import A2AConfig, A2AServer
 from orkeon_actors.a2a.server.parts import input_problem
 from orkeon_actors.crew.state import CrewStatus
 from orkeon_actors.testing import wait_until
@@ -235,3 +235,12 @@ def test_input_that_does_not_match_the_declared_schema_is_named() -> None:
     problem = input_problem({"town": "Oslo"}, schema)
     assert problem is not None and "'city' is a required property" in problem
     assert input_problem("any text", None) is None
+
+
+@pytest.mark.parametrize(("host", "flag"), [("192.0.2.7", "--allow-remote"), ("0.0.0.0", "--allow-remote")])
+def test_a_non_loopback_address_needs_the_explicit_flag(served: tuple[ok.Runtime, str], host: str, flag: str) -> None:
+    rt, _ = served
+    with pytest.raises(ok.errors.InvalidArgumentError, match=flag):
+        A2AServer(rt, A2AConfig(host=host, callers=TOKENS))
+    with pytest.raises(ok.errors.InvalidArgumentError, match="--allow-host"):
+        A2AServer(rt, A2AConfig(host="0.0.0.0", allow_remote=True, callers=TOKENS))

@@ -265,7 +265,11 @@ class CrewTasks:
     # -- crew events (hub and writer threads) ---------------------------------------------
 
     def _watch_outcome(self, task_id: str) -> None:
-        self.supervisor.when_finished(crew_of(task_id), lambda outcome: self._deliver(task_id, Finished(outcome)))
+        self.supervisor.when_finished(crew_of(task_id), lambda outcome: self._finished(task_id, outcome))
+
+    def _finished(self, task_id: str, outcome: CrewOutcome) -> None:
+        self.acl.unregister_crew(crew_of(task_id))  # a finished run's id leaves the ACL registry
+        self._deliver(task_id, Finished(outcome))
 
     def _read(self, caller: _Caller, address: MailboxAddress) -> None:
         while not self._closed:
