@@ -132,8 +132,8 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
 # -- the layer order ----------------------------------------------------------------------
 
 LAYERS: list[set[str]] = [
-    {"errors", "testing", "logs", "lazy", "timed_threads", "loopback", "http_guard"},
-    {"guarded_yaml"},
+    {"errors", "testing", "logs", "lazy", "timed_threads", "loopback"},
+    {"guarded_yaml", "http_guard"},
     {"model"},
     {"history"},
     {"wire"},
