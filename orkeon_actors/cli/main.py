@@ -108,10 +108,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_mcp_parser(sub)
 
-    from orkeon_actors.cli.a2a_cmd import add_parser as add_a2a_parser
-
-    add_a2a_parser(sub)
-
     crew = sub.add_parser("crew", parents=[common], help="the canonical crew schema; validate and run crew YAML")
     crew_sub = crew.add_subparsers(dest="crew_command", required=True)
     schema = crew_sub.add_parser("schema", help="print the canonical crew JSON Schema")
@@ -188,6 +184,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from orkeon_actors.cli.fleet_cmd import add_parser as add_fleet_parser
 
     add_fleet_parser(sub, common)
+
+    from orkeon_actors.cli.a2a_cmd import add_parser as add_a2a_parser
+
+    add_a2a_parser(sub)
     return parser
 
 
