@@ -81,7 +81,6 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "langgraph": "bench",
     "a2a": "a2a",
     "uvicorn": "a2a",
-    "sse_starlette": "a2a",
 }
 """The ``orkeon-actors`` extra that installs each optional dependency a suite imports."""
 
