@@ -31,6 +31,7 @@ from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from orkeon_actors.a2a.client import A2AAgents
+    from orkeon_actors.a2a.server import A2AConfig, A2AServer
     from orkeon_actors.fleet.config import FleetConfig
     from orkeon_actors.fleet.operations import Fleet
     from orkeon_actors.lifecycle.ports import LifecycleBackend
@@ -57,6 +58,9 @@ class Runtime:
     a2a_agents: A2AAgents | None = None
     """The external A2A agents its crews may call, when started with ``a2a_agents=``
     (``docs/a2a-calling.md``): ``rt.a2a_agents.tool()`` is the ``ask_agent`` tool."""
+    a2a: A2AServer | None = None
+    """The A2A server of a runtime started with ``a2a=PORT`` (``docs/a2a.md``): expose
+    crews with ``rt.a2a.expose(blueprint)``; ``None`` otherwise."""
     fleet: Fleet | None = None
     """A fleet host's cross-host operations (spawn, stop, dead-letter reports), when
     started with a broker (``docs/distributed.md``); ``None`` otherwise."""
@@ -100,6 +104,7 @@ class Runtime:
         host_id: str | None = None,
         fleet: FleetConfig | None = None,
         a2a_agents: Mapping[str, Any] | None = None,
+        a2a: int | A2AConfig | None = None,
     ) -> Runtime:
         """Boot an in-memory runtime.
 
@@ -140,7 +145,14 @@ class Runtime:
         one with the ``ask_agent`` tool (:attr:`a2a_agents`) or by posting to
         ``a2a://NAME``; a crew needs a link naming ``a2a:NAME`` (``docs/a2a-calling.md``).
         Needs the ``a2a`` extra (``ExtraNotInstalledError`` otherwise).
+
+        ``a2a`` (a port, ``0`` for a free one, or an ``A2AConfig`` with callers and bind
+        address) serves crews as A2A agents (``docs/a2a.md``; the ``a2a`` extra): it needs
+        ``store``, adds an ACL stage (``AclMiddleware``) when ``middleware`` has none, and
+        :attr:`a2a` then exposes crews (``rt.a2a.expose(blueprint)``).
         """
+        if a2a is not None:
+            middleware = _with_acl(middleware, store)
         fleet = _fleet_config(broker, host_id, fleet, store)
         bounds = limits if limits is not None else DEFAULT_LIMITS
         if max_payload_bytes is not None:
@@ -177,7 +189,29 @@ class Runtime:
             except BaseException:
                 runtime.stop()
                 raise
+        if a2a is not None:
+            try:
+                runtime._start_a2a(a2a)
+            except BaseException:
+                runtime.stop()
+                raise
         return runtime
+
+    def _start_a2a(self, config: int | A2AConfig) -> None:
+        try:
+            from orkeon_actors.a2a.server import A2AConfig, A2AServer
+        except ModuleNotFoundError as exc:
+            from orkeon_actors.a2a import EXTRA_MODULES
+            from orkeon_actors.errors import ExtraNotInstalledError
+
+            if exc.name is None or exc.name.split(".")[0] not in EXTRA_MODULES:
+                raise
+            raise ExtraNotInstalledError(
+                f'Runtime.start(a2a=...) needs the "a2a" extra ({exc.name} is missing): '
+                'pip install "orkeon-actors[a2a]"',
+                extra="a2a",
+            ) from None
+        self.a2a = A2AServer(self, A2AConfig(port=config) if isinstance(config, int) else config)
 
     def _start_fleet(self) -> None:
         from orkeon_actors.fleet.hub import AmqpEventHub
@@ -255,6 +289,8 @@ class Runtime:
             return
         self._stopped = True
         forget_at_exit(self)
+        if self.a2a is not None:
+            self.a2a.stop()
         if self.studio is not None:
             self.studio.stop()
         if self._studio_watcher is not None:
@@ -316,6 +352,21 @@ def _make_hub(
     except BaseException:
         scheduler.stop()
         raise
+
+
+def _with_acl(middleware: Sequence[EventHubMiddleware | str], store: object) -> Sequence[EventHubMiddleware | str]:
+    """``middleware`` with an ACL stage at its end if it has none (an A2A server admits
+    its callers through the crews' ``links:``, held in that stage's registry)."""
+    from orkeon_actors.acl import AclMiddleware, AclRegistry
+    from orkeon_actors.errors import InvalidArgumentError
+
+    if store is None:
+        raise InvalidArgumentError(
+            "an A2A server keeps its tasks and crews in the store: pass store='state.db' with a2a=PORT"
+        )
+    if any(isinstance(stage, AclMiddleware) for stage in middleware):
+        return middleware
+    return [*middleware, AclMiddleware(AclRegistry())]
 
 
 def _keeps_sent_history(hub: HubCore) -> bool:

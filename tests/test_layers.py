@@ -133,7 +133,7 @@ def test_the_durable_hub_is_composed_from_the_core_not_the_memory_adapter() -> N
 
 LAYERS: list[set[str]] = [
     {"errors", "testing", "logs", "lazy", "timed_threads", "loopback"},
-    {"guarded_yaml"},
+    {"guarded_yaml", "http_guard"},
     {"model"},
     {"history"},
     {"wire"},
@@ -148,7 +148,7 @@ LAYERS: list[set[str]] = [
     {"runtime"},
     {"fleet"},
     {"config"},
-    {"sim", "studio", "aio"},
+    {"sim", "studio", "aio", "a2a"},
     {"bench"},
     {"cli"},
 ]
@@ -161,6 +161,7 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 DEFERRED_UPWARD: dict[tuple[str, str], str] = {
     ("runtime", "studio"): "Runtime.start(studio=PORT) starts the Studio, imported on first use",
     ("runtime", "fleet"): "Runtime.start(broker=...) makes the host's hub a fleet's, imported on first use",
+    ("runtime", "a2a"): "Runtime.start(a2a=PORT) serves crews over A2A (the a2a extra): imported on first use",
     ("tools", "mcp"): "ok.tools.mcp_tools (an external MCP server's tools) needs the mcp extra: imported on first use",
 }
 """The only imports allowed to go up a layer, each deferred (inside a function or under

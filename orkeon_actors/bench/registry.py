@@ -27,7 +27,7 @@ __all__ = [
     "run_suites",
 ]
 
-SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume", "agents")
+SUITE_NAMES = ("hub", "store", "sim", "lifecycle", "wakecost", "history", "amqp", "pauseresume", "agents", "a2a")
 """Every suite ``orkeon bench`` knows, in the order ``all`` runs them."""
 
 
@@ -70,11 +70,18 @@ SUITE_MODULES: dict[str, str] = {
     "amqp": "amqp",
     "pauseresume": "pause_resume",
     "agents": "agents",
+    "a2a": "a2a",
 }
 """The module of ``orkeon_actors.bench`` that registers each suite: only the suites a
 run names are imported, so a suite's optional dependency is needed by that suite alone."""
 
-EXTRA_OF_MODULE: dict[str, str] = {"pika": "amqp", "autogen_core": "bench", "langgraph": "bench"}
+EXTRA_OF_MODULE: dict[str, str] = {
+    "pika": "amqp",
+    "autogen_core": "bench",
+    "langgraph": "bench",
+    "a2a": "a2a",
+    "uvicorn": "a2a",
+}
 """The ``orkeon-actors`` extra that installs each optional dependency a suite imports."""
 
 

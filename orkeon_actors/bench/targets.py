@@ -86,6 +86,7 @@ TARGETS: dict[str, dict[str, Target]] = {
         "post_receive_vs_tell": Target(">=", 0.40),
         "send_reply_vs_ask": Target(">=", 0.50),
     },
+    "a2a": {"round_trip_vs_bare_sdk": Target(">=", 0.7)},
     "pauseresume": {
         f"{name}_{paused}": target
         for paused in (2_000, 20_000)

@@ -11,6 +11,7 @@ orkeon message sent|ls|verify       an agent's sent history, a mailbox's held me
 orkeon crew schema|validate|run     the canonical crew schema; validate and run crew YAML
 orkeon studio --store PATH          the Studio web view of a store file, read-only
 orkeon mcp --store PATH ...         serve the seven agent tools over MCP (docs/mcp.md)
+orkeon a2a --store PATH --crew FILE serve crews as A2A agents (docs/a2a.md)
 orkeon host --broker URI --host-id ID --store PATH   one host of a fleet on RabbitMQ (docs/distributed.md)
 orkeon fleet --broker URI roster|post|spawn|stop|dlq|caps   look at and act on a running fleet
 orkeon --version
@@ -183,6 +184,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from orkeon_actors.cli.fleet_cmd import add_parser as add_fleet_parser
 
     add_fleet_parser(sub, common)
+
+    from orkeon_actors.cli.a2a_cmd import add_parser as add_a2a_parser
+
+    add_a2a_parser(sub)
     return parser
 
 
@@ -279,6 +284,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from orkeon_actors.cli.mcp import run_mcp
 
         return run_mcp(args)
+    if args.command == "a2a":
+        from orkeon_actors.cli.a2a_cmd import run_a2a
+
+        return run_a2a(args)
     if args.command == "bench" and args.soak is not None:
         if list(args.suites) != ["lifecycle"] or not args.soak > 0 or args.posts is not None:
             parser.error(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 __all__ = ["TOKEN_ENV", "add_parser", "run_mcp"]
 
@@ -79,7 +80,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     try:
         import anyio
 
-        from orkeon_actors.mcp.http_guard import HttpPolicy
+        from orkeon_actors.http_guard import HttpPolicy
         from orkeon_actors.mcp.server import HubToolServer
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] not in _MCP_EXTRA_MODULES:
@@ -89,13 +90,9 @@ def run_mcp(args: argparse.Namespace) -> int:
         ) from None
     policy = None
     if args.transport == "http":
+        given: dict[str, Any] = {"token": token} if (token := os.environ.get(TOKEN_ENV)) else {}
         try:
-            policy = HttpPolicy(
-                args.host,
-                allow_remote=args.allow_remote,
-                allowed_hosts=args.allow_host,
-                **({"token": token} if (token := os.environ.get(TOKEN_ENV)) else {}),
-            )
+            policy = HttpPolicy(args.host, allow_remote=args.allow_remote, allowed_hosts=args.allow_host, **given)
         except ok.errors.InvalidArgumentError as exc:
             raise SystemExit(f"orkeon mcp: {exc}") from None
     registry: AclRegistry | None = None

@@ -33,6 +33,7 @@ from orkeon_actors.config.issues import ConfigIssue, Path, raise_if_any
 from orkeon_actors.config.model_registry import provider_problems
 from orkeon_actors.config.source import SourceMap
 from orkeon_actors.config.spec import (
+    A2aSpec,
     AgentSpec,
     AutonomousSpec,
     BudgetSpec,
@@ -90,6 +91,8 @@ class CrewBlueprint:
     orchestration: OrchestrationSpec
     links: LinksBlock = attrs.field(factory=LinksBlock.undeclared)
     event: EventSpec = attrs.field(factory=EventSpec)
+    a2a: A2aSpec | None = None
+    """How the crew is served as an A2A agent (docs/a2a.md); ``None``: not exposed."""
 
     # -- documents -----------------------------------------------------------------------
 
@@ -145,6 +148,8 @@ class CrewBlueprint:
         event = codec.unstructure(self.event)
         if event:
             out["event"] = event
+        if self.a2a is not None:
+            out["a2a"] = codec.unstructure(self.a2a)
         result: dict[str, Any] = thaw(out)
         return result
 
@@ -195,6 +200,7 @@ def _read(document: Mapping[str, Any]) -> CrewBlueprint:
         orchestration=orchestration,
         links=codec.structure_links(document, partial.name),
         event=partial.event,
+        a2a=partial.a2a,
     )
 
 
@@ -206,6 +212,7 @@ class _Partial:
     budget: BudgetSpec | None = None
     agents: tuple[AgentSpec, ...]
     event: EventSpec = attrs.field(factory=EventSpec)
+    a2a: A2aSpec | None = None
 
 
 @attrs.frozen
@@ -252,6 +259,9 @@ def _reference_problems(bp: CrewBlueprint) -> Iterator[tuple[Path, str]]:
         if name not in known:
             problem = f"names agent {name!r}, which the crew does not declare (agents: {', '.join(ids)})"
             yield ("orchestration", *path), problem
+    if bp.a2a is not None and bp.a2a.agent is not None and bp.a2a.agent not in known:
+        problem = f"names agent {bp.a2a.agent!r}, which the crew does not declare (agents: {', '.join(ids)})"
+        yield ("a2a", "agent"), problem
     if isinstance(o, HierarchicalSpec) and o.manager in o.workers:
         yield ("orchestration", "workers"), f"the manager {o.manager!r} cannot also be a worker"
     if isinstance(o, ParallelSpec):

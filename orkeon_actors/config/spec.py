@@ -16,6 +16,8 @@ import attrs
 from orkeon_actors.config.frozen import FrozenJson
 
 __all__ = [
+    "A2aSkillSpec",
+    "A2aSpec",
     "AgentSpec",
     "AutonomousSpec",
     "BranchSpec",
@@ -232,3 +234,30 @@ class EventSpec:
     publish: tuple[PublishDecl, ...] | None = attrs.field(default=None, converter=_optional_tuple)
     subscribe: tuple[SubscribeDecl, ...] = attrs.field(default=(), converter=tuple)
     undeclared_publish: Literal["warn", "refuse"] = "warn"
+
+
+@attrs.frozen(kw_only=True)
+class A2aSkillSpec:
+    """One skill on the crew's A2A agent card (``a2a.skills``; docs/a2a.md)."""
+
+    id: str
+    description: str
+    name: str | None = None
+    tags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    examples: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen(kw_only=True)
+class A2aSpec:
+    """The ``a2a:`` block: the crew is served as an A2A agent (``orkeon a2a``,
+    ``Runtime.start(a2a=PORT)``; docs/a2a.md). ``description`` and ``version`` go on
+    its agent card (default: the crew's description, ``1.0.0``); ``agent`` receives
+    the caller's messages (default: the crew's first agent); ``skills`` are the card's
+    skills (default: one skill named after the crew); ``input_schema`` is the JSON
+    Schema a caller's structured (data) part must satisfy (absent: any input)."""
+
+    description: str | None = None
+    version: str = "1.0.0"
+    agent: str | None = None
+    skills: tuple[A2aSkillSpec, ...] = attrs.field(default=(), converter=tuple)
+    input_schema: FrozenJson | None = None

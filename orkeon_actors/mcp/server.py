@@ -31,7 +31,7 @@ per-request envelope, on both transports; the client's first request decides.
 Transports: :meth:`HubToolServer.run_stdio` (what desktop clients launch; see
 :mod:`orkeon_actors.mcp.stdio_guard` for malformed lines) and
 :meth:`HubToolServer.run_http` (streamable HTTP at ``/mcp``, behind
-:class:`~orkeon_actors.mcp.http_guard.HttpGuard`: a bearer token, ``Host`` and
+:class:`~orkeon_actors.http_guard.HttpGuard`: a bearer token, ``Host`` and
 ``Origin`` checked against the bound address, bounded bodies). ``orkeon mcp``
 (:mod:`orkeon_actors.cli.mcp`) wires them to a runtime.
 """
@@ -54,6 +54,7 @@ from mcp.shared.message import SessionMessage
 from starlette.requests import Request
 
 from orkeon_actors.errors import CancelledError, EventHubError, LimitExceededError
+from orkeon_actors.http_guard import HttpGuard, HttpPolicy
 from orkeon_actors.hub.port import MailboxLease
 from orkeon_actors.mcp.delivery import (
     SCOPE_KEY,
@@ -64,7 +65,6 @@ from orkeon_actors.mcp.delivery import (
     settle,
     watch_responses,
 )
-from orkeon_actors.mcp.http_guard import HttpGuard, HttpPolicy
 from orkeon_actors.mcp.stdio_guard import answer_malformed
 from orkeon_actors.model.cancel import CancelToken
 from orkeon_actors.tools.definitions import tool_definitions

@@ -99,6 +99,7 @@ export interface OrkeonCrew {
    */
   links?: null | Link[];
   event?: EventBlock;
+  a2a?: A2AExposure;
 }
 /**
  * The crew's default budget: every agent that does not set a limit itself inherits it, field by field (section 9.4).
@@ -487,6 +488,83 @@ export interface SubscribeDecl {
    * A mailbox of this crew: agent://{crew name}/{agent id}, or crew://{crew name}.
    */
   deliverTo: string;
+}
+/**
+ * Serve the crew as an A2A (Agent2Agent) agent: orkeon a2a and Runtime.start(a2a=PORT) expose every crew that has this block, one crew run per A2A task (docs/a2a.md). Absent: the crew is not exposed.
+ */
+export interface A2AExposure {
+  /**
+   * The agent card's description (absent: the crew's description).
+   */
+  description?: string;
+  /**
+   * The agent card's version (default 1.0.0).
+   */
+  version?: string;
+  /**
+   * An agent id, a branch id or a node name: a letter or digit, then letters, digits, dots, underscores or hyphens (at most 128).
+   */
+  agent?: string;
+  /**
+   * The skills on the agent card: what the crew does, with example requests (absent: one skill named after the crew).
+   */
+  skills?: A2ASkill[];
+  /**
+   * The JSON Schema a caller's structured input (a data part) must satisfy; a message that does not is rejected with the problem. Absent: any input.
+   */
+  inputSchema?: {};
+}
+/**
+ * This interface was referenced by `OrkeonCrew`'s JSON-Schema
+ * via the `definition` "A2ASkill".
+ */
+export interface A2ASkill {
+  /**
+   * An agent id, a branch id or a node name: a letter or digit, then letters, digits, dots, underscores or hyphens (at most 128).
+   */
+  id: string;
+  /**
+   * Its human-readable name (absent: the id).
+   */
+  name?: string;
+  /**
+   * What the skill does, for callers and their models.
+   */
+  description: string;
+  /**
+   * Keywords.
+   */
+  tags?: string[];
+  /**
+   * Example requests.
+   */
+  examples?: string[];
+}
+/**
+ * This interface was referenced by `OrkeonCrew`'s JSON-Schema
+ * via the `definition` "A2AExposure".
+ */
+export interface A2AExposure1 {
+  /**
+   * The agent card's description (absent: the crew's description).
+   */
+  description?: string;
+  /**
+   * The agent card's version (default 1.0.0).
+   */
+  version?: string;
+  /**
+   * An agent id, a branch id or a node name: a letter or digit, then letters, digits, dots, underscores or hyphens (at most 128).
+   */
+  agent?: string;
+  /**
+   * The skills on the agent card: what the crew does, with example requests (absent: one skill named after the crew).
+   */
+  skills?: A2ASkill[];
+  /**
+   * The JSON Schema a caller's structured input (a data part) must satisfy; a message that does not is rejected with the problem. Absent: any input.
+   */
+  inputSchema?: {};
 }
 /**
  * This interface was referenced by `OrkeonCrew`'s JSON-Schema

@@ -60,9 +60,82 @@ export const SCHEMA = {
     "event": {
       "description": "The topics the crew publishes and the subscriptions delivered to its mailboxes (sections 13.3 and 13.5: singular event).",
       "$ref": "#/$defs/EventBlock"
+    },
+    "a2a": {
+      "description": "Serve the crew as an A2A (Agent2Agent) agent: orkeon a2a and Runtime.start(a2a=PORT) expose every crew that has this block, one crew run per A2A task (docs/a2a.md). Absent: the crew is not exposed.",
+      "$ref": "#/$defs/A2AExposure"
     }
   },
   "$defs": {
+    "A2AExposure": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "description": {
+          "description": "The agent card's description (absent: the crew's description).",
+          "type": "string",
+          "minLength": 1
+        },
+        "version": {
+          "description": "The agent card's version (default 1.0.0).",
+          "type": "string",
+          "minLength": 1
+        },
+        "agent": {
+          "description": "The agent that receives the caller's messages (absent: the crew's first agent).",
+          "$ref": "#/$defs/Identifier"
+        },
+        "skills": {
+          "description": "The skills on the agent card: what the crew does, with example requests (absent: one skill named after the crew).",
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/A2ASkill"
+          }
+        },
+        "inputSchema": {
+          "description": "The JSON Schema a caller's structured input (a data part) must satisfy; a message that does not is rejected with the problem. Absent: any input.",
+          "type": "object"
+        }
+      }
+    },
+    "A2ASkill": {
+      "type": "object",
+      "required": [
+        "id",
+        "description"
+      ],
+      "additionalProperties": false,
+      "properties": {
+        "id": {
+          "description": "The skill's identifier, unique on the card.",
+          "$ref": "#/$defs/Identifier"
+        },
+        "name": {
+          "description": "Its human-readable name (absent: the id).",
+          "type": "string",
+          "minLength": 1
+        },
+        "description": {
+          "description": "What the skill does, for callers and their models.",
+          "type": "string",
+          "minLength": 1
+        },
+        "tags": {
+          "description": "Keywords.",
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        },
+        "examples": {
+          "description": "Example requests.",
+          "type": "array",
+          "items": {
+            "type": "string"
+          }
+        }
+      }
+    },
     "CrewName": {
       "type": "string",
       "minLength": 1,

@@ -1,11 +1,16 @@
-"""Who may talk to ``orkeon mcp --transport http``: the checks before the MCP SDK sees a request.
+"""Who may talk to an HTTP server of the package (``orkeon mcp --transport http``,
+``orkeon a2a``): the checks before the protocol SDK sees a request.
 
-The tools act as the server's identity (they read its mailbox, post as it), so every
+The server acts for the callers it lets in (the MCP tools read a mailbox and post as
+their identity; an A2A caller starts crew runs as its ``client://`` peer), so every
 request must prove it comes from someone the operator meant:
 
 * **A bearer token.** ``Authorization: Bearer TOKEN`` on every request; the token is
-  generated at start and printed (or given by the operator through ``ORKEON_MCP_TOKEN``).
-  Compared in constant time. Missing or wrong: ``401`` and nothing else.
+  generated at start and printed (or given by the operator through ``ORKEON_MCP_TOKEN``,
+  ``ORKEON_A2A_TOKEN``). Compared in constant time. Missing or wrong: ``401`` and nothing
+  else. ``HttpPolicy.callers`` gives further named tokens: the request is then made by
+  the caller whose token it carries (:meth:`HttpPolicy.identify`), which the guard puts
+  in the ASGI scope under :data:`CALLER_SCOPE_KEY`.
 * **Loopback unless told otherwise.** :class:`HttpPolicy` refuses a non-loopback bind
   address without ``allow_remote=True`` (``--allow-remote``), and a wildcard bind
   (``0.0.0.0``, ``::``) without the names clients will use (``--allow-host``).
@@ -23,7 +28,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -33,7 +39,10 @@ from starlette.responses import JSONResponse
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.loopback import is_loopback
 
-__all__ = ["HttpGuard", "HttpPolicy"]
+__all__ = ["CALLER_SCOPE_KEY", "HttpGuard", "HttpPolicy"]
+
+CALLER_SCOPE_KEY = "orkeon.caller"
+"""The ASGI scope key under which :class:`HttpGuard` leaves the name of the caller it let in."""
 
 Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -45,6 +54,14 @@ def _is_wildcard(host: str) -> bool:
         return False
 
 
+def _names(names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(names)
+
+
+def _frozen(callers: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(callers))
+
+
 def _bracketed(name: str) -> str:
     return f"[{name}]" if ":" in name and not name.startswith("[") else name
 
@@ -53,24 +70,37 @@ def _bracketed(name: str) -> str:
 class HttpPolicy:
     """Where the HTTP server listens and whom it lets in (see the module docstring).
 
-    ``token``: the bearer token (default: a fresh random one). ``allow_remote``: accept a
-    non-loopback ``host``. ``allowed_hosts``: further names (DNS names or addresses,
-    without port) clients may put in ``Host``; required for a wildcard bind."""
+    ``token``: the bearer token (default: a fresh random one), whose caller is named
+    ``owner``. ``callers``: further callers, name -> token (each at least 16
+    characters, all tokens distinct). ``allow_remote``: accept a non-loopback ``host``.
+    ``allowed_hosts``: further names (DNS names or addresses, without port) clients may
+    put in ``Host``; required for a wildcard bind. ``server`` names the server in the
+    errors (``orkeon mcp``)."""
 
     host: str = "127.0.0.1"
     token: str = attrs.field(factory=lambda: secrets.token_urlsafe(32))
     allow_remote: bool = False
-    allowed_hosts: Sequence[str] = attrs.field(default=(), converter=tuple)
+    allowed_hosts: Sequence[str] = attrs.field(default=(), converter=_names)
+    callers: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen)
+    owner: str = "owner"
+    server: str = "orkeon mcp"
 
     def __attrs_post_init__(self) -> None:
-        if len(self.token) < 16:
+        for name, token in {self.owner: self.token, **self.callers}.items():
+            if len(token) < 16:
+                raise InvalidArgumentError(
+                    f"the {self.server} bearer token of {name!r} is too short: give at least 16 characters "
+                    "(or none, to have one generated)"
+                )
+        if len({self.token, *self.callers.values()}) != 1 + len(self.callers):
             raise InvalidArgumentError(
-                "the MCP bearer token is too short: give at least 16 characters (or none, to have one generated)"
+                f"two callers of {self.server} share a bearer token: give each its own, or the server cannot "
+                "tell who is calling"
             )
         if not is_loopback(self.host) and not self.allow_remote:
             raise InvalidArgumentError(
-                f"orkeon mcp would listen on {self.host!r}, reachable from other machines, where anyone holding "
-                "the token acts as the served identity; it binds 127.0.0.1 by default: pass --allow-remote "
+                f"{self.server} would listen on {self.host!r}, reachable from other machines, where anyone holding "
+                "a token acts as its caller; it binds 127.0.0.1 by default: pass --allow-remote "
                 "(allow_remote=True) if you really mean to expose it"
             )
         if _is_wildcard(self.host) and not self.allowed_hosts:
@@ -98,19 +128,30 @@ class HttpPolicy:
         return _bracketed(self.allowed_hosts[0] if _is_wildcard(self.host) else self.host)
 
     def authorized(self, header: str | None) -> bool:
-        """Whether an ``Authorization`` header carries this policy's bearer token."""
+        """Whether an ``Authorization`` header carries one of this policy's bearer tokens."""
+        return self.identify(header) is not None
+
+    def identify(self, header: str | None) -> str | None:
+        """The caller whose bearer token an ``Authorization`` header carries (``owner``
+        for :attr:`token`), or ``None``. Every token is compared, in constant time."""
         if header is None:
-            return False
+            return None
         scheme, _, credential = header.partition(" ")
         if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(credential.strip().encode(), self.token.encode())
+            return None
+        given = credential.strip().encode()
+        found: str | None = None
+        for name, token in ((self.owner, self.token), *self.callers.items()):
+            if hmac.compare_digest(given, token.encode()):
+                found = name
+        return found
 
 
 class HttpGuard:
-    """The ASGI app in front of the MCP endpoint: ``Host``, ``Origin`` and the token,
-    checked before ``app`` sees the request. :meth:`listening` gives the bound port;
-    until then every request is refused."""
+    """The ASGI app in front of the endpoint: ``Host``, ``Origin`` and the token,
+    checked before ``app`` sees the request, which then finds the caller's name in its
+    scope (:data:`CALLER_SCOPE_KEY`). :meth:`listening` gives the bound port; until then
+    every request is refused."""
 
     def __init__(self, app: Asgi, policy: HttpPolicy) -> None:
         self._app = app
@@ -130,14 +171,17 @@ class HttpGuard:
         origin = headers.get("origin")
         if origin is not None and origin.lower() not in self._origins:
             return 403, "requests from another origin are refused"
-        if not self.policy.authorized(headers.get("authorization")):
+        if self.policy.identify(headers.get("authorization")) is None:
             return 401, "missing or wrong bearer token: send 'Authorization: Bearer TOKEN' (printed at start)"
         return None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        refused = self.refusal(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        refused = self.refusal(headers)
         if refused is None:
-            await self._app(scope, receive, send)
+            await self._app(
+                {**scope, CALLER_SCOPE_KEY: self.policy.identify(headers.get("authorization"))}, receive, send
+            )
             return
         status, reason = refused
         extra = {"WWW-Authenticate": "Bearer"} if status == 401 else None
