@@ -13,7 +13,7 @@
 See ``docs/asyncio.md``: what holds no thread, cancellation, timeouts and errors.
 """
 
-from orkeon_actors.aio.awaiting import await_receive, await_wait
+from orkeon_actors.aio.awaiting import await_receive, await_wait, receive_future, wait_future
 from orkeon_actors.aio.client import AsyncHubClient, AsyncSubscription
 from orkeon_actors.aio.runtime import AsyncCrewSupervisor, AsyncRuntime, start
 
@@ -24,5 +24,7 @@ __all__ = [
     "AsyncSubscription",
     "await_receive",
     "await_wait",
+    "receive_future",
     "start",
+    "wait_future",
 ]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TypeVar
 
-from orkeon_actors.aio.awaiting import await_receive, await_wait
+from orkeon_actors.aio.awaiting import receive_future, wait_future
 from orkeon_actors.hub.async_wait import forget_request
 from orkeon_actors.hub.client import HubClient, Seconds, validate_wait_descriptor
 from orkeon_actors.hub.port import Subscription
@@ -145,7 +145,7 @@ class AsyncHubClient:
         assert correlation_id is not None  # the hub stamps every request with one
         hub = self.client.hub
         try:  # the request's own deadline fails this wait with SendTimeoutError
-            return await await_wait(hub, self.client.caller, WaitOnReply(correlation_id), FOREVER, cancel)
+            return await wait_future(hub, self.client.caller, WaitOnReply(correlation_id), FOREVER, cancel)
         finally:  # as the blocking send: once the requester stops waiting, a reply is refused
             forget_request(hub, correlation_id)
 
@@ -177,7 +177,7 @@ class AsyncHubClient:
         :class:`asyncio.CancelledError` and withdraws the wait."""
         validate_wait_descriptor(descriptor)
         wait_timeout = coerce_wait_timeout(timeout)
-        return await await_wait(self.client.hub, self.client.caller, descriptor, wait_timeout, cancel)
+        return await wait_future(self.client.hub, self.client.caller, descriptor, wait_timeout, cancel)
 
     def subscribe(
         self,
@@ -228,14 +228,14 @@ class AsyncSubscription:
         buffered one at once, the ``WaitTimedOutMessage`` when a finite timeout expires
         (the subscription stays open, nothing is lost), ``InvalidArgumentError`` once
         closed."""
-        return await await_receive(self._client.hub, self.subscription, coerce_wait_timeout(timeout), cancel)
+        return await receive_future(self._client.hub, self.subscription, coerce_wait_timeout(timeout), cancel)
 
     def __aiter__(self) -> AsyncSubscription:
         return self
 
     async def __anext__(self) -> Message:
         try:
-            return await await_receive(self._client.hub, self.subscription, FOREVER, None)
+            return await receive_future(self._client.hub, self.subscription, FOREVER, None)
         except Exception:
             if self.subscription.closed:
                 raise StopAsyncIteration from None

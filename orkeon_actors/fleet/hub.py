@@ -272,14 +272,14 @@ class AmqpEventHub(SqliteEventHub):
         key = mailbox_key(address)
         request = None if message.correlation_id is None else self.pending_request(message.correlation_id)
         receipt = delivery_confirmation_requested()
-        if request is None or request.timer is None:
+        if request is None or request.deadline is None:
             outgoing = self._post_outgoing(message, key, receipt=receipt)
             if receipt:
                 gateway.publish_delivered(outgoing, address)
             else:
                 gateway.publish(outgoing)
             return
-        remaining = request.timer.deadline - self.clock.monotonic()
+        remaining = request.deadline - self.clock.monotonic()
         outgoing = gateway.outgoing(
             message,
             kind="post",

@@ -161,17 +161,29 @@ class AsyncWait(Waiter[Message]):
         return self._claimed
 
     def try_complete(self, value: Message) -> bool:
-        if not self._claim_round():
-            return False
-        self._value = value
-        self._settle_hook()
+        # The claim and the registering check under one hold of the lock (the outcome is
+        # noted before it is released: _arm may handle it as soon as it is).
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            self._value = value
+            if self._registering:
+                self._early = True  # handled by _arm once the registration is known
+                return True
+        self._on_settled()
         return True
 
     def try_fail(self, error: BaseException) -> bool:
-        if not self._claim_round():
-            return False
-        self._error = error
-        self._settle_hook()
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            self._error = error
+            if self._registering:
+                self._early = True
+                return True
+        self._on_settled()
         return True
 
     def wait(self) -> Message:
@@ -300,13 +312,6 @@ class AsyncWait(Waiter[Message]):
         """The cancel token fired: settle the current round with its error."""
         self.try_fail(error)
 
-    def _settle_hook(self) -> None:
-        with self._lock:
-            if self._registering:
-                self._early = True  # handled by _arm once the registration is known
-                return
-        self._on_settled()
-
     def _on_settled(self) -> None:
         hub = self._hub
         hub.untrack_waiter(self)
@@ -318,10 +323,12 @@ class AsyncWait(Waiter[Message]):
             timer.cancel()
         value, error = self._value, self._error
         mailbox, self._mailbox = self._mailbox, None
-        if mailbox is not None and (value is None or value.is_timeout):
-            mailbox.remove_waiter(self)  # a delivered message was taken off its waiters already
-        if self._cleanup is not None:
-            self._cleanup()
+        cleanup, self._cleanup = self._cleanup, None  # it refers back to this wait: no cycle left
+        if not hub.stopped:  # a stopped hub drops its router and mailboxes whole, not wait by wait
+            if mailbox is not None and (value is None or value.is_timeout):
+                mailbox.remove_waiter(self)  # a delivered message was taken off its waiters already
+            if cleanup is not None:
+                cleanup()
         if isinstance(error, _Withdrawn):
             self._finish(None)
             return

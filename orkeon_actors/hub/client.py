@@ -54,6 +54,10 @@ __all__ = ["HubClient", "validate_wait_descriptor"]
 Seconds = float | int | timedelta
 
 
+_PLAIN_SECONDS = (int, float)
+_INFINITY = float("inf")
+
+
 def _send_timeout(timeout: Seconds | WaitTimeout) -> float:
     if isinstance(timeout, ForeverWaitTimeout):
         raise InvalidArgumentError(
@@ -210,10 +214,13 @@ class HubClient:
         ``confirm_delivery=True`` (see :meth:`post`): a request to another host whose
         host does not confirm holding it raises ``DeliveryNotConfirmedError`` after
         ``FleetConfig.delivery_timeout`` instead of waiting the whole ``timeout``."""
-        seconds = _send_timeout(timeout)
+        if type(timeout) in _PLAIN_SECONDS and 0 < timeout < _INFINITY:  # type: ignore[operator]
+            seconds = float(timeout)  # type: ignore[arg-type]  # the common case, without two calls
+        else:
+            seconds = _send_timeout(timeout)
         if metadata is not None:
             check_metadata(metadata)
-        address = MailboxAddress.parse(to)
+        address = to if type(to) is MailboxAddress else MailboxAddress.parse(to)
         data = bounded_payload(request, self.hub.limits)
         if confirm_delivery or delivery_confirmation_requested():
             with confirming_delivery(confirm_delivery):
@@ -262,7 +269,7 @@ class HubClient:
             check_metadata(metadata)
         return self.hub.reply(
             self.caller,
-            CorrelationId(correlation_id),
+            correlation_id if type(correlation_id) is CorrelationId else CorrelationId(correlation_id),
             bounded_payload(payload, self.hub.limits),
             metadata,
             cancel,

@@ -24,6 +24,7 @@ from orkeon_actors.errors import (
 from orkeon_actors.hub.mailbox import MailboxHandle
 from orkeon_actors.hub.pipeline import Next
 from orkeon_actors.hub.port import CallerContext, MailboxReader, MailboxRegistration, Subscription
+from orkeon_actors.hub.routing import TopicRouter
 from orkeon_actors.hub.scheduler import TimerHandle
 from orkeon_actors.hub.waiter import BufferClosed, LocalBuffer, Waiter
 from orkeon_actors.model.cancel import CancelToken
@@ -38,18 +39,32 @@ __all__ = ["MemoryReader", "MemoryRegistration", "MemorySubscription", "TopicWai
 
 
 class TopicWait:
-    """A one-shot router entry: the first matching message settles the wait."""
+    """A one-shot router entry: the first matching message settles the wait.
+    :meth:`withdraw` takes it out of ``router`` (the wait's cleanup: a bound method, no
+    closure, for each of 100,000 pending waits)."""
 
-    __slots__ = ("crew_id", "metadata_match", "pattern", "waiter")
+    __slots__ = ("crew_id", "metadata_match", "pattern", "router", "waiter")
 
-    def __init__(self, pattern: str, crew_id: CrewId, metadata_match: FrozenMap | None, waiter: Waiter[Message]):
+    def __init__(
+        self,
+        pattern: str,
+        crew_id: CrewId,
+        metadata_match: FrozenMap | None,
+        waiter: Waiter[Message],
+        router: TopicRouter,
+    ):
         self.pattern = pattern
         self.crew_id = crew_id
         self.metadata_match = metadata_match
         self.waiter = waiter
+        self.router = router
 
     def offer(self, message: Message) -> None:
         self.waiter.try_complete(message)
+
+    def withdraw(self) -> None:
+        """Take this entry out of its router (idempotent)."""
+        self.router.remove(self)
 
 
 @attrs.frozen

@@ -411,6 +411,24 @@ class MailboxHandle:
         return ref
 
     def deliver(self, message: Message) -> None:
+        if self.mode is _Mode.DIRECT:
+            # The hot path of a held reader: push into its buffer, under the lock, with no
+            # deferred_turns block (three Python calls a message, issue 31). Nothing here
+            # can run an actor's turn: nobody parks a waiter on a held reader's buffer
+            # (its reader only takes), so the push settles nothing and runs no callback.
+            with self.lock:
+                reader = self.direct_reader
+                if (
+                    self.mode is _Mode.DIRECT
+                    and reader is not None
+                    and reader.parked is None
+                    and self.held is None
+                    and self.reloaded is None
+                    and not self.closed
+                    and reader.push(message)
+                ):
+                    return
+            # Anything else (closing, holding, a reader that left): the general path below.
         with deferred_turns(), self.lock:
             if self.closed:
                 raise MailboxNotFoundError(self.address)

@@ -31,8 +31,10 @@ Where the work happens (ARCHITECTURE §3):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from time import monotonic
 from typing import NoReturn
 
 from loguru import logger
@@ -74,8 +76,8 @@ from orkeon_actors.hub.waiter import Waiter
 from orkeon_actors.hub.waits import HubWaits
 from orkeon_actors.model.address import MailboxAddress, Scheme
 from orkeon_actors.model.cancel import CancelToken
-from orkeon_actors.model.clock import Clock
-from orkeon_actors.model.ids import CorrelationId, CrewId, MessageId
+from orkeon_actors.model.clock import Clock, SystemClock
+from orkeon_actors.model.ids import CorrelationId, CrewId, new_correlation_id, new_message_id
 from orkeon_actors.model.limits import DEFAULT_LIMITS, Limits
 from orkeon_actors.model.message import (
     NO_DECLARED_SCHEMA_ID,
@@ -83,6 +85,7 @@ from orkeon_actors.model.message import (
     Message,
     encode_payload,
     freeze_metadata,
+    stamped_message,
 )
 from orkeon_actors.model.options import (
     PublishOptions,
@@ -156,6 +159,10 @@ class HubCore(EventHub):
         self._observer = observer
         self._last_value_store = last_value_store
         self.scheduler = scheduler
+        self._times_own_waits = type(clock) is SystemClock
+        """Whether a blocking ``send`` times its wait on its own thread (``time.monotonic``,
+        the system clock's) rather than through a scheduler timer; any other clock (a
+        virtual one, a subclass) keeps the scheduler, which follows that clock."""
         self.pipeline = pipeline or Pipeline()
         self._router = TopicRouter()
         self._replies = PendingReplies()
@@ -167,7 +174,8 @@ class HubCore(EventHub):
         self._last_values: dict[tuple[CrewId | None, str], Message] = {}
         self._subscriptions: set[MemorySubscription] = set()
         self._waits = HubWaits(self)  # blocked waiters and their kind, and the wait steps
-        self._stopped = False
+        self.stopped = False
+        """Whether :meth:`stop` ran (an attribute, not a property: every blocking wait reads it)."""
         scheduler.add_failure_listener(self._fail_pending)
         self.on_wait_timed_out: Callable[[Message], None] | None = None
         self.wait_observer: WaitObserver | None = None
@@ -224,10 +232,10 @@ class HubCore(EventHub):
         """A new message from ``caller`` as the hub stamps it (its id, source and time;
         a unit of work stamps its outgoing messages here too). ``HubStoppedError`` once
         the hub stopped."""
-        if self._stopped:
+        if self.stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime to send messages")
-        return Message(
-            MessageId.new(),
+        return stamped_message(
+            new_message_id(),
             topic,
             caller.crew_id,
             self.clock.now(),
@@ -398,7 +406,7 @@ class HubCore(EventHub):
                 )
         if len(set(parsed)) != len(parsed):
             raise InvalidArgumentError(f"register_mailboxes: an address is given twice in {[str(a) for a in parsed]}")
-        if self._stopped:
+        if self.stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         self._mailboxes.forget_finished(parsed)
         # Built before taking the lock (starting a mailbox actor is the slow part), so
@@ -537,11 +545,19 @@ class HubCore(EventHub):
         if to not in self._live and not self._mailbox_exists(to):  # a live one: no call
             stamped = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, CorrelationId.new())
             self._refuse_missing("send", stamped)
-        correlation_id = CorrelationId.new()
+        correlation_id = new_correlation_id()
         request = PendingRequest(correlation_id, caller.crew_id, to, listener, caller.agent_id)
         message = self.stamp(caller, SEND_TOPIC, payload, metadata, to.crew_id, to, correlation_id)
         self._replies.open(request, self.limits.max_pending_requests)
-        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
+        if listener is not None and idempotency_key is None and self._times_own_waits:
+            # A blocking send on the system clock: its caller's thread times the wait
+            # itself (HubWaits.block), no timer goes through the scheduler (issue 31).
+            request.deadline = monotonic() + timeout
+        else:
+            request.deadline = self.clock.monotonic() + timeout
+            request.timer = self.scheduler.schedule_at(
+                request.deadline, lambda: self._replies.expire(correlation_id, timeout)
+            )
         try:
             if idempotency_key is None:
                 self._send_chain(message)
@@ -573,7 +589,8 @@ class HubCore(EventHub):
             return request
         request = PendingRequest(original, caller.crew_id, to, listener, caller.agent_id)
         self._replies.open(request, self.limits.max_pending_requests)
-        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(original, timeout))
+        request.deadline = self.clock.monotonic() + timeout
+        request.timer = self.scheduler.schedule_at(request.deadline, lambda: self._replies.expire(original, timeout))
         return request
 
     def request(
@@ -608,6 +625,9 @@ class HubCore(EventHub):
         waiter: Waiter[Message] = Waiter()
         _, request = self._open_request(caller, to, payload, timeout, metadata, waiter, idempotency_key)
         try:
+            if request.timer is None and request.deadline is not None:  # timed here, by its deadline
+                expire = functools.partial(self._replies.expire_request, request, timeout)
+                return self._waits.block(waiter, "on_reply", cancel, request.deadline, expire)
             return self._waits.block(waiter, "on_reply", cancel)  # not via self.block: a frame less
         except CancelledError:
             cancelled = self.on_send_cancelled
@@ -625,7 +645,10 @@ class HubCore(EventHub):
         (:meth:`forget_request`) once it was answered."""
         self._replies.open(request)
         correlation_id = request.correlation_id
-        request.timer = self.scheduler.schedule_in(timeout, lambda: self._replies.expire(correlation_id, timeout))
+        request.deadline = self.clock.monotonic() + timeout
+        request.timer = self.scheduler.schedule_at(
+            request.deadline, lambda: self._replies.expire(correlation_id, timeout)
+        )
 
     def pending_request(self, correlation_id: CorrelationId) -> PendingRequest | None:
         """The request awaiting a reply under ``correlation_id`` (its ``timer`` holds its
@@ -715,7 +738,7 @@ class HubCore(EventHub):
         metadata_match: FrozenMap | None = None,
         max_buffered: int | None = None,
     ) -> Subscription:
-        if self._stopped:
+        if self.stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         if cancel is not None:
             cancel.raise_if_cancelled()
@@ -797,10 +820,6 @@ class HubCore(EventHub):
     # -- the core's protocol with its handles and the non-blocking waits --------------------
 
     @property
-    def stopped(self) -> bool:
-        return self._stopped
-
-    @property
     def router(self) -> TopicRouter:
         return self._router
 
@@ -836,9 +855,9 @@ class HubCore(EventHub):
         self._replies.fail_all(own_copy)
 
     def stop(self) -> None:
-        if self._stopped:
+        if self.stopped:
             return
-        self._stopped = True
+        self.stopped = True
         self._waits.fail_all(lambda: HubStoppedError("the runtime was stopped while waiting"))
         self._replies.fail_all(lambda: HubStoppedError("the runtime was stopped before the reply arrived"))
         for subscription in list(self._subscriptions):

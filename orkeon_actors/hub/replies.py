@@ -32,6 +32,7 @@ class PendingRequest:
 
     __slots__ = (
         "correlation_id",
+        "deadline",
         "listeners",
         "lock",
         "outcome",
@@ -60,6 +61,11 @@ class PendingRequest:
         self.listeners: list[Waiter[Message]] = [] if listener is None else [listener]
         self.outcome: Message | BaseException | None = None
         self.timer: TimerHandle | None = None
+        """The scheduler's timer that expires the request, if one does (a blocking
+        ``send`` on the system clock times its own wait instead: see :attr:`deadline`)."""
+        self.deadline: float | None = None
+        """When the request expires, on the hub clock's ``monotonic`` (``None``: not
+        set by whoever opened it)."""
         self.lock = threading.Lock()
 
     def listen(self, waiter: Waiter[Message]) -> None:
@@ -68,7 +74,10 @@ class PendingRequest:
             if outcome is None:
                 self.listeners.append(waiter)
                 return
-        _settle(waiter, outcome)
+        if isinstance(outcome, BaseException):
+            waiter.try_fail(outcome)
+        else:
+            waiter.try_complete(outcome)
 
     def unlisten(self, waiter: Waiter[Message]) -> None:
         with self.lock:
@@ -81,16 +90,20 @@ class PendingRequest:
                 return False
             self.outcome = outcome
             listeners, self.listeners = self.listeners, []
-        for waiter in listeners:
-            _settle(waiter, outcome)
+        if isinstance(outcome, BaseException):
+            for waiter in listeners:
+                waiter.try_fail(outcome)
+        else:
+            for waiter in listeners:
+                waiter.try_complete(outcome)
         return True
 
 
-def _settle(waiter: Waiter[Message], outcome: Message | BaseException) -> None:
-    if isinstance(outcome, BaseException):
-        waiter.try_fail(outcome)
-    else:
-        waiter.try_complete(outcome)
+def _timed_out(request: PendingRequest, timeout: float) -> SendTimeoutError:
+    return SendTimeoutError(
+        f"no reply to request {request.correlation_id} (to {request.target}) within {timeout:g}s; "
+        "raise the timeout or check that the recipient reads its mailbox and replies"
+    )
 
 
 def _unknown(correlation_id: str) -> UnknownCorrelationError:
@@ -156,8 +169,8 @@ class PendingReplies:
     def answer(self, correlation_id: str, reply: Message) -> None:
         """Settle the request with ``reply``. Raises ``UnknownCorrelationError`` if it is
         not active (a second reply loses)."""
-        request = self.require_active(correlation_id)
-        if not request.settle(reply):  # lost a race with another reply or the deadline
+        request = self._pending.get(correlation_id)
+        if request is None or not request.settle(reply):  # lost a race with another reply or the deadline
             raise _unknown(correlation_id)
 
     def expire(self, correlation_id: str, timeout: float) -> None:
@@ -165,12 +178,18 @@ class PendingReplies:
         with self._lock:
             request = self._pop(correlation_id)
         if request is not None:
-            request.settle(
-                SendTimeoutError(
-                    f"no reply to request {correlation_id} (to {request.target}) within {timeout:g}s; "
-                    "raise the timeout or check that the recipient reads its mailbox and replies"
-                )
-            )
+            request.settle(_timed_out(request, timeout))
+
+    def expire_request(self, request: PendingRequest, timeout: float) -> SendTimeoutError:
+        """``request``'s deadline passed, timed by its requester's own thread: fail its
+        listeners with a ``SendTimeoutError`` (unless a reply or another outcome settled
+        it first), forget it; that error (for the requester's own waiter)."""
+        with self._lock:
+            if self._pending.get(request.correlation_id) is request:
+                self._pop(request.correlation_id)
+        error = _timed_out(request, timeout)
+        request.settle(error)
+        return error
 
     def forget(self, correlation_id: str) -> None:
         with self._lock:

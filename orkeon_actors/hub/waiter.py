@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from time import monotonic
 from typing import Generic, TypeVar
 
 from orkeon_actors.errors import EventHubError
@@ -22,6 +23,10 @@ from orkeon_actors.errors import EventHubError
 __all__ = ["Waiter", "LocalBuffer"]
 
 T = TypeVar("T")
+
+_LONGEST_WAIT = min(threading.TIMEOUT_MAX, 86_400.0)
+"""The longest single timed lock wait :meth:`Waiter.wait_until` makes (a later
+deadline is reached in several)."""
 
 
 class Waiter(Generic[T]):
@@ -47,7 +52,8 @@ class Waiter(Generic[T]):
             return False
         self._value = value
         self._done.release()
-        self._after_settle()
+        if self.on_settled is not None:  # a call less on the hot path (a reply, a delivery)
+            self._after_settle()
         return True
 
     def try_fail(self, error: BaseException) -> bool:
@@ -55,7 +61,8 @@ class Waiter(Generic[T]):
             return False
         self._error = error
         self._done.release()
-        self._after_settle()
+        if self.on_settled is not None:
+            self._after_settle()
         return True
 
     def fail(self, error: BaseException) -> None:
@@ -73,6 +80,25 @@ class Waiter(Generic[T]):
         """Block until settled; return the value or raise the error."""
         self._done.acquire()
         self._done.release()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def wait_until(self, deadline: float, on_deadline: Callable[[], BaseException]) -> T:
+        """:meth:`wait`, timed by this thread: once ``deadline`` (on ``time.monotonic``,
+        the system clock's) passes unsettled, ``on_deadline()`` runs and this waiter
+        fails with the error it returns, unless something settled it first (the
+        outcome that won is returned or raised, as by :meth:`wait`)."""
+        done = self._done
+        while True:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                self.try_fail(on_deadline())
+                done.acquire()
+                break
+            if done.acquire(True, remaining if remaining < _LONGEST_WAIT else _LONGEST_WAIT):
+                break
+        done.release()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
@@ -101,28 +127,42 @@ class LocalBuffer(Generic[T]):
 
     ``maxlen`` bounds the queue: when it is full, a push drops the *oldest* item and
     counts it in :attr:`dropped`. ``None`` (the default) means unbounded.
+
+    Every delivery and every receive goes through here, so it is built on a plain lock
+    rather than ``threading.Condition`` (whose enter, exit, wait and notify are Python
+    calls, a dozen per message handed from a pusher to a blocked taker): a blocked
+    ``take`` sleeps on a lock of its own, held until a push, a close or an interrupt
+    releases it (issue 31: the hub's hot path).
     """
 
-    __slots__ = ("_closed", "_cond", "_interrupt", "_items", "_maxlen", "_parked", "_takers", "dropped", "filter")
+    __slots__ = ("_closed", "_interrupt", "_items", "_lock", "_maxlen", "_sleepers", "_spare", "dropped", "parked")
 
     def __init__(self, maxlen: int | None = None) -> None:
         if maxlen is not None and maxlen < 1:
             raise ValueError(f"maxlen must be a positive number of items or None, got {maxlen!r}")
         self._items: deque[T] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._closed = False
         self._interrupt: BaseException | None = None
         self._maxlen = maxlen
-        self._takers = 0  # threads blocked in take(): only then does a push need to notify
-        self._parked: Waiter[T] | None = None
+        self._sleepers: list[threading.Lock] = []  # one held lock per taker blocked in take()
+        self._spare: threading.Lock | None = None  # a held sleeper lock a woken taker left for the next wait
+        self.parked: Waiter[T] | None = None
+        """The waiter :meth:`take_or_park` parked, if any (read it, never set it)."""
         self.dropped = 0
+
+    def _wake_all(self) -> None:
+        """Under the lock: wake every blocked taker (a close or an interrupt)."""
+        for sleeper in self._sleepers:
+            sleeper.release()
+        self._sleepers.clear()
 
     def _handed_to_parked(self, item: T) -> bool:
         """Under the lock: give ``item`` to the parked waiter, if one still wants it."""
-        parked = self._parked
+        parked = self.parked
         if parked is None:
             return False
-        self._parked = None
+        self.parked = None
         return parked.try_complete(item)
 
     def _append(self, item: T) -> None:
@@ -135,117 +175,129 @@ class LocalBuffer(Generic[T]):
     def push(self, item: T) -> bool:
         # The hot path of every delivery: the common case (nobody parked, unbounded) is
         # inlined rather than going through _handed_to_parked / _append.
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return False
-            parked = self._parked
+            parked = self.parked
             if parked is None:
                 if self._maxlen is None:
                     self._items.append(item)
                 else:
                     self._append(item)
-                if self._takers:
-                    self._cond.notify()
+                if self._sleepers:
+                    self._sleepers.pop(0).release()
                 return True
-            self._parked = None
+            self.parked = None
         # Hand the item to the parked waiter outside the lock: settling it runs its
         # callbacks (a non-blocking wait's cleanup, receive stages, a re-park), which may
         # use this buffer again.
         if parked.try_complete(item):
             return True
-        with self._cond:  # it had settled (timed out, cancelled): queue the item as usual
+        with self._lock:  # it had settled (timed out, cancelled): queue the item as usual
             if self._closed:
                 return False
             self._append(item)
-            if self._takers:
-                self._cond.notify()
+            if self._sleepers:
+                self._sleepers.pop(0).release()
             return True
 
     def requeue_front(self, item: T) -> None:
         """Put back ``item``, taken but not handed out, as the oldest one (a waiter
         that settled otherwise in the meantime refused it); dropped if closed, like
         everything buffered at close."""
-        with self._cond:
+        with self._lock:
             if not self._closed:
                 self._items.appendleft(item)
-                if self._takers:
-                    self._cond.notify()
+                if self._sleepers:
+                    self._sleepers.pop(0).release()
 
     def peek_all(self) -> list[T]:
         """The buffered items, oldest first, without taking them."""
-        with self._cond:
+        with self._lock:
             return list(self._items)
 
     def push_many(self, items: list[T]) -> bool:
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return False
             rest = items[1:] if items and self._handed_to_parked(items[0]) else items
             for item in rest:
                 self._append(item)
-            self._cond.notify()
+            if rest and self._sleepers:
+                self._sleepers.pop(0).release()
             return True
 
     def take_or_park(self, waiter: Waiter[T]) -> T | None:
         """The oldest item if there is one; otherwise park ``waiter`` (the next push
         completes it) and return ``None``. Raises ``BufferClosed`` once closed and empty.
         Call :meth:`unpark` when done waiting, however the wait ended."""
-        with self._cond:
+        with self._lock:
             if self._items:
                 return self._items.popleft()
             if self._closed:
                 raise BufferClosed("buffer closed")
-            self._parked = waiter
+            self.parked = waiter
             return None
 
     def unpark(self, waiter: Waiter[T]) -> None:
         """Forget ``waiter`` if it is still parked (idempotent)."""
-        with self._cond:
-            if self._parked is waiter:
-                self._parked = None
+        with self._lock:
+            if self.parked is waiter:
+                self.parked = None
 
     def take(self) -> T:
         """Block for the next item. Raises the interrupt error if one was set, or
         ``BufferClosed`` once closed and empty."""
-        with self._cond:
-            while True:
+        lock = self._lock
+        while True:
+            with lock:
                 if self._interrupt is not None:
                     raise self._interrupt
                 if self._items:
                     return self._items.popleft()
                 if self._closed:
                     raise BufferClosed("buffer closed")
-                self._takers += 1
-                try:
-                    self._cond.wait()
-                finally:
-                    self._takers -= 1
+                sleeper = self._spare
+                if sleeper is None:
+                    sleeper = threading.Lock()
+                    sleeper.acquire()
+                else:
+                    self._spare = None
+                self._sleepers.append(sleeper)
+            try:
+                sleeper.acquire()  # released (and taken off the list) by a push, close or interrupt
+            except BaseException:  # interrupted while asleep (KeyboardInterrupt): leave no sleeper behind
+                with lock:
+                    if sleeper in self._sleepers:
+                        self._sleepers.remove(sleeper)
+                raise
+            self._spare = sleeper  # off the list and held again: the next wait reuses it
 
     def take_nowait(self) -> T | None:
-        with self._cond:
+        with self._lock:
             if self._items:
                 return self._items.popleft()
             return None
 
     def interrupt(self, error: BaseException) -> None:
         """Make the blocked (or next) ``take`` raise ``error``; items stay buffered."""
-        with self._cond:
+        with self._lock:
             if self._interrupt is None:
                 self._interrupt = error
-            self._cond.notify_all()
+            self._wake_all()
 
     def clear_interrupt(self) -> None:
-        with self._cond:
+        with self._lock:
             self._interrupt = None
 
     def close(self) -> list[T]:
         """Close; return the items nobody took (in order). Idempotent."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             leftovers = list(self._items)
             self._items.clear()
-            parked, self._parked = self._parked, None
-            self._cond.notify_all()
+            parked, self.parked = self.parked, None
+            self._wake_all()
         if parked is not None:
             parked.try_fail(BufferClosed("buffer closed"))
         return leftovers

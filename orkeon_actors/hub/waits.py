@@ -123,9 +123,10 @@ class HubWaits:
         """See :meth:`HubCore.register_wait <orkeon_actors.hub.memory.HubCore.register_wait>`."""
         hub = self._hub
         if isinstance(descriptor, WaitOnTopic):
-            entry = TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter)
-            hub.router.add(entry)
-            return WaitRegistration("on_topic", descriptor.topic, lambda: hub.router.remove(entry))
+            router = hub.router
+            entry = TopicWait(descriptor.topic, caller.crew_id, descriptor.metadata_match, waiter, router)
+            router.add(entry)
+            return WaitRegistration("on_topic", descriptor.topic, entry.withdraw)
         if isinstance(descriptor, WaitOnMailbox):
             handle = hub.live_mailbox(descriptor.address)
             if handle is None:
@@ -207,8 +208,20 @@ class HubWaits:
         if waiter.try_complete(timed_out) and hub.on_wait_timed_out is not None:
             hub.on_wait_timed_out(timed_out)
 
-    def block(self, waiter: Waiter[Message], kind: str, cancel: CancelToken | None) -> Message:
-        """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop."""
+    def block(
+        self,
+        waiter: Waiter[Message],
+        kind: str,
+        cancel: CancelToken | None,
+        deadline: float | None = None,
+        on_deadline: Callable[[], BaseException] | None = None,
+    ) -> Message:
+        """Block the calling thread on ``waiter``, honouring ``cancel`` and hub stop.
+
+        With a ``deadline`` (on ``time.monotonic``: only a hub on the system clock
+        passes one), this thread times the wait itself: once it passes, ``waiter``
+        fails with the error ``on_deadline()`` returns, unless another outcome won
+        (:meth:`Waiter.wait_until <orkeon_actors.hub.waiter.Waiter.wait_until>`)."""
         hub = self._hub
         unregister: Callable[[], None] | None = None
         budget_timer: TimerHandle | None = None
@@ -220,9 +233,11 @@ class HubWaits:
         if hub.stopped:
             waiter.try_fail(HubStoppedError("the runtime was stopped while waiting"))
         try:
+            if on_deadline is not None and deadline is not None:
+                return waiter.wait_until(deadline, on_deadline)
             return waiter.wait()
         finally:
-            del self._active_waiters[waiter]
+            self._active_waiters.pop(waiter, None)  # fail_all may have taken it already
             if unregister is not None:
                 unregister()
             if budget_timer is not None:
@@ -244,6 +259,11 @@ class HubWaits:
     def fail_all(self, make_error: Callable[[], EventHubError]) -> None:
         """Fail every tracked waiter with an error of its own, ``make_error()`` (a
         runtime stop, the timer thread's death). Never one object for all: each waiter
-        re-raises its error, and a shared one would gather every raise's traceback."""
-        for waiter in list(self._active_waiters):
+        re-raises its error, and a shared one would gather every raise's traceback.
+
+        The tracked waiters are taken whole first (a waiter failed here needs no
+        untracking, one by one: 100,000 at a stop), so :meth:`pending_waits` counts
+        none of them from then on."""
+        waiters, self._active_waiters = self._active_waiters, {}
+        for waiter in list(waiters):  # a snapshot: a waiter settling meanwhile may still untrack from it
             waiter.try_fail(make_error())

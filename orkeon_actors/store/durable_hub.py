@@ -343,7 +343,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
         :class:`~orkeon_actors.store.unit_of_work.UnitOfWork`."""
         crew = CrewId(crew_id)
         agent = None if agent_id is None else AgentId(agent_id)
-        if self._stopped:
+        if self.stopped:
             raise HubStoppedError("the runtime was stopped; start a new Runtime")
         return UnitOfWork(self, CallerContext(crew, agent), consuming)
 
@@ -459,7 +459,7 @@ class SqliteEventHub(HubCore, DurableEventHub):
         consumed: see docs/store.md); only messages a deferring consumer has not
         acknowledged (``defer_acks``) and those never handed out stay kept for the next
         run."""
-        if not self._stopped:
+        if not self.stopped:
             self.mailbox_store.ack_outstanding()
         super().stop()
         self._close_store()

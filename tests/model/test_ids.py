@@ -148,3 +148,32 @@ def test_a_forked_child_never_mints_its_parents_secret_ids() -> None:
     parent = {new_secret_ulid_str() for _ in range(63)}
     assert len(child) == 63
     assert {i[10:] for i in child}.isdisjoint({i[10:] for i in parent})
+
+
+def test_message_ids_stay_increasing_across_a_carry_into_their_high_random_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within one millisecond an id is the previous one plus one: past the low 20 bits
+    the increment carries into the cached high part, and the order holds."""
+    from orkeon_actors.model import ids
+
+    frozen = time.time_ns()
+    rand = (0x1234_5678_9ABC_DEF << 20 | 0xFFFFD) << 1  # 3 ids before the low 20 bits wrap
+    monkeypatch.setattr(time, "time_ns", lambda: frozen)
+    monkeypatch.setattr(os, "urandom", lambda n: rand.to_bytes(n, "big"))
+    mint = ids._make_ulid_generator()
+    minted = [mint(str) for _ in range(8)]
+    assert minted == sorted(minted) and len(set(minted)) == 8
+    values = [int(ULID.from_str(m)) & ((1 << 80) - 1) for m in minted]
+    assert values == [(rand >> 1) + i for i in range(8)]
+
+
+def test_secret_ids_use_every_character_of_the_alphabet_evenly() -> None:
+    """The 16 random characters of a correlation id are uniform over the 32 Crockford
+    characters (80 bits): none missing, none favoured."""
+    from collections import Counter
+
+    counts = Counter("".join(new_secret_ulid_str()[10:] for _ in range(4_000)))
+    assert len(counts) == 32
+    expected = 4_000 * 16 / 32
+    assert all(0.85 * expected < count < 1.15 * expected for count in counts.values())
