@@ -8,8 +8,8 @@ connection, one I/O thread), its :class:`~orkeon_actors.fleet.signing.Signer` an
 the shared exchanges and ``fleet.dlq``, its roster queue, its topic fan-in
 (``topics.<host>``), its answers queue (``answers.<host>``), its durable receipts queue
 (``receipts.<host>``, :mod:`~orkeon_actors.fleet.receipts`), every inbox it opened, then
-the extra steps given to :meth:`Gateway.add_topology`. It stays a little over 600 lines
-(about 790) because the inbox, topic and answer paths share one verification order and one settling
+the extra steps given to :meth:`Gateway.add_topology`. It stays over 600 lines
+(about 810) because the inbox, topic and answer paths share one verification order and one settling
 rule (ack, drop a duplicate, or dead-letter); the parts that stand alone already live
 beside it (:mod:`~orkeon_actors.fleet.inbox_batch`, :mod:`~orkeon_actors.fleet.lanes`,
 :mod:`~orkeon_actors.fleet.receipts`).

@@ -26,6 +26,10 @@ Guarantees:
   accepted by the actor; closing the mailbox returns every message nobody consumed.
 * No duplicate: each message is handed to exactly one consumer.
 
+It sits at the project's 600-line mark because the handle's staging and the actor's
+direct mode must be read together; the leases (:mod:`~orkeon_actors.hub.leases`) live
+beside it.
+
 In a :class:`~orkeon_actors.sim.Simulation` the mailbox actors are the same: only their
 turns run on the simulation's seeded scheduler (:mod:`orkeon_actors.actors.executor`).
 """

@@ -12,7 +12,7 @@ their own lock contract: the live mailbox table (:mod:`~orkeon_actors.hub.live_m
 the tracked waiters with the wait steps (:mod:`~orkeon_actors.hub.waits`, reached back
 through the core's public protocol) and the pending replies
 (:mod:`~orkeon_actors.hub.replies`); the core keeps the composed chains, the delivery
-terminals and the port's entry points. It is still about 850 lines: the request/reply
+terminals and the port's entry points. It is still about 880 lines: the request/reply
 machinery (opening a pending request, waiting for the original of a keyed send,
 ``send``, ``reply`` and their terminals, about 170 lines) is the next part to move, to
 :mod:`~orkeon_actors.hub.replies`, once the core gives it its keyed-send and delivery

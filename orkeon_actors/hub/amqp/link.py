@@ -34,7 +34,7 @@ Callbacks given to :meth:`consume` and ``on_connected`` run on the I/O thread: t
 be short and must not block (hand work to an actor); they may call :meth:`ack`,
 :meth:`reject` and :meth:`publish`.
 
-It is about 630 lines, over the project's 600: the connection's states, the confirm
+It is about 650 lines, over the project's 600: the connection's states, the confirm
 window and the reconnect's replay of unconfirmed publishes share the I/O thread's state
 and are read together; the broker refusals' typing (``BrokerAccessError``) is the next
 part to move out, with issue #32's transport port, which reshapes this module.
