@@ -54,14 +54,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import pika.channel
 
 from orkeon_actors.errors import InvalidArgumentError
 from orkeon_actors.model.address import MailboxAddress
 from orkeon_actors.model.ids import CrewId
+
+if TYPE_CHECKING:  # pika only in annotations: the caps and names import without the amqp extra
+    import pika.channel
 
 __all__ = [
     "CONTROL_EXCHANGE",
@@ -252,7 +254,7 @@ def policy_commands(vhost: str, caps: InboxCaps = InboxCaps()) -> list[list[str]
     ]
 
 
-Step = Callable[[pika.channel.Channel, Callable[[], None]], None]
+Step = Callable[["pika.channel.Channel", Callable[[], None]], None]
 
 
 def _call(method: str, *args: Any, **kwargs: Any) -> Step:
@@ -277,7 +279,7 @@ def _send(method: str, *args: Any, **kwargs: Any) -> Step:
     return step
 
 
-DeclareInboxes = Callable[[list[tuple[str, dict[str, Any]]], pika.channel.Channel, Callable[[], None]], None]
+DeclareInboxes = Callable[[list[tuple[str, dict[str, Any]]], "pika.channel.Channel", Callable[[], None]], None]
 """Declares ``(queue, arguments)`` inboxes on the I/O thread, given the working channel,
 then calls ``done`` (:class:`~orkeon_actors.hub.amqp.inbox_probe.InboxProbe`)."""
 
